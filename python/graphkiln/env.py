@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Every environment variable graphkiln reads, with its meaning. Read them through here."""
+
+from __future__ import annotations
+
+import os
+
+VARIABLES = {
+    "GRAPHKILN_NUM_THREADS": "threads for the cpu target (default: physical cores)",
+    "GRAPHKILN_TRACE_COMPILE": "1 prints the IR after each compiler pass, with its time",
+    "GRAPHKILN_DISABLE_PASSES": "comma-separated pass names the pass manager skips",
+    "GRAPHKILN_TUNING_DB": "path of the kernel-tuning database",
+    "GRAPHKILN_GPU_DUMP_SRC": "folder where generated GPU kernel sources are written",
+}
+
+
+def get(name: str, default: str | None = None) -> str | None:
+    if name not in VARIABLES:
+        raise KeyError(f"{name} is not a graphkiln environment variable (see graphkiln.env)")
+    return os.environ.get(name, default)
+
+
+def set_variables() -> dict[str, str]:
+    """The graphkiln variables set in this process (for `graphkiln doctor`)."""
+    return {k: os.environ[k] for k in VARIABLES if k in os.environ}

@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""ONNX importers of sequence and optional values: Sequence*, SplitToSequence, ConcatFromSequence, Optional*."""
+
+from .context import ImportContext
+
+# ONNX op name -> (first opset handled, converter or None for a one-to-one copy)
+OPS = {
+}

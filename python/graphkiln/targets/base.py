@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""What every target provides: a pass pipeline and `compile(graph, options) -> Executable`."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..ir import Graph
+
+
+class Executable:
+    """A compiled graph: `run(inputs in graph-input order) -> outputs in graph-output order`."""
+
+    def run(self, inputs: Sequence[Any]) -> list[Any]:
+        raise NotImplementedError
+
+
+class Target:
+    name = "?"
+
+    def passes(self, options: dict) -> list:
+        """The optimization pipeline for this target (a plain list of pass modules)."""
+        return []
+
+    def compile(self, graph: Graph, options: dict) -> Executable:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<graphkiln target {self.name}>"
+
+
+def as_outputs(result) -> list:
+    """A kernel's return value as a list of outputs."""
+    if isinstance(result, (tuple, list)) and not isinstance(result, np.ndarray):
+        return list(result)
+    return [result]
