@@ -105,6 +105,9 @@ def load_external_data(model: onnx.ModelProto, base_dir: str) -> None:
         try:
             offset = int(info.get("offset", 0))
             length = int(info["length"]) if "length" in info else None
+        except ValueError:
+            raise ModelError(f"{where}: external data offset/length are not integers") from None
+        try:
             size = os.path.getsize(path)
             if offset < 0 or offset > size or (length is not None and (length < 0 or offset + length > size)):
                 raise ModelError(f"{where}: external data range offset={offset} length={length} "
@@ -114,8 +117,6 @@ def load_external_data(model: onnx.ModelProto, base_dir: str) -> None:
                 data = f.read() if length is None else f.read(length)
         except OSError as exc:
             raise ModelError(f"{where}: cannot read external data {location!r}: {exc.strerror}") from None
-        except ValueError:
-            raise ModelError(f"{where}: external data offset/length are not integers") from None
         tensor.raw_data = data
         del tensor.external_data[:]
         tensor.data_location = onnx.TensorProto.DEFAULT

@@ -4,6 +4,10 @@
 
 from .context import ImportContext
 
-# ONNX op name -> (first opset handled, converter or None for a one-to-one copy)
+# ONNX op name -> (first opset handled, converter or None for a one-to-one copy).
+# Opsets 7..13 lack `layout`, whose default (0) is their behaviour, so a copy suffices.
 OPS = {
+    "RNN": (7, None),
+    "GRU": (7, None),
+    "LSTM": (7, None),
 }

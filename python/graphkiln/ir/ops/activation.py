@@ -5,4 +5,25 @@
 from .. import infer
 from ..schema import define
 
-define("Relu", ("X",), ("Y",), (), infer.same_as(0))
+_SAME = infer.same_as(0)
+
+define("Relu", ("X",), ("Y",), (), _SAME)
+define("LeakyRelu", ("X",), ("Y",), [("alpha", "float", 0.01)], _SAME)
+# slope broadcasts to X (unidirectionally); the output is X's type and shape
+define("PRelu", ("X", "slope"), ("Y",), (), _SAME)
+define("Elu", ("X",), ("Y",), [("alpha", "float", 1.0)], _SAME)
+define("Selu", ("X",), ("Y",),
+       [("alpha", "float", 1.67326319217681884765625), ("gamma", "float", 1.05070102214813232421875)],
+       _SAME)
+define("Celu", ("X",), ("Y",), [("alpha", "float", 1.0)], _SAME)
+define("Sigmoid", ("X",), ("Y",), (), _SAME)
+define("HardSigmoid", ("X",), ("Y",), [("alpha", "float", 0.2), ("beta", "float", 0.5)], _SAME)
+define("HardSwish", ("X",), ("Y",), (), _SAME)
+define("Softplus", ("X",), ("Y",), (), _SAME)
+define("Softsign", ("X",), ("Y",), (), _SAME)
+define("Tanh", ("X",), ("Y",), (), _SAME)
+define("ThresholdedRelu", ("X",), ("Y",), [("alpha", "float", 1.0)], _SAME)
+define("Shrink", ("X",), ("Y",), [("bias", "float", 0.0), ("lambd", "float", 0.5)], _SAME)
+define("Mish", ("X",), ("Y",), (), _SAME)
+define("Gelu", ("X",), ("Y",), [("approximate", "str", "none")], _SAME)
+define("Swish", ("X",), ("Y",), [("alpha", "float", 1.0)], _SAME)

@@ -3,6 +3,236 @@
 """Schemas of shape and layout: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Expand, Tile, Pad, Shape, Size, ..."""
 
 from .. import infer
-from ..schema import define
+from ..dtypes import DType
+from ..schema import REQUIRED, define
+from ..types import TensorType, fresh_dim
+
+
+def _ints(array) -> list[int] | None:
+    return None if array is None else [int(v) for v in array.reshape(-1)]
+
+
+def _product(dims) -> int | None:
+    n = 1
+    for d in dims:
+        if not isinstance(d, int):
+            return None
+        n *= d
+    return n
+
+
+def _reshape(ctx):
+    data = ctx.tensor(0)
+    shape = _ints(ctx.const(1))
+    if shape is None:
+        shape_type = ctx.tensor(1)
+        rank = shape_type.dims[0] if shape_type.dims and isinstance(shape_type.dims[0], int) else None
+        return [infer.unknown(data.dtype, rank)]
+    allow_zero = ctx.attrs["allowzero"]
+    dims = []
+    for i, s in enumerate(shape):
+        if s == 0 and not allow_zero:
+            dims.append(data.dims[i] if data.dims is not None and i < len(data.dims) else fresh_dim())
+        else:
+            dims.append(s)
+    if -1 in dims:
+        known = _product(d for d in dims if d != -1)
+        total = _product(data.dims) if data.dims is not None else None
+        inferred = total // known if known and total is not None else fresh_dim()
+        dims = [inferred if d == -1 else d for d in dims]
+    return [TensorType(data.dtype, tuple(dims))]
+
+
+def _flatten(ctx):
+    data = ctx.tensor(0)
+    if data.dims is None:
+        return [infer.unknown(data.dtype, 2)]
+    rank = len(data.dims)
+    axis = ctx.attrs["axis"]
+    axis = axis + rank if axis < 0 else axis
+    outer, inner = _product(data.dims[:axis]), _product(data.dims[axis:])
+    return [TensorType(data.dtype, (fresh_dim() if outer is None else outer,
+                                    fresh_dim() if inner is None else inner))]
+
+
+def _squeeze(ctx):
+    data = ctx.tensor(0)
+    axes = _ints(ctx.const(1)) if ctx.has(1) else None
+    if data.dims is None:
+        return [TensorType(data.dtype, None)]
+    rank = len(data.dims)
+    if ctx.has(1) and axes is None:
+        return [TensorType(data.dtype, None)]
+    if axes is None:
+        if not all(isinstance(d, int) for d in data.dims):
+            return [TensorType(data.dtype, None)]
+        return [TensorType(data.dtype, tuple(d for d in data.dims if d != 1))]
+    drop = {infer.normalize_axis(a, rank, ctx.where) for a in axes}
+    return [TensorType(data.dtype, tuple(d for i, d in enumerate(data.dims) if i not in drop))]
+
+
+def _unsqueeze(ctx):
+    data = ctx.tensor(0)
+    axes = _ints(ctx.const(1))
+    if data.dims is None:
+        return [TensorType(data.dtype, None)]
+    if axes is None:
+        n = ctx.tensor(1).dims
+        count = n[0] if n and isinstance(n[0], int) else None
+        return [infer.unknown(data.dtype, None if count is None else len(data.dims) + count)]
+    rank = len(data.dims) + len(axes)
+    new = {infer.normalize_axis(a, rank, ctx.where) for a in axes}
+    rest = iter(data.dims)
+    return [TensorType(data.dtype, tuple(1 if i in new else next(rest) for i in range(rank)))]
+
+
+def _transpose(ctx):
+    data = ctx.tensor(0)
+    if data.dims is None:
+        return [TensorType(data.dtype, None)]
+    perm = ctx.attrs["perm"] or tuple(reversed(range(len(data.dims))))
+    return [TensorType(data.dtype, tuple(data.dims[p] for p in perm))]
+
+
+def _concat(ctx):
+    ts = [ctx.tensor(i) for i in range(ctx.num_inputs) if ctx.has(i)]
+    known = [t for t in ts if t.dims is not None]
+    if not known:
+        return [TensorType(ts[0].dtype, None)]
+    rank = len(known[0].dims)
+    axis = infer.normalize_axis(ctx.attrs["axis"], rank, ctx.where)
+    dims = list(known[0].dims)
+    for i in range(rank):
+        if i == axis:
+            total = _product(t.dims[axis] for t in ts) if len(known) == len(ts) else None
+            dims[i] = sum(t.dims[axis] for t in ts) if total is not None else fresh_dim()
+        else:
+            static = [t.dims[i] for t in known if isinstance(t.dims[i], int)]
+            dims[i] = static[0] if static else dims[i]
+    return [TensorType(ts[0].dtype, tuple(dims))]
+
+
+def _split(ctx):
+    data = ctx.tensor(0)
+    count = ctx.num_outputs
+    if data.dims is None:
+        return [TensorType(data.dtype, None)] * count
+    axis = infer.normalize_axis(ctx.attrs["axis"], len(data.dims), ctx.where)
+    sizes = _ints(ctx.const(1)) if ctx.has(1) else None
+    size = data.dims[axis]
+    if sizes is None and not ctx.has(1) and isinstance(size, int):
+        chunk = -(-size // count)
+        sizes = [min(chunk, max(size - chunk * i, 0)) for i in range(count)]
+    out = []
+    for i in range(count):
+        dims = list(data.dims)
+        dims[axis] = sizes[i] if sizes is not None and i < len(sizes) else fresh_dim()
+        out.append(TensorType(data.dtype, tuple(dims)))
+    return out
+
+
+def _expand(ctx):
+    data = ctx.tensor(0)
+    shape = _ints(ctx.const(1))
+    if shape is None:
+        n = ctx.tensor(1).dims
+        count = n[0] if n and isinstance(n[0], int) else None
+        if data.dims is None or count is None:
+            return [TensorType(data.dtype, None)]
+        return [infer.unknown(data.dtype, max(count, len(data.dims)))]
+    return [TensorType(data.dtype, infer.broadcast_dims(data.dims, tuple(shape)))]
+
+
+def _tile(ctx):
+    data = ctx.tensor(0)
+    repeats = _ints(ctx.const(1))
+    if data.dims is None:
+        return [TensorType(data.dtype, None)]
+    if repeats is None:
+        return [infer.unknown(data.dtype, len(data.dims))]
+    return [TensorType(data.dtype, tuple(d * r if isinstance(d, int) else (d if r == 1 else fresh_dim())
+                                         for d, r in zip(data.dims, repeats)))]
+
+
+def _pad(ctx):
+    data = ctx.tensor(0)
+    pads = _ints(ctx.const(1))
+    if data.dims is None:
+        return [TensorType(data.dtype, None)]
+    rank = len(data.dims)
+    if pads is None or (ctx.has(3) and ctx.const(3) is None):
+        return [infer.unknown(data.dtype, rank)]
+    axes = _ints(ctx.const(3)) if ctx.has(3) else list(range(rank))
+    axes = [infer.normalize_axis(a, rank, ctx.where) for a in axes]
+    dims = list(data.dims)
+    for j, a in enumerate(axes):
+        extra = pads[j] + pads[j + len(axes)]
+        if extra:
+            dims[a] = dims[a] + extra if isinstance(dims[a], int) else fresh_dim()
+    return [TensorType(data.dtype, tuple(dims))]
+
+
+def shape_range(rank: int, start: int, end: int | None) -> tuple[int, int]:
+    """The [start, end) axes Shape returns, after clamping negative and large bounds."""
+    def clamp(i):
+        return min(max(i + rank if i < 0 else i, 0), rank)
+    return clamp(start), clamp(rank if end is None else end)
+
+
+def _shape(ctx):
+    data = ctx.tensor(0)
+    if data.dims is None:
+        return [infer.unknown(DType.i64, 1)]
+    lo, hi = shape_range(len(data.dims), ctx.attrs["start"], ctx.attrs["end"])
+    return [TensorType(DType.i64, (max(hi - lo, 0),))]
+
+
+def _dropout(ctx):
+    data = ctx.tensor(0)
+    return [data, TensorType(DType.bool, data.dims)]
+
+
+def _depth_to_space(ctx):
+    data = ctx.tensor(0)
+    b = ctx.attrs["blocksize"]
+    if data.dims is None:
+        return [infer.unknown(data.dtype, 4)]
+    n, c, h, w = data.dims
+    scale = lambda d, f: d * f if isinstance(d, int) else fresh_dim()  # noqa: E731
+    return [TensorType(data.dtype, (n, c // (b * b) if isinstance(c, int) else fresh_dim(),
+                                    scale(h, b), scale(w, b)))]
+
+
+def _space_to_depth(ctx):
+    data = ctx.tensor(0)
+    b = ctx.attrs["blocksize"]
+    if data.dims is None:
+        return [infer.unknown(data.dtype, 4)]
+    n, c, h, w = data.dims
+    shrink = lambda d: d // b if isinstance(d, int) else fresh_dim()  # noqa: E731
+    return [TensorType(data.dtype, (n, c * b * b if isinstance(c, int) else fresh_dim(),
+                                    shrink(h), shrink(w)))]
+
 
 define("Identity", ("input",), ("output",), (), infer.same_as(0))
+define("Reshape", ("data", "shape"), ("reshaped",), [("allowzero", "int", 0)], _reshape)
+define("Flatten", ("input",), ("output",), [("axis", "int", 1)], _flatten)
+define("Squeeze", ("data", "axes?"), ("squeezed",), (), _squeeze)
+define("Unsqueeze", ("data", "axes"), ("expanded",), (), _unsqueeze)
+define("Transpose", ("data",), ("transposed",), [("perm", "ints", None)], _transpose)
+define("Concat", ("inputs*",), ("concat_result",), [("axis", "int", REQUIRED)], _concat)
+define("Split", ("input", "split?"), ("outputs*",),
+       [("axis", "int", 0), ("num_outputs", "int", None)], _split)
+define("Expand", ("input", "shape"), ("output",), (), _expand)
+define("Tile", ("input", "repeats"), ("output",), (), _tile)
+define("Pad", ("data", "pads", "constant_value?", "axes?"), ("output",),
+       [("mode", "str", "constant")], _pad)
+define("Shape", ("data",), ("shape",), [("start", "int", 0), ("end", "int", None)], _shape)
+define("Size", ("data",), ("size",), (), lambda ctx: [TensorType(DType.i64, ())])
+# Dropout at inference: output = data, mask = all true (training_mode is honoured by the kernel).
+define("Dropout", ("data", "ratio?", "training_mode?"), ("output", "mask?"),
+       [("seed", "int", None)], _dropout)
+define("DepthToSpace", ("input",), ("output",),
+       [("blocksize", "int", REQUIRED), ("mode", "str", "DCR")], _depth_to_space)
+define("SpaceToDepth", ("input",), ("output",),
+       [("blocksize", "int", REQUIRED), ("mode", "str", "DCR")], _space_to_depth)

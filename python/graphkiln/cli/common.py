@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""What the subcommands share: loading the model, making inputs, printing arrays."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+
+from .. import parse_onnx
+from ..ir import DType, SequenceType, TensorType
+from ..program import Program
+
+EXAMPLE_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "models", "example_cnn.onnx")
+
+
+def add_model_args(parser: argparse.ArgumentParser, optional: bool = False) -> None:
+    if optional:
+        parser.add_argument("model", nargs="?", default=None,
+                            help="ONNX model (default: the example CNN shipped with graphkiln)")
+    else:
+        parser.add_argument("model", help="ONNX model file")
+    parser.add_argument("--input-dim", action="append", default=[], metavar="NAME=D0,D1,...",
+                        help="fix the shape of an input, e.g. --input-dim x=1,3,224,224")
+    parser.add_argument("--default-dim", type=int, default=1, metavar="N",
+                        help="value of symbolic input dims not fixed by --input-dim (default 1)")
+
+
+def add_target_arg(parser: argparse.ArgumentParser) -> None:
+    from ..targets import available_targets
+
+    parser.add_argument("--target", default="ref", choices=available_targets(),
+                        help="where to run (default: ref)")
+
+
+def load_program(args) -> Program:
+    path = args.model or EXAMPLE_MODEL
+    return parse_onnx(path, input_shapes=parse_dims(args.input_dim), default_dim=args.default_dim)
+
+
+def parse_dims(items: list[str]) -> dict[str, list[int]]:
+    shapes = {}
+    for item in items:
+        name, sep, dims = item.rpartition("=")
+        if not sep or not name:
+            raise SystemExit(f"graphkiln: --input-dim {item!r}: expected NAME=D0,D1,...")
+        try:
+            shapes[name] = [int(d) for d in dims.split(",")] if dims else []
+        except ValueError:
+            raise SystemExit(f"graphkiln: --input-dim {item!r}: dims must be integers") from None
+    return shapes
+
+
+def make_inputs(prog: Program, files: list[str], seed: int) -> dict:
+    """Random inputs (seeded) for every parameter, replaced by NAME=file.npy where given."""
+    given = {}
+    for item in files:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise SystemExit(f"graphkiln: --input {item!r}: expected NAME=file.npy")
+        try:
+            given[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"graphkiln: --input {item!r}: cannot read {path}: {exc}") from None
+    unknown = set(given) - set(prog.get_parameter_names())
+    if unknown:
+        raise SystemExit(f"graphkiln: --input names {sorted(unknown)} are not inputs; "
+                         f"inputs: {prog.get_parameter_names()}")
+    rng = np.random.default_rng(seed)
+    return {name: given[name] if name in given else random_value(t, rng)
+            for name, t in prog.get_parameter_shapes().items()}
+
+
+def random_value(t, rng: np.random.Generator):
+    if isinstance(t, SequenceType):
+        return [random_value(t.elem, rng)]
+    if not isinstance(t, TensorType):
+        raise SystemExit(f"graphkiln: cannot make a random input of type {t}")
+    if t.dims is None or not t.is_static:
+        raise SystemExit(f"graphkiln: an input has dims {t}; fix them with --input-dim")
+    shape = t.dims
+    if t.dtype.is_float:
+        return rng.standard_normal(shape).astype(t.dtype.numpy)
+    if t.dtype is DType.bool:
+        return rng.random(shape) < 0.5
+    if t.dtype.is_int:
+        return rng.integers(0, 10, shape).astype(t.dtype.numpy)
+    if t.dtype is DType.str:
+        return np.full(shape, "graphkiln", dtype=object)
+    raise SystemExit(f"graphkiln: cannot make a random input of type {t}")
+
+
+def describe_array(name: str, value) -> str:
+    if isinstance(value, list):
+        return f"{name}: sequence of {len(value)}"
+    if value is None:
+        return f"{name}: (empty optional)"
+    a = np.asarray(value)
+    head = f"{name}: {a.dtype} {list(a.shape)}"
+    if a.size == 0 or a.dtype == object:
+        return f"{head} {a.reshape(-1)[:6].tolist()}"
+    flat = a.reshape(-1)
+    stats = ""
+    if a.dtype.kind in "fiu":
+        f = flat.astype(np.float64)
+        stats = f" min {f.min():.6g} max {f.max():.6g} mean {f.mean():.6g}"
+    shown = np.array2string(flat[:8], precision=5, separator=", ")
+    more = " ..." if flat.size > 8 else ""
+    return f"{head}{stats}\n  {shown}{more}"

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Subcommands that compile and run: compile, run, perf, verify."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from .common import add_model_args, add_target_arg, describe_array, load_program, make_inputs
+
+
+def _add_input_args(p):
+    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="use this array for an input (others are random)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+
+
+def setup_compile(p):
+    add_model_args(p)
+    add_target_arg(p)
+
+
+def cmd_compile(args) -> int:
+    prog = load_program(args)
+    start = time.perf_counter()
+    prog.compile(args.target)
+    ms = (time.perf_counter() - start) * 1e3
+    print(f"compiled {len(prog.graph.nodes)} nodes for {args.target} in {ms:.1f} ms")
+    return 0
+
+
+def setup_run(p):
+    add_model_args(p, optional=True)
+    add_target_arg(p)
+    _add_input_args(p)
+    p.add_argument("--save", metavar="FILE.npz", help="write the outputs to this .npz file")
+
+
+def cmd_run(args) -> int:
+    prog = load_program(args)
+    prog.compile(args.target)
+    feeds = make_inputs(prog, args.input, args.seed)
+    outputs = prog.run(feeds)
+    print(f"model: {args.model or 'example CNN (shipped with graphkiln)'}, target: {args.target}")
+    for name, value in zip(prog.get_output_names(), outputs):
+        print(describe_array(name, value))
+        if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] == 1 and value.shape[1] > 1:
+            top = np.argsort(-value[0].astype(np.float64))[:3]
+            print(f"  top classes: {', '.join(f'{i} ({value[0, i]:.4f})' for i in top)}")
+    if args.save:
+        np.savez(args.save, **{n: np.asarray(v) for n, v in zip(prog.get_output_names(), outputs)})
+        print(f"saved outputs to {args.save}")
+    return 0
+
+
+def setup_perf(p):
+    add_model_args(p, optional=True)
+    add_target_arg(p)
+    _add_input_args(p)
+    p.add_argument("--runs", "-n", type=int, default=100, help="timed runs (default 100)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
+
+
+def cmd_perf(args) -> int:
+    if args.runs < 1 or args.warmup < 0:
+        raise SystemExit("graphkiln perf: --runs must be >= 1 and --warmup >= 0")
+    prog = load_program(args)
+    prog.compile(args.target)
+    feeds = make_inputs(prog, args.input, args.seed)
+    for _ in range(args.warmup):
+        prog.run(feeds)
+    times = []
+    last_report = time.perf_counter()
+    for i in range(args.runs):
+        start = time.perf_counter()
+        prog.run(feeds)
+        now = time.perf_counter()
+        times.append(now - start)
+        if now - last_report > 1.0:
+            print(f"  {i + 1}/{args.runs} runs, median so far {np.median(times) * 1e3:.3f} ms",
+                  file=sys.stderr, flush=True)
+            last_report = now
+    ms = np.array(times) * 1e3
+    batch = _batch_size(prog)
+    print(f"model: {args.model or 'example CNN'}, target: {args.target}, "
+          f"{args.runs} runs after {args.warmup} warm-up")
+    print(f"latency ms: mean {ms.mean():.3f}  p50 {np.percentile(ms, 50):.3f}  "
+          f"p90 {np.percentile(ms, 90):.3f}  p99 {np.percentile(ms, 99):.3f}  "
+          f"min {ms.min():.3f}  max {ms.max():.3f}")
+    print(f"throughput: {1e3 / np.median(ms):.2f} runs/s ({batch * 1e3 / np.median(ms):.2f} "
+          f"items/s at batch {batch})")
+    return 0
+
+
+def _batch_size(prog) -> int:
+    for t in prog.get_parameter_shapes().values():
+        dims = getattr(t, "dims", None)
+        if dims and isinstance(dims[0], int):
+            return dims[0]
+    return 1
+
+
+def setup_verify(p):
+    add_model_args(p)
+    add_target_arg(p)
+    _add_input_args(p)
+    p.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
+    p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
+
+
+def cmd_verify(args) -> int:
+    reference = load_program(args).compile("ref")
+    prog = load_program(args).compile(args.target)
+    feeds = make_inputs(prog, args.input, args.seed)
+    expected = reference.run(feeds)
+    got = prog.run(feeds)
+    failed = 0
+    for name, g, e in zip(prog.get_output_names(), got, expected):
+        g, e = np.asarray(g), np.asarray(e)
+        if g.shape != e.shape:
+            print(f"FAIL {name}: shape {list(g.shape)}, ref {list(e.shape)}")
+            failed += 1
+            continue
+        if e.dtype.kind in "fc":
+            diff = np.abs(g.astype(np.float64) - e.astype(np.float64))
+            ok = bool(np.all(diff <= args.atol + args.rtol * np.abs(e.astype(np.float64))))
+            err = f"max abs {diff.max() if diff.size else 0:.3g}"
+        else:
+            ok = bool(np.array_equal(g, e))
+            err = "exact" if ok else "values differ"
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {err}")
+        failed += not ok
+    print(f"{args.target} vs ref: {'PASS' if not failed else f'{failed} output(s) differ'}")
+    return 1 if failed else 0

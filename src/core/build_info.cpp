@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+#include "core/build_info.hpp"
+
+#include <sstream>
+
+namespace graphkiln {
+namespace {
+
+std::string compiler_name() {
+  std::ostringstream out;
+#if defined(__clang__)
+  out << "clang " << __clang_major__ << "." << __clang_minor__ << "." << __clang_patchlevel__;
+#elif defined(__GNUC__)
+  out << "gcc " << __GNUC__ << "." << __GNUC_MINOR__ << "." << __GNUC_PATCHLEVEL__;
+#else
+  out << "unknown";
+#endif
+  return out.str();
+}
+
+std::vector<std::string> split_targets(const std::string& list) {
+  std::vector<std::string> out;
+  std::istringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ';')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+BuildInfo build_info() {
+  return BuildInfo{GRAPHKILN_VERSION, compiler_name(), GRAPHKILN_GPU_PLATFORM,
+                   split_targets(GRAPHKILN_GPU_TARGETS)};
+}
+
+}  // namespace graphkiln
