@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from .errors import GraphkilnError
@@ -15,16 +17,31 @@ class Program:
     """An imported model. `compile(target)` prepares it to `run(feeds)`."""
 
     def __init__(self, graph: Graph):
-        self.graph = graph
+        self.graph = graph                      # as imported
+        self.compiled_graph: Graph | None = None  # after the target's passes
         self.target: Target | None = None
         self.options: dict = {}
+        self.pass_records: list = []
+        self.compile_ms = 0.0
         self._executable: Executable | None = None
 
     # -- compiling ----------------------------------------------------------------------
-    def compile(self, target="ref", **options) -> "Program":
-        """Compile for `target` (a name or a Target). Returns self."""
+    def compile(self, target="ref", *, trace: bool | None = None, verify_passes: bool = False,
+                **options) -> "Program":
+        """Compile for `target` (a name or a Target): run its pass pipeline on a copy of the
+        graph, then lower it. `trace=True` prints the IR after each pass (default: the
+        GRAPHKILN_TRACE_COMPILE variable); `verify_passes=True` runs ref after every pass on
+        random inputs and raises CompileError naming the first pass that changes a result.
+        Returns self."""
+        from .compiler import compile_graph
+
         target = get_target(target)
-        self._executable = target.compile(self.graph, dict(options))
+        target.check_options(options)
+        start = time.perf_counter()
+        graph, records = compile_graph(self.graph, target, options, trace, verify_passes)
+        self._executable = target.compile(graph, dict(options))
+        self.compile_ms = (time.perf_counter() - start) * 1e3
+        self.compiled_graph, self.pass_records = graph, records
         self.target, self.options = target, dict(options)
         return self
 
@@ -55,11 +72,19 @@ class Program:
         return [v.type for v in self.graph.outputs]
 
     def print(self, file=None, elide: bool = True) -> None:
-        """Print the IR (large constants elided unless elide=False)."""
-        print(print_graph(self.graph, elide=elide), end="", file=file)
+        """Print the IR, compiled if compiled (large constants elided unless elide=False)."""
+        print(print_graph(self.compiled_graph or self.graph, elide=elide), end="", file=file)
 
     def __str__(self) -> str:
-        return print_graph(self.graph, elide=True)
+        return print_graph(self.compiled_graph or self.graph, elide=True)
+
+    def stats(self) -> dict:
+        """Compile statistics: node and kernel counts, memory plan, passes with times."""
+        from .compiler import compile_stats
+
+        if self.compiled_graph is None:
+            raise GraphkilnError("the program is not compiled")
+        return compile_stats(self.graph, self.compiled_graph, self.pass_records, self.compile_ms)
 
 
 def check_feeds(graph: Graph, feeds) -> list:

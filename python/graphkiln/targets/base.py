@@ -20,6 +20,8 @@ class Executable:
 
 class Target:
     name = "?"
+    # option name -> what it does; compile() refuses options not listed here
+    options: dict[str, str] = {}
 
     def passes(self, options: dict) -> list:
         """The optimization pipeline for this target (a plain list of pass modules)."""
@@ -27,6 +29,13 @@ class Target:
 
     def compile(self, graph: Graph, options: dict) -> Executable:
         raise NotImplementedError
+
+    def check_options(self, options: dict) -> None:
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            accepted = ", ".join(f"{k} ({v})" for k, v in self.options.items()) or "none"
+            raise ValueError(f"target {self.name!r} has no option {', '.join(unknown)}; "
+                             f"accepted: {accepted}")
 
     def __repr__(self) -> str:
         return f"<graphkiln target {self.name}>"

@@ -1,18 +1,30 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""The ref target: runs the IR with numpy, node by node. The oracle; never imports _core."""
+"""The ref target: runs the IR with numpy, node by node. The oracle; never imports _core.
+By default it runs the graph as imported; `optimize=True` runs the full pass pipeline first
+(to check that the passes keep results)."""
 
 from __future__ import annotations
 
-from ...ir import Graph
+from ...ir import Graph, Node
 from ..base import Target
-from .evaluator import RefExecutable, check_kernels
+from .evaluator import RefExecutable, check_kernels, evaluate_node
 from .table import KERNELS
 
 
 class RefTarget(Target):
     name = "ref"
+    options = {"optimize": "run the full optimization pipeline first (default False)"}
+
+    def passes(self, options: dict) -> list:
+        from ...passes.pipelines import FULL
+
+        return list(FULL) if options.get("optimize") else []
 
     def compile(self, graph: Graph, options: dict) -> RefExecutable:
         check_kernels(graph, KERNELS, self.name)
         return RefExecutable(graph, KERNELS)
+
+
+def evaluate(node: Node, inputs: list) -> list:
+    return evaluate_node(node, inputs, KERNELS)

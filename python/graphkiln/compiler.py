@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Between Program and the targets: run a target's pipeline on a copy of the graph (with
+tracing and per-pass verification) and report what it did."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import CompileError
+from .ir import Graph, TensorType
+from .ir.clone import clone_graph
+from .passes.context import PassContext
+from .passes.manager import run_pipeline
+from .passes.op_classes import VIEWS
+from .planner import plan_memory
+from .targets import Target
+
+
+def compile_graph(graph: Graph, target: Target, options: dict, trace, verify_passes: bool):
+    from .targets.ref.target import evaluate
+
+    work = clone_graph(graph)
+    check = _pass_checker(graph) if verify_passes else None
+    ctx = PassContext(evaluate=evaluate, options=options)
+    records = run_pipeline(work, target.passes(options), ctx, trace=trace, check=check)
+    return work, records
+
+
+def _pass_checker(original: Graph, seed: int = 0, rtol: float = 1e-4, atol: float = 1e-5):
+    """After each pass, run the graph on ref with the same random inputs as the original."""
+    from .targets.ref.evaluator import run_graph
+    from .targets.ref.table import KERNELS
+
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for v in original.inputs:
+        t = v.type
+        if not isinstance(t, TensorType) or not t.is_static:
+            raise CompileError(f"verify_passes needs static input shapes; input {v.name} is {t}")
+        if t.dtype.is_float:
+            inputs.append(rng.standard_normal(t.dims).astype(t.dtype.numpy))
+        else:
+            inputs.append(rng.integers(0, 3, t.dims).astype(t.dtype.numpy))
+    expected = run_graph(original, inputs, KERNELS)
+
+    def check(name: str, graph: Graph) -> None:
+        got = run_graph(graph, inputs, KERNELS)
+        for i, (g, e) in enumerate(zip(got, expected)):
+            g, e = np.asarray(g), np.asarray(e)
+            same = g.shape == e.shape and (
+                np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=True) if e.dtype.kind in "fc"
+                else np.array_equal(g, e))
+            if not same:
+                raise CompileError(f"pass {name} changed output {i} ({original.outputs[i].name}): "
+                                   f"max abs difference {_max_diff(g, e)}")
+
+    return check
+
+
+def _max_diff(g, e):
+    try:
+        return float(np.max(np.abs(g.astype(np.float64) - e.astype(np.float64))))
+    except (ValueError, TypeError):
+        return "n/a (shapes differ)"
+
+
+def count_kernels(graph: Graph) -> int:
+    """Nodes that launch work: all but constants and views of contiguous data."""
+    return sum(1 for n in graph.nodes if n.op != "Constant" and n.op not in VIEWS)
+
+
+def compile_stats(original: Graph, compiled: Graph, records, compile_ms: float) -> dict:
+    plan = plan_memory(compiled)
+    return {
+        "nodes_in": sum(1 for n in original.nodes if n.op != "Constant"),
+        "nodes_out": sum(1 for n in compiled.nodes if n.op != "Constant"),
+        "kernels": count_kernels(compiled),
+        "fused": sum(1 for n in compiled.nodes if n.op == "Fused"),
+        **plan.as_dict(),
+        "compile_ms": round(compile_ms, 3),
+        "passes": [r.as_dict() for r in records],
+    }

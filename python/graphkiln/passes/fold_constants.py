@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Evaluate nodes whose inputs are all constant (and Shape / Size of static shapes) into
+constants, so the shape-arithmetic chains exporters emit collapse."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node, TensorType
+from ..ir.graph import node_subgraphs
+from .util import replace_uses
+
+# Ops whose result is not a function of their inputs.
+NONDETERMINISTIC = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
+                    "Bernoulli", "Multinomial"}
+
+
+def run(graph: Graph, ctx) -> Graph:
+    index = 0
+    while index < len(graph.nodes):
+        node = graph.nodes[index]
+        values = _fold(node, ctx)
+        if values is None:
+            index += 1
+            continue
+        new_nodes = []
+        for old, data in zip(node.outputs, values):
+            if old is None:
+                continue
+            const = graph.add_node("Constant", [], {"value": data}, output_names=[old.name + "_c"])
+            graph.nodes.pop()
+            new_nodes.append(const)
+            replace_uses(graph, old, const.outputs[0])
+        graph.nodes[index:index + 1] = new_nodes
+        index += len(new_nodes)
+    return graph
+
+
+def _fold(node: Node, ctx) -> list | None:
+    if node.op == "Constant" or node.op in NONDETERMINISTIC or node_subgraphs(node):
+        return None
+    static = _static_shape_result(node)
+    if static is not None:
+        return [static]
+    if ctx is None or ctx.evaluate is None:
+        return None
+    inputs = [None if v is None else v.constant for v in node.inputs]
+    if any(v is not None and data is None for v, data in zip(node.inputs, inputs)):
+        return None
+    if not all(isinstance(v.type, TensorType) for v in node.outputs if v is not None):
+        return None
+    if any(_too_big(v.type, ctx) for v in node.outputs if v is not None):
+        return None
+    try:
+        results = ctx.evaluate(node, inputs)
+    except Exception:  # noqa: BLE001 - a node that cannot be folded stays as it is
+        return None
+    out = []
+    for value, data in zip(node.outputs, results):
+        data = np.asarray(data) if value is not None else None
+        if data is not None and data.nbytes > ctx.max_fold_bytes:
+            return None
+        out.append(data)
+    return out
+
+
+def _too_big(t: TensorType, ctx) -> bool:
+    n = t.nbytes()
+    return n is None or n > ctx.max_fold_bytes
+
+
+def _static_shape_result(node: Node):
+    """Shape / Size of an input whose dims are all known, without reading its data."""
+    if node.op not in ("Shape", "Size") or not node.inputs or node.inputs[0] is None:
+        return None
+    t = node.inputs[0].type
+    if not isinstance(t, TensorType) or not t.is_static:
+        return None
+    if node.op == "Size":
+        return np.array(t.numel(), dtype=np.int64)
+    dims = np.array(t.dims, dtype=np.int64)
+    rank = len(dims)
+    start = node.attrs.get("start") or 0
+    end = node.attrs.get("end")
+    end = rank if end is None else end
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return dims[start:end]

@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Fuse chains and trees of elementwise ops whose intermediate values have one reader into
+single Fused(kind=pointwise) nodes."""
+
+from __future__ import annotations
+
+from ..ir import Graph, Node
+from .fusion import fusible, make_fused
+from .op_classes import POINTWISE
+
+
+def run(graph: Graph, ctx=None) -> Graph:
+    uses = graph.users()
+    group_of: dict[Node, list[Node]] = {}
+    for node in list(graph.nodes):
+        if node.op not in POINTWISE or not fusible(node):
+            continue
+        group = []
+        for v in node.inputs:
+            producer = v.producer if v is not None else None
+            if (producer in group_of and group_of[producer][-1] is producer
+                    and len(uses.get(v, [])) == 1 and v not in graph.outputs
+                    and group_of[producer] is not group):
+                for member in group_of[producer]:
+                    if member not in group:
+                        group.append(member)
+        group.append(node)
+        order = {n: i for i, n in enumerate(graph.nodes)}
+        group.sort(key=order.__getitem__)
+        for member in group:
+            group_of[member] = group
+    seen = set()
+    for group in list(group_of.values()):
+        if id(group) in seen or len(group) < 2:
+            continue
+        seen.add(id(group))
+        make_fused(graph, group, "pointwise")
+    return graph

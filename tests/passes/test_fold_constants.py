@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+from graphkiln.passes import eliminate_dead_code, fold_constants
+from graphkiln.passes.context import PassContext
+from graphkiln.ir import parse_graph
+from pass_testing import check_pass
+
+
+def test_constant_expression_becomes_a_constant():
+    check_pass(fold_constants, """
+graph main(%x: f32[2]) {
+  %a: f32[2] = Constant() {value = tensor<f32[2]> [1.0, 2.0]}
+  %b: f32[2] = Add(%a, %a)
+  %c: f32[2] = Add(%x, %b)
+  return %c
+}""", """
+graph main(%x: f32[2]) {
+  %a: f32[2] = Constant() {value = tensor<f32[2]> [1.0, 2.0]}
+  %b: f32[2] = Constant() {value = tensor<f32[2]> [2.0, 4.0]}
+  %c: f32[2] = Add(%x, %b)
+  return %c
+}""")
+
+
+def test_exporter_shape_chain_folds_into_a_constant_shape():
+    # Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])) with static x
+    graph = parse_graph("""
+graph main(%x: f32[3,4,5]) {
+  %s: i64[3] = Shape(%x)
+  %i: i64[] = Constant() {value = tensor<i64[]> [0]}
+  %n: i64[] = Gather(%s, %i) {axis = 0}
+  %ax: i64[1] = Constant() {value = tensor<i64[1]> [0]}
+  %n1: i64[1] = Unsqueeze(%n, %ax)
+  %m: i64[1] = Constant() {value = tensor<i64[1]> [-1]}
+  %shape: i64[2] = Concat(%n1, %m) {axis = 0}
+  %y: f32[3,20] = Reshape(%x, %shape)
+  return %y
+}""")
+    from graphkiln.targets.ref.target import evaluate
+
+    ctx = PassContext(evaluate=evaluate)
+    fold_constants.run(graph, ctx)
+    eliminate_dead_code.run(graph, ctx)
+    assert [n.op for n in graph.nodes] == ["Constant", "Reshape"]
+    assert graph.nodes[0].attrs["value"].tolist() == [3, -1]
+
+
+def test_random_ops_are_not_folded():
+    graph = parse_graph("""
+graph main(%x: f32[2]) {
+  %r: f32[2] = RandomUniform() {dtype = f32, shape = [2]}
+  %y: f32[2] = Add(%x, %r)
+  return %y
+}""")
+    from graphkiln.targets.ref.target import evaluate
+
+    fold_constants.run(graph, PassContext(evaluate=evaluate))
+    assert graph.nodes[0].op == "RandomUniform"
