@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import sys
 import time
 
@@ -18,30 +21,62 @@ def _add_input_args(p):
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
 
 
+def _add_compile_args(p):
+    p.add_argument("--optimize", action=argparse.BooleanOptionalAction, default=None,
+                   help="ref only: run the full optimization pipeline (default: on for "
+                        "compile, off for run/perf/verify)")
+
+
+def _compile(prog, args, default_optimize: bool, **kwargs):
+    options = {}
+    if args.target == "ref":
+        options["optimize"] = default_optimize if args.optimize is None else args.optimize
+    return prog.compile(args.target, **options, **kwargs)
+
+
 def setup_compile(p):
     add_model_args(p)
     add_target_arg(p)
+    _add_compile_args(p)
+    p.add_argument("--stats", action="store_true",
+                   help="print JSON: nodes_in, nodes_out, kernels, arena_bytes, naive_bytes, passes")
+    p.add_argument("--trace", action="store_true", help="print the IR after each pass, with its time")
+    p.add_argument("--verify-passes", action="store_true",
+                   help="run ref after each pass on random inputs; name the first pass that "
+                        "changes a result (exit 1)")
+    p.add_argument("--graphviz", metavar="FILE.dot", help="write the compiled graph as Graphviz")
 
 
 def cmd_compile(args) -> int:
     prog = load_program(args)
-    start = time.perf_counter()
-    prog.compile(args.target)
-    ms = (time.perf_counter() - start) * 1e3
-    print(f"compiled {len(prog.graph.nodes)} nodes for {args.target} in {ms:.1f} ms")
+    _compile(prog, args, True, trace=args.trace or None, verify_passes=args.verify_passes)
+    stats = prog.stats()
+    if args.stats:
+        print(json.dumps(stats, indent=2))
+    else:
+        print(f"compiled for {args.target} in {stats['compile_ms']:.1f} ms: "
+              f"{stats['nodes_in']} nodes in, {stats['nodes_out']} out, {stats['kernels']} kernels; "
+              f"arena {stats['arena_bytes']} bytes for {stats['naive_bytes']} of intermediates")
+    if args.graphviz:
+        from ..ir.dot import to_dot
+
+        with open(args.graphviz, "w", encoding="utf-8") as f:
+            f.write(to_dot(prog.compiled_graph, os.path.basename(args.model)))
+        print(f"wrote {args.graphviz}")
     return 0
 
 
 def setup_run(p):
     add_model_args(p, optional=True)
     add_target_arg(p)
+    _add_compile_args(p)
     _add_input_args(p)
     p.add_argument("--save", metavar="FILE.npz", help="write the outputs to this .npz file")
 
 
 def cmd_run(args) -> int:
     prog = load_program(args)
-    prog.compile(args.target)
+    _compile(prog, args, False)
     feeds = make_inputs(prog, args.input, args.seed)
     outputs = prog.run(feeds)
     print(f"model: {args.model or 'example CNN (shipped with graphkiln)'}, target: {args.target}")
@@ -59,6 +94,7 @@ def cmd_run(args) -> int:
 def setup_perf(p):
     add_model_args(p, optional=True)
     add_target_arg(p)
+    _add_compile_args(p)
     _add_input_args(p)
     p.add_argument("--runs", "-n", type=int, default=100, help="timed runs (default 100)")
     p.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
@@ -68,7 +104,7 @@ def cmd_perf(args) -> int:
     if args.runs < 1 or args.warmup < 0:
         raise SystemExit("graphkiln perf: --runs must be >= 1 and --warmup >= 0")
     prog = load_program(args)
-    prog.compile(args.target)
+    _compile(prog, args, False)
     feeds = make_inputs(prog, args.input, args.seed)
     for _ in range(args.warmup):
         prog.run(feeds)
@@ -106,6 +142,7 @@ def _batch_size(prog) -> int:
 def setup_verify(p):
     add_model_args(p)
     add_target_arg(p)
+    _add_compile_args(p)
     _add_input_args(p)
     p.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance (default 1e-3)")
     p.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default 1e-5)")
@@ -113,7 +150,7 @@ def setup_verify(p):
 
 def cmd_verify(args) -> int:
     reference = load_program(args).compile("ref")
-    prog = load_program(args).compile(args.target)
+    prog = _compile(load_program(args), args, True)
     feeds = make_inputs(prog, args.input, args.seed)
     expected = reference.run(feeds)
     got = prog.run(feeds)

@@ -12,9 +12,10 @@ INLINE_CONST_ELEMENTS = 1024
 
 
 def fusible(node: Node) -> bool:
-    """Single tensor output of known type, no subgraphs."""
+    """Single tensor output of known type; no subgraphs except a Fused node's body."""
     return (len(node.outputs) == 1 and node.outputs[0] is not None
-            and isinstance(node.outputs[0].type, TensorType) and not node_subgraphs(node))
+            and isinstance(node.outputs[0].type, TensorType)
+            and (node.op == "Fused" or not node_subgraphs(node)))
 
 
 def make_fused(graph: Graph, members: list[Node], kind: str) -> Node:

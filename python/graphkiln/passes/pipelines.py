@@ -4,6 +4,7 @@
 
 from . import (eliminate_common_subexpressions, eliminate_dead_code, fold_batchnorm,
                fold_constants, fuse_epilogue, fuse_pointwise, fuse_reduction, normalize_gemm,
+               recognize_attention, recognize_gelu, recognize_layernorm, recognize_softmax,
                simplify_algebra, simplify_layout)
 
 # Clean up and fold first, then recognize big ops, then fuse what is left.
@@ -17,6 +18,11 @@ FULL = [
     fold_batchnorm,
     normalize_gemm,
     fold_constants,
+    recognize_gelu,
+    recognize_softmax,
+    recognize_layernorm,
+    recognize_attention,
+    simplify_layout,
     eliminate_dead_code,
     fuse_pointwise,
     fuse_epilogue,
