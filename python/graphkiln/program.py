@@ -111,7 +111,9 @@ def _check_one(name: str, expected, data, bound: dict[str, int]):
     if isinstance(expected, SequenceType):
         if not isinstance(data, (list, tuple)):
             raise TypeError(f"input {name!r}: expected a list for {expected}, got {type(data).__name__}")
-        return [_check_one(f"{name}[{i}]", expected.elem, x, bound) for i, x in enumerate(data)]
+        # elements may differ in shape: each binds the element type's symbols on its own
+        return [_check_one(f"{name}[{i}]", expected.elem, x, dict(bound))
+                for i, x in enumerate(data)]
     if not isinstance(data, np.ndarray):
         if np.isscalar(data) and isinstance(expected, TensorType) and expected.rank == 0:
             data = np.asarray(data, dtype=expected.dtype.numpy)

@@ -12,26 +12,30 @@ import numpy as np
 from ..ir import Graph
 from ..ir.graph import node_subgraphs
 from .fold_constants import NONDETERMINISTIC
-from .util import replace_uses
+from .util import replace_many
 
 MAX_CONST_BYTES_TO_COMPARE = 1 << 20
 
 
 def run(graph: Graph, ctx=None) -> Graph:
     seen: dict[tuple, list] = {}
+    mapping = {}
     kept = []
     for node in graph.nodes:
+        # inputs already merged away read their survivor, so later keys see it
+        node.inputs = [None if v is None else mapping.get(v, v) for v in node.inputs]
         key = _key(node)
         if key is not None and key in seen:
             for old, new in zip(node.outputs, seen[key]):
                 if old is not None and new is not None:
-                    replace_uses(graph, old, new)
+                    mapping[old] = new
             if all(new is not None for old, new in zip(node.outputs, seen[key]) if old is not None):
                 continue
         if key is not None and key not in seen:
             seen[key] = node.outputs
         kept.append(node)
     graph.nodes = kept
+    replace_many(graph, mapping)
     return graph
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..ir import Graph, Node, TensorType
 from ..ir.graph import node_subgraphs
-from .util import replace_uses
+from .util import replace_many
 
 # Ops whose result is not a function of their inputs.
 NONDETERMINISTIC = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
@@ -17,23 +17,24 @@ NONDETERMINISTIC = {"RandomUniform", "RandomNormal", "RandomUniformLike", "Rando
 
 
 def run(graph: Graph, ctx) -> Graph:
-    index = 0
-    while index < len(graph.nodes):
-        node = graph.nodes[index]
+    mapping = {}
+    result = []
+    for node in graph.nodes:
+        # readers of folded values see the constants at once, so chains fold in one walk
+        node.inputs = [None if v is None else mapping.get(v, v) for v in node.inputs]
         values = _fold(node, ctx)
         if values is None:
-            index += 1
+            result.append(node)
             continue
-        new_nodes = []
         for old, data in zip(node.outputs, values):
             if old is None:
                 continue
             const = graph.add_node("Constant", [], {"value": data}, output_names=[old.name + "_c"])
             graph.nodes.pop()
-            new_nodes.append(const)
-            replace_uses(graph, old, const.outputs[0])
-        graph.nodes[index:index + 1] = new_nodes
-        index += len(new_nodes)
+            result.append(const)
+            mapping[old] = const.outputs[0]
+    graph.nodes = result
+    replace_many(graph, mapping)
     return graph
 
 

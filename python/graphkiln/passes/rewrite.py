@@ -70,7 +70,7 @@ def apply_rules(graph: Graph, rules: list[Rule], ctx) -> int:
                     continue
                 for old, new in zip(node.outputs, result):
                     if old is not None and new is not None and new is not old:
-                        replace_uses(graph, old, new)
+                        replace_uses(graph, old, new, rw.uses.get(old, []))
                 fired += 1
                 rw.uses = graph.users()
                 break

@@ -8,13 +8,27 @@ from ..ir import Graph, Node, Value
 from ..ir.graph import node_subgraphs
 
 
-def replace_uses(graph: Graph, old: Value, new: Value) -> None:
-    """Make every reader of `old` (nodes, subgraph captures, graph outputs) read `new`."""
-    for node in graph.nodes:
-        node.inputs = [new if v is old else v for v in node.inputs]
-        for sub in node_subgraphs(node):
-            replace_uses(sub, old, new)
-    graph.outputs = [new if v is old else v for v in graph.outputs]
+def replace_uses(graph: Graph, old: Value, new: Value, readers=None) -> None:
+    """Make every reader of `old` (nodes, subgraph captures, graph outputs) read `new`.
+    `readers`, when known (from graph.users()), limits the nodes visited."""
+    replace_many(graph, {old: new}, readers)
+
+
+def replace_many(graph: Graph, mapping: dict[Value, Value], readers=None) -> None:
+    """Apply several replacements in one walk (chains a -> b -> c resolve to c)."""
+    def target(v: Value) -> Value:
+        while v in mapping:
+            v = mapping[v]
+        return v
+
+    for node in graph.nodes if readers is None else readers:
+        if any(v in mapping for v in node.inputs if v is not None):
+            node.inputs = [None if v is None else target(v) for v in node.inputs]
+        if node.attrs:
+            for sub in node_subgraphs(node):
+                replace_many(sub, mapping)
+    if any(v in mapping for v in graph.outputs):
+        graph.outputs = [target(v) for v in graph.outputs]
 
 
 def users(graph: Graph) -> dict[Value, list[Node]]:

@@ -4,6 +4,7 @@
 
 import numpy as np
 
+from ...ir.dtypes import DType
 from .context import ImportContext
 
 
@@ -21,7 +22,24 @@ def constant(ctx: ImportContext):
     raise ValueError("Constant has no value attribute")
 
 
+def dtype_code(ctx: ImportContext):
+    """ONNX `dtype` attributes are TensorProto codes; the IR holds a DType."""
+    attrs = dict(ctx.attrs)
+    if attrs.get("dtype") is not None:
+        attrs["dtype"] = DType.from_onnx(int(attrs["dtype"]))
+    return ctx.emit(attrs=attrs)
+
+
 # ONNX op name -> (first opset handled, converter or None for a one-to-one copy)
 OPS = {
     "Constant": (1, constant),
+    "ConstantOfShape": (9, None),
+    "Range": (11, None),
+    "EyeLike": (9, dtype_code),
+    "RandomUniform": (1, dtype_code),
+    "RandomNormal": (1, dtype_code),
+    "RandomUniformLike": (1, dtype_code),
+    "RandomNormalLike": (1, dtype_code),
+    "Bernoulli": (15, dtype_code),
+    "Multinomial": (7, dtype_code),
 }

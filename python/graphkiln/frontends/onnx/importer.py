@@ -14,7 +14,7 @@ from ...errors import GraphkilnError, ModelError, UnsupportedOperatorError
 from ...ir import Graph, Value
 from . import protos
 from .context import ImportContext
-from .ops_table import TABLE, find_converter
+from .ops_table import SUBGRAPH_INPUTS, TABLE, find_converter
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_OPSET = onnx.defs.onnx_opset_version()
@@ -73,7 +73,7 @@ class _Importer:
         self.default_dim = default_dim
 
     def graph(self, gp: onnx.GraphProto, parent: Graph | None, outer: dict[str, Value],
-              top: bool = False, name: str = "main") -> Graph:
+              top: bool = False, name: str = "main", input_types: list | None = None) -> Graph:
         graph = Graph(name if top else (gp.name or name), parent)
         scope: dict[str, Value] = dict(outer)
         init_names = set()
@@ -85,13 +85,17 @@ class _Importer:
             nm = sparse.values.name
             scope[nm] = graph.constant(protos.sparse_to_array(sparse, nm), nm)
             init_names.add(nm)
-        for vi in gp.input:
+        for i, vi in enumerate(gp.input):
             if vi.name in init_names:
                 continue  # an initializer listed as input: a constant at inference
             where = f"input {vi.name!r}"
             override = self.input_shapes.get(vi.name) if top else None
-            dtype = protos.type_from_proto(vi.type, where, override,
-                                           self.default_dim if top else None)
+            if not vi.type.WhichOneof("value") and input_types and i < len(input_types) \
+                    and input_types[i] is not None:
+                dtype = input_types[i]  # an untyped subgraph input: typed from the outer node
+            else:
+                dtype = protos.type_from_proto(vi.type, where, override,
+                                               self.default_dim if top else None)
             value = graph.add_input(vi.name, dtype)
             scope[vi.name] = value
         for node in _topological(gp, scope):
@@ -125,7 +129,14 @@ class _Importer:
                 inputs.append(scope[name])
         while inputs and inputs[-1] is None:
             inputs.pop()
-        attrs = {a.name: self.attribute(a, graph, scope, label) for a in node.attribute}
+        A = onnx.AttributeProto
+        attrs = {a.name: self.attribute(a, graph, scope, label)
+                 for a in node.attribute if a.type != A.GRAPH}
+        for a in node.attribute:
+            if a.type == A.GRAPH:
+                hook = SUBGRAPH_INPUTS.get((op, a.name))
+                types = hook(inputs, attrs, opset) if hook else None
+                attrs[a.name] = self.attribute(a, graph, scope, label, types)
         outputs = [o or None for o in node.output]
         ctx = ImportContext(graph, op, node.name, opset, inputs, attrs, outputs)
         try:
@@ -142,7 +153,7 @@ class _Importer:
                 scope[name] = value
 
     def attribute(self, attr: onnx.AttributeProto, graph: Graph, scope: dict[str, Value],
-                  label: str) -> Any:
+                  label: str, input_types: list | None = None) -> Any:
         where = f"node {label!r} attribute {attr.name!r}"
         A = onnx.AttributeProto
         kind = attr.type
@@ -165,7 +176,7 @@ class _Importer:
         if kind == A.SPARSE_TENSOR:
             return protos.sparse_to_array(attr.sparse_tensor, where)
         if kind == A.GRAPH:
-            return self.graph(attr.g, graph, scope, name=attr.name)
+            return self.graph(attr.g, graph, scope, name=attr.name, input_types=input_types)
         if kind == A.TENSORS:
             return tuple(protos.tensor_to_array(t, where) for t in attr.tensors)
         if kind == A.TYPE_PROTO:

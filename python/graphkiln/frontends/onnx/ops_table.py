@@ -31,6 +31,17 @@ def build_table() -> dict[str, list[tuple[int, Converter]]]:
 TABLE = build_table()
 
 
+def build_subgraph_inputs() -> dict:
+    """(ONNX op, graph attribute) -> the function typing that subgraph's untyped inputs."""
+    hooks: dict = {}
+    for family in FAMILIES:
+        hooks.update(getattr(family, "SUBGRAPH_INPUTS", {}))
+    return hooks
+
+
+SUBGRAPH_INPUTS = build_subgraph_inputs()
+
+
 def find_converter(op: str, opset: int) -> tuple[bool, Converter]:
     """(found, converter) for `op` at `opset`; converter None means copy one to one."""
     entries = TABLE.get(op)

@@ -7,11 +7,6 @@ import numpy as np
 from .context import ImportContext
 
 
-def reshape_v1(ctx: ImportContext):
-    shape = ctx.constant(np.array(ctx.attrs["shape"], dtype=np.int64))
-    return ctx.emit(inputs=[ctx.inputs[0], shape], attrs={})
-
-
 def axes_to_input(ctx: ImportContext):
     # Squeeze/Unsqueeze before opset 13: `axes` attribute -> second input
     attrs = dict(ctx.attrs)
@@ -35,32 +30,27 @@ def split(ctx: ImportContext):
     return ctx.emit(inputs=inputs, attrs=attrs)
 
 
-def tile_v1(ctx: ImportContext):
-    # Tile-1: repeat `tiles` times along axis `axis` (both scalar inputs)
-    tiles, axis = ctx.const(1), ctx.const(2)
-    if tiles is None or axis is None:
-        raise ValueError("Tile-1 needs constant tiles and axis")
-    rank = ctx.inputs[0].type.rank
-    repeats = np.ones(rank, dtype=np.int64)
-    repeats[int(axis.reshape(-1)[0])] = int(tiles.reshape(-1)[0])
-    return ctx.emit(inputs=[ctx.inputs[0], ctx.constant(repeats)], attrs={})
-
-
 def pad_v2(ctx: ImportContext):
-    attrs = dict(ctx.attrs)
-    pads = attrs.pop("pads", None)
-    if pads is None:
-        pads = attrs.pop("paddings")
-    value = attrs.pop("value", 0.0)
+    # Pad before 11: `pads` and `value` attributes -> inputs (value in the data's dtype)
     dtype = ctx.inputs[0].type.dtype.numpy
-    inputs = [ctx.inputs[0], ctx.constant(np.array(pads, dtype=np.int64)),
-              ctx.constant(np.array(value).astype(dtype))]
-    return ctx.emit(inputs=inputs, attrs={"mode": attrs.get("mode", "constant")})
+    inputs = [ctx.inputs[0], ctx.constant(np.array(ctx.attrs["pads"], dtype=np.int64)),
+              ctx.constant(np.array(ctx.attrs.get("value", 0.0)).astype(dtype))]
+    return ctx.emit(inputs=inputs, attrs={"mode": ctx.attrs.get("mode", "constant")})
 
 
-def dropout_v1(ctx: ImportContext):
-    # is_test / ratio attributes only matter in training; inference is identity
-    return ctx.emit(inputs=ctx.inputs[:1], attrs={})
+def dropout_v7(ctx: ImportContext):
+    # Dropout before 12: `ratio` attribute -> input (it only matters in training)
+    data = ctx.inputs[0]
+    ratio = ctx.constant(np.array(ctx.attrs.get("ratio", 0.5), dtype=data.type.dtype.numpy))
+    if ctx.opset >= 10 or len(ctx.output_names) < 2 or not ctx.output_names[1]:
+        return ctx.emit(inputs=[data, ratio], attrs={})
+    # before opset 10 the mask has the data's type: ones, as inference keeps everything
+    output = ctx.graph.add_node("Dropout", [data, ratio], {}, output_names=ctx.output_names[:1],
+                                name=ctx.name).outputs[0]
+    one = np.ones(1, dtype=data.type.dtype.numpy)
+    mask = ctx.graph.add_node("ConstantOfShape", [ctx.add("Shape", data)], {"value": one},
+                              output_names=ctx.output_names[1:2], name=ctx.name).outputs[0]
+    return [output, mask]
 
 
 def depth_to_space_v1(ctx: ImportContext):
@@ -70,7 +60,7 @@ def depth_to_space_v1(ctx: ImportContext):
 # ONNX op name -> (first opset handled, converter or None for a one-to-one copy)
 OPS = {
     "Identity": (1, None),
-    "Reshape": [(1, reshape_v1), (5, None)],
+    "Reshape": (5, None),
     "Flatten": (1, None),
     "Squeeze": [(1, axes_to_input), (13, None)],
     "Unsqueeze": [(1, axes_to_input), (13, None)],
@@ -78,11 +68,11 @@ OPS = {
     "Concat": (4, None),
     "Split": (1, split),
     "Expand": (8, None),
-    "Tile": [(1, tile_v1), (6, None)],
-    "Pad": [(1, pad_v2), (11, None)],
+    "Tile": (6, None),
+    "Pad": [(2, pad_v2), (11, None)],
     "Shape": (1, None),
     "Size": (1, None),
-    "Dropout": [(1, dropout_v1), (12, None)],
+    "Dropout": [(7, dropout_v7), (12, None)],
     "DepthToSpace": [(1, depth_to_space_v1), (11, None)],
     "SpaceToDepth": (1, None),
 }

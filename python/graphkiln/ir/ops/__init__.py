@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     control,
     sequence,
     text,
+    fused,
 )
 
 FAMILIES = (
@@ -46,4 +47,5 @@ FAMILIES = (
     control,
     sequence,
     text,
+    fused,
 )

@@ -4,7 +4,7 @@
 
 from .. import infer
 from ..dtypes import DType
-from ..schema import define
+from ..schema import REQUIRED, define
 from ..types import TensorType
 
 # Unary ops whose output has the input's type.
@@ -29,7 +29,7 @@ for _name in SAME_TYPE_BINARY:
     define(_name, ("A", "B"), ("C",), (), infer.elementwise())
 
 define("Mod", ("A", "B"), ("C",), [("fmod", "int", 0)], infer.elementwise())
-define("BitShift", ("X", "Y"), ("Z",), [("direction", "str", "LEFT")], infer.elementwise())
+define("BitShift", ("X", "Y"), ("Z",), [("direction", "str", REQUIRED)], infer.elementwise())
 
 COMPARISONS = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")
 for _name in COMPARISONS:

@@ -25,12 +25,14 @@ def _round_half_up(x: float) -> int:
     return int(math.floor(x + 0.5))
 
 
-def resize_plan(in_dims, roi, scales, sizes, axes, policy: str, coordinate_mode: str):
-    """(output dims, per-axis scale) of a Resize; in_dims must be ints.
+def resize_plan(in_dims, scales, sizes, axes, policy: str):
+    """(output dims, per-axis scale) of a Resize.
 
-    Follows the ONNX spec: with `scales`, out = floor(in * roi_extent * scale) (the roi extent
-    counts only for tf_crop_and_resize); with `sizes`, the scale is sizes / in, or one common
-    scale for every resized axis under keep_aspect_ratio_policy not_larger / not_smaller."""
+    With `scales`, out = floor(in * scale): the roi does not count, as in ONNX's own shape
+    inference and onnxruntime (the operator text multiplies by the roi extent too). With
+    `sizes`, the scale is sizes / in, or one common scale for every resized axis under
+    keep_aspect_ratio_policy not_larger / not_smaller. For shape inference, a dim may be
+    symbolic (str): it stays when its scale is 1, and becomes None where it can't be known."""
     rank = len(in_dims)
     ax = resize_axes(axes, rank)
     out = list(in_dims)
@@ -40,23 +42,25 @@ def resize_plan(in_dims, roi, scales, sizes, axes, policy: str, coordinate_mode:
         if policy == "stretch":
             for a, s in zip(ax, wanted):
                 out[a] = s
-                scale[a] = s / in_dims[a] if in_dims[a] else 1.0
-        else:
-            ratios = [s / in_dims[a] for a, s in zip(ax, wanted) if in_dims[a]]
-            common = (min if policy == "not_larger" else max)(ratios) if ratios else 1.0
-            for a in ax:
-                out[a] = _round_half_up(common * in_dims[a])
-                scale[a] = common
+                known = isinstance(in_dims[a], int) and in_dims[a] > 0
+                scale[a] = s / in_dims[a] if known else 1.0
+            return out, scale
+        if not all(isinstance(in_dims[a], int) for a in ax):
+            return [None if i in ax else d for i, d in enumerate(out)], scale
+        ratios = [s / in_dims[a] for a, s in zip(ax, wanted) if in_dims[a]]
+        common = (min if policy == "not_larger" else max)(ratios) if ratios else 1.0
+        for a in ax:
+            out[a] = _round_half_up(common * in_dims[a])
+            scale[a] = common
         return out, scale
     if scales is None or np.size(scales) == 0:
         raise ValueError("Resize needs one of scales and sizes")
-    extents = [1.0] * len(ax)
-    if coordinate_mode == "tf_crop_and_resize" and roi is not None and np.size(roi) > 0:
-        r = np.asarray(roi, dtype=np.float64).reshape(-1)
-        extents = [float(r[len(ax) + i] - r[i]) for i in range(len(ax))]
-    for a, s, e in zip(ax, np.asarray(scales, dtype=np.float64).reshape(-1), extents):
-        out[a] = int(math.floor(in_dims[a] * e * float(s)))
+    for a, s in zip(ax, np.asarray(scales, dtype=np.float32).reshape(-1)):
         scale[a] = float(s)
+        if isinstance(in_dims[a], int):
+            out[a] = int(math.floor(in_dims[a] * float(s)))
+        elif scale[a] != 1.0:
+            out[a] = None
     return out, scale
 
 
@@ -64,20 +68,15 @@ def _resize(ctx):
     x = ctx.tensor(0)
     if x.dims is None:
         return [TensorType(x.dtype, None)]
-    scales, sizes, roi = ctx.const(2), ctx.const(3), ctx.const(1)
-    have_sizes = sizes is not None and sizes.size > 0
-    have_scales = scales is not None and scales.size > 0
-    needs_roi = ctx.attrs["coordinate_transformation_mode"] == "tf_crop_and_resize"
+    scales, sizes = ctx.const(2), ctx.const(3)
     ax = resize_axes(ctx.attrs["axes"], len(x.dims))
-    known_in = all(isinstance(x.dims[a], int) for a in ax)
-    if known_in and (have_sizes or (have_scales and (not needs_roi or not ctx.has(1)
-                                                      or roi is not None))):
-        out, _ = resize_plan(x.dims, roi, scales, sizes, ctx.attrs["axes"],
-                             ctx.attrs["keep_aspect_ratio_policy"],
-                             ctx.attrs["coordinate_transformation_mode"])
-        return [TensorType(x.dtype, tuple(out))]
+    if (sizes is not None and sizes.size > 0) or (scales is not None and scales.size > 0):
+        out, _ = resize_plan(x.dims, scales, sizes, ctx.attrs["axes"],
+                             ctx.attrs["keep_aspect_ratio_policy"])
+    else:
+        out = [None if i in ax else d for i, d in enumerate(x.dims)]
     fresh = infer.unknown(x.dtype, len(x.dims)).dims
-    return [TensorType(x.dtype, tuple(fresh[i] if i in ax else d for i, d in enumerate(x.dims)))]
+    return [TensorType(x.dtype, tuple(f if d is None else d for d, f in zip(out, fresh)))]
 
 
 define("Resize", ("X", "roi?", "scales?", "sizes?"), ("Y",), [

@@ -2,9 +2,12 @@
 # Copyright graphkiln authors
 """Schemas of indexing: Slice, Gather*, Scatter*, OneHot, NonZero, Compress, Trilu, Unique, ReverseSequence, ...."""
 
-from ..schema import define
+import numpy as np
+
+from ...errors import GraphError
 from .. import infer
 from ..dtypes import DType
+from ..schema import define
 from ..types import TensorType, fresh_dim
 
 
@@ -43,6 +46,8 @@ def _slice(ctx):
         return [infer.unknown(data.dtype, rank)]
     axes = axes if axes is not None else list(range(len(starts)))
     steps = steps if steps is not None else [1] * len(starts)
+    if 0 in steps:
+        raise GraphError(f"{ctx.where}: a Slice step is 0")
     dims = list(data.dims)
     for start, end, axis, step in zip(starts, ends, axes, steps):
         axis = infer.normalize_axis(axis, rank, ctx.where)
@@ -68,7 +73,11 @@ def _gather_elements(ctx):
 
 def _gather_nd(ctx):
     data, indices = ctx.tensor(0), ctx.tensor(1)
-    if data.dims is None or indices.dims is None or not isinstance(indices.dims[-1], int):
+    if data.dims is None or indices.dims is None:
+        return [TensorType(data.dtype, None)]
+    if not indices.dims:
+        raise GraphError(f"{ctx.where}: indices must have rank >= 1")
+    if not isinstance(indices.dims[-1], int):
         return [TensorType(data.dtype, None)]
     b = ctx.attrs["batch_dims"]
     return [TensorType(data.dtype, indices.dims[:-1] + data.dims[b + indices.dims[-1]:])]
@@ -89,19 +98,22 @@ def _one_hot(ctx):
 
 def _non_zero(ctx):
     data = ctx.tensor(0)
-    return [TensorType(DType.i64, (data.rank if data.rank is not None else fresh_dim(), fresh_dim()))]
+    rank = data.rank if data.rank is not None else fresh_dim()
+    return [TensorType(DType.i64, (rank, fresh_dim()))]
 
 
 def _compress(ctx):
     data = ctx.tensor(0)
     axis = ctx.attrs["axis"]
+    condition = ctx.const(1)
+    kept = fresh_dim() if condition is None else int(np.count_nonzero(condition))
     if axis is None:
-        return [infer.unknown(data.dtype, 1)]
+        return [TensorType(data.dtype, (kept,))]
     if data.dims is None:
         return [TensorType(data.dtype, None)]
     axis = infer.normalize_axis(axis, len(data.dims), ctx.where)
     dims = list(data.dims)
-    dims[axis] = fresh_dim()
+    dims[axis] = kept
     return [TensorType(data.dtype, tuple(dims))]
 
 
@@ -116,6 +128,8 @@ def _unique(ctx):
     elif data.dims is None:
         y, inverse = TensorType(data.dtype, None), (fresh_dim(),)
     else:
+        if not data.dims:
+            raise GraphError(f"{ctx.where}: Unique along an axis needs rank >= 1")
         axis = infer.normalize_axis(axis, len(data.dims), ctx.where)
         dims = list(data.dims)
         inverse = (dims[axis],)

@@ -2,7 +2,10 @@
 # Copyright graphkiln authors
 """Schemas of shape and layout: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Expand, Tile, Pad, Shape, Size, ..."""
 
+from collections import Counter
+
 from .. import infer
+from ...errors import GraphError
 from ..dtypes import DType
 from ..schema import REQUIRED, define
 from ..types import TensorType, fresh_dim
@@ -10,6 +13,20 @@ from ..types import TensorType, fresh_dim
 
 def _ints(array) -> list[int] | None:
     return None if array is None else [int(v) for v in array.reshape(-1)]
+
+
+def _need_rank(ctx, t: TensorType, low: int, high: int | None = None) -> None:
+    """A GraphError unless the rank (when known) is in [low, high] (high None: no bound)."""
+    rank = t.rank
+    if rank is not None and (rank < low or (high is not None and rank > high)):
+        expected = (f"at least {low}" if high is None else str(low) if low == high
+                    else f"{low}..{high}")
+        raise GraphError(f"{ctx.where}: input rank {rank}, expected {expected}")
+
+
+def _length(t: TensorType) -> int | None:
+    """The static length of a 1-D shape-like input, else None."""
+    return t.dims[0] if t.dims and isinstance(t.dims[0], int) else None
 
 
 def _product(dims) -> int | None:
@@ -25,22 +42,48 @@ def _reshape(ctx):
     data = ctx.tensor(0)
     shape = _ints(ctx.const(1))
     if shape is None:
-        shape_type = ctx.tensor(1)
-        rank = shape_type.dims[0] if shape_type.dims and isinstance(shape_type.dims[0], int) else None
-        return [infer.unknown(data.dtype, rank)]
+        return [infer.unknown(data.dtype, _length(ctx.tensor(1)))]
+    if any(s < -1 for s in shape) or shape.count(-1) > 1:
+        raise GraphError(f"{ctx.where}: bad shape {shape} (one -1 at most, no other negatives)")
     allow_zero = ctx.attrs["allowzero"]
     dims = []
     for i, s in enumerate(shape):
         if s == 0 and not allow_zero:
-            dims.append(data.dims[i] if data.dims is not None and i < len(data.dims) else fresh_dim())
+            copied = data.dims is not None and i < len(data.dims)
+            dims.append(data.dims[i] if copied else fresh_dim())
         else:
             dims.append(s)
     if -1 in dims:
-        known = _product(d for d in dims if d != -1)
-        total = _product(data.dims) if data.dims is not None else None
-        inferred = total // known if known and total is not None else fresh_dim()
+        inferred = _infer_minus_one(data.dims, [d for d in dims if d != -1])
+        if inferred is None:
+            raise GraphError(f"{ctx.where}: cannot reshape {data.dims} to {shape}")
         dims = [inferred if d == -1 else d for d in dims]
     return [TensorType(data.dtype, tuple(dims))]
+
+
+def _infer_minus_one(source, others):
+    """The dim a -1 stands for, given the source dims and the other target dims. Symbols that
+    appear on both sides cancel, so Reshape([N, 3, 4], [0, -1]) gives 12, not a new symbol.
+    None when the sizes cannot match."""
+    if source is None:
+        return fresh_dim()
+    left = Counter(d for d in source if isinstance(d, str))
+    for d in others:
+        if isinstance(d, str):
+            if not left[d]:
+                return fresh_dim()
+            left[d] -= 1
+    total = _product(d for d in source if isinstance(d, int))
+    known = _product(d for d in others if isinstance(d, int))
+    if known == 0:
+        return fresh_dim() if total == 0 else None
+    if total % known:
+        return None if not +left else fresh_dim()
+    ratio = total // known
+    rest = list((+left).elements())
+    if not rest:
+        return ratio
+    return rest[0] if len(rest) == 1 and ratio == 1 else fresh_dim()
 
 
 def _flatten(ctx):
@@ -50,9 +93,17 @@ def _flatten(ctx):
     rank = len(data.dims)
     axis = ctx.attrs["axis"]
     axis = axis + rank if axis < 0 else axis
-    outer, inner = _product(data.dims[:axis]), _product(data.dims[axis:])
-    return [TensorType(data.dtype, (fresh_dim() if outer is None else outer,
-                                    fresh_dim() if inner is None else inner))]
+    return [TensorType(data.dtype, (_merged(data.dims[:axis]), _merged(data.dims[axis:])))]
+
+
+def _merged(dims):
+    """One dim for several merged into it: their product, the only symbol among 1s, or a new
+    symbol."""
+    symbols = [d for d in dims if isinstance(d, str)]
+    static = _product(d for d in dims if isinstance(d, int))
+    if not symbols:
+        return static
+    return symbols[0] if len(symbols) == 1 and static == 1 else fresh_dim()
 
 
 def _squeeze(ctx):
@@ -68,6 +119,8 @@ def _squeeze(ctx):
             return [TensorType(data.dtype, None)]
         return [TensorType(data.dtype, tuple(d for d in data.dims if d != 1))]
     drop = {infer.normalize_axis(a, rank, ctx.where) for a in axes}
+    if any(isinstance(data.dims[a], int) and data.dims[a] != 1 for a in drop):
+        raise GraphError(f"{ctx.where}: cannot squeeze axes {axes} of {data.dims}")
     return [TensorType(data.dtype, tuple(d for i, d in enumerate(data.dims) if i not in drop))]
 
 
@@ -77,11 +130,12 @@ def _unsqueeze(ctx):
     if data.dims is None:
         return [TensorType(data.dtype, None)]
     if axes is None:
-        n = ctx.tensor(1).dims
-        count = n[0] if n and isinstance(n[0], int) else None
+        count = _length(ctx.tensor(1))
         return [infer.unknown(data.dtype, None if count is None else len(data.dims) + count)]
     rank = len(data.dims) + len(axes)
     new = {infer.normalize_axis(a, rank, ctx.where) for a in axes}
+    if len(new) != len(axes):
+        raise GraphError(f"{ctx.where}: repeated axes {axes}")
     rest = iter(data.dims)
     return [TensorType(data.dtype, tuple(1 if i in new else next(rest) for i in range(rank)))]
 
@@ -91,6 +145,8 @@ def _transpose(ctx):
     if data.dims is None:
         return [TensorType(data.dtype, None)]
     perm = ctx.attrs["perm"] or tuple(reversed(range(len(data.dims))))
+    if sorted(perm) != list(range(len(data.dims))):
+        raise GraphError(f"{ctx.where}: perm {perm} is not a permutation of rank {len(data.dims)}")
     return [TensorType(data.dtype, tuple(data.dims[p] for p in perm))]
 
 
@@ -100,14 +156,17 @@ def _concat(ctx):
     if not known:
         return [TensorType(ts[0].dtype, None)]
     rank = len(known[0].dims)
+    if any(len(t.dims) != rank for t in known):
+        raise GraphError(f"{ctx.where}: inputs of different ranks {[t.dims for t in known]}")
     axis = infer.normalize_axis(ctx.attrs["axis"], rank, ctx.where)
     dims = list(known[0].dims)
     for i in range(rank):
+        column = [t.dims[i] for t in known]
         if i == axis:
-            total = _product(t.dims[axis] for t in ts) if len(known) == len(ts) else None
-            dims[i] = sum(t.dims[axis] for t in ts) if total is not None else fresh_dim()
-        else:
-            static = [t.dims[i] for t in known if isinstance(t.dims[i], int)]
+            static = len(known) == len(ts) and all(isinstance(d, int) for d in column)
+            dims[i] = sum(column) if static else fresh_dim()
+        else:  # the same size in every input: a static one where any input has it
+            static = [d for d in column if isinstance(d, int)]
             dims[i] = static[0] if static else dims[i]
     return [TensorType(ts[0].dtype, tuple(dims))]
 
@@ -115,8 +174,11 @@ def _concat(ctx):
 def _split(ctx):
     data = ctx.tensor(0)
     count = ctx.num_outputs
+    if not ctx.has(1) and ctx.attrs["num_outputs"] is None:
+        raise GraphError(f"{ctx.where}: Split needs the `split` input or `num_outputs`")
     if data.dims is None:
         return [TensorType(data.dtype, None)] * count
+    _need_rank(ctx, data, 1)
     axis = infer.normalize_axis(ctx.attrs["axis"], len(data.dims), ctx.where)
     sizes = _ints(ctx.const(1)) if ctx.has(1) else None
     size = data.dims[axis]
@@ -135,8 +197,7 @@ def _expand(ctx):
     data = ctx.tensor(0)
     shape = _ints(ctx.const(1))
     if shape is None:
-        n = ctx.tensor(1).dims
-        count = n[0] if n and isinstance(n[0], int) else None
+        count = _length(ctx.tensor(1))
         if data.dims is None or count is None:
             return [TensorType(data.dtype, None)]
         return [infer.unknown(data.dtype, max(count, len(data.dims)))]
@@ -150,8 +211,11 @@ def _tile(ctx):
         return [TensorType(data.dtype, None)]
     if repeats is None:
         return [infer.unknown(data.dtype, len(data.dims))]
-    return [TensorType(data.dtype, tuple(d * r if isinstance(d, int) else (d if r == 1 else fresh_dim())
-                                         for d, r in zip(data.dims, repeats)))]
+    if len(repeats) != len(data.dims):
+        raise GraphError(f"{ctx.where}: {len(repeats)} repeats for rank {len(data.dims)}")
+    dims = [d * r if isinstance(d, int) else (d if r == 1 else fresh_dim())
+            for d, r in zip(data.dims, repeats)]
+    return [TensorType(data.dtype, tuple(dims))]
 
 
 def _pad(ctx):
@@ -164,6 +228,8 @@ def _pad(ctx):
         return [infer.unknown(data.dtype, rank)]
     axes = _ints(ctx.const(3)) if ctx.has(3) else list(range(rank))
     axes = [infer.normalize_axis(a, rank, ctx.where) for a in axes]
+    if len(pads) != 2 * len(axes):
+        raise GraphError(f"{ctx.where}: {len(pads)} pads for {len(axes)} axes")
     dims = list(data.dims)
     for j, a in enumerate(axes):
         extra = pads[j] + pads[j + len(axes)]
@@ -197,6 +263,7 @@ def _depth_to_space(ctx):
     b = ctx.attrs["blocksize"]
     if data.dims is None:
         return [infer.unknown(data.dtype, 4)]
+    _need_rank(ctx, data, 4, 4)
     n, c, h, w = data.dims
     scale = lambda d, f: d * f if isinstance(d, int) else fresh_dim()  # noqa: E731
     return [TensorType(data.dtype, (n, c // (b * b) if isinstance(c, int) else fresh_dim(),
@@ -208,6 +275,7 @@ def _space_to_depth(ctx):
     b = ctx.attrs["blocksize"]
     if data.dims is None:
         return [infer.unknown(data.dtype, 4)]
+    _need_rank(ctx, data, 4, 4)
     n, c, h, w = data.dims
     shrink = lambda d: d // b if isinstance(d, int) else fresh_dim()  # noqa: E731
     return [TensorType(data.dtype, (n, c * b * b if isinstance(c, int) else fresh_dim(),

@@ -3,9 +3,10 @@
 """numpy kernels of convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, QLinearConv, Col2Im,
 CausalConvWithState.
 
-Convolutions are im2col through a strided view of the padded input, then one batched matmul
-over the groups; transposed convolutions are a matmul followed by a scatter-add per kernel tap
-(a loop over the kernel's taps, never over output pixels)."""
+Convolutions are im2col (one strided-slice copy of the padded input per kernel tap) then one
+batched matmul over the groups, or a multiply-add per tap when depthwise; transposed
+convolutions are a matmul followed by a scatter-add per tap. Loops run over the kernel's taps,
+never over output pixels."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import itertools
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ...ir.ops.conv import window_geometry
 
@@ -21,17 +21,6 @@ from ...ir.ops.conv import window_geometry
 def compute_dtype(dtype) -> np.dtype:
     """float64 stays float64; every other float type is computed in float32."""
     return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
-
-
-def window_view(xp: np.ndarray, kernel, strides, dilations, out) -> np.ndarray:
-    """A read-only view (*lead, *out, *kernel) of the windows of padded `xp` (*lead, *spatial)."""
-    n = len(kernel)
-    lead = xp.ndim - n
-    st = xp.strides
-    shape = xp.shape[:lead] + tuple(out) + tuple(kernel)
-    steps = (st[:lead] + tuple(st[lead + i] * strides[i] for i in range(n))
-             + tuple(st[lead + i] * dilations[i] for i in range(n)))
-    return as_strided(xp, shape, steps, writeable=False)
 
 
 def pad_spatial(x: np.ndarray, begin, end, value=0) -> np.ndarray:
@@ -46,6 +35,13 @@ def _defaults(n, strides, dilations):
     return tuple(strides or (1,) * n), tuple(dilations or (1,) * n)
 
 
+def tap_slices(kernel, strides, dilations, out):
+    """For each kernel tap: its index tuple and the slices of the padded input it reads."""
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        yield tap, tuple(slice(t * d, t * d + (o - 1) * s + 1, s)
+                         for t, d, s, o in zip(tap, dilations, strides, out))
+
+
 def conv_core(x, w, group, strides, dilations, pads, auto_pad, compute):
     """Y (N, M, *out) = grouped correlation of x (N, C, *S) with w (M, C/group, *k), in `compute`."""
     n_batch, channels = x.shape[:2]
@@ -54,17 +50,25 @@ def conv_core(x, w, group, strides, dilations, pads, auto_pad, compute):
     begin, end, out = window_geometry(x.shape[2:], kernel, strides, dilations, pads,
                                       auto_pad or "NOTSET")
     xp = pad_spatial(x.astype(compute, copy=False), begin, end)
-    windows = window_view(xp, kernel, strides, dilations, out)  # N, C, *out, *k
-    n = len(kernel)
-    per_group = channels // group
-    windows = windows.reshape((n_batch, group, per_group) + windows.shape[2:])
-    # cols: (G, Cg * K, N * P) so that the copy reads along output pixels (contiguous for stride 1)
-    order = (1, 2) + tuple(range(3 + n, 3 + 2 * n)) + (0,) + tuple(range(3, 3 + n))
-    taps = per_group * math.prod(kernel)
-    pixels = n_batch * math.prod(out)
-    cols = windows.transpose(order).reshape(group, taps, pixels)
-    m_total = w.shape[0]
-    weights = w.astype(compute, copy=False).reshape(group, m_total // group, taps)
+    per_group, m_total = channels // group, w.shape[0]
+    weights = w.astype(compute, copy=False).reshape(group, m_total // group, -1)
+    xp = xp.reshape(n_batch, group, per_group, *xp.shape[2:])
+    head = (slice(None),) * 3
+    if per_group == 1:
+        # depthwise: a multiply-add per tap beats a matmul of one-row matrices
+        y = np.zeros((n_batch, group, m_total // group, *out), dtype=compute)
+        scale_shape = (1, group, m_total // group) + (1,) * len(out)
+        for index, (_, where) in enumerate(tap_slices(kernel, strides, dilations, out)):
+            y += weights[:, :, index].reshape(scale_shape) * xp[head + where]
+        return y.reshape(n_batch, m_total, *out)
+    if all(k == 1 for k in kernel) and all(s == 1 for s in strides):
+        cols = np.moveaxis(xp, 0, 2)  # a pointwise conv needs no im2col (no copy when N is 1)
+    else:
+        # im2col, one copy per tap: cols (G, Cg, *k, N, *out) -> matmul over Cg * K
+        cols = np.empty((group, per_group, *kernel, n_batch, *out), dtype=compute)
+        for tap, where in tap_slices(kernel, strides, dilations, out):
+            cols[(slice(None), slice(None)) + tap] = np.moveaxis(xp[head + where], 0, 2)
+    cols = cols.reshape(group, per_group * math.prod(kernel), n_batch * math.prod(out))
     y = np.matmul(weights, cols)  # G, Mg, N * P
     y = y.reshape(m_total, n_batch, *out)
     return np.moveaxis(y, 1, 0)
@@ -249,12 +253,14 @@ def CausalConvWithState(x, weight, bias=None, past_state=None, *, activation):
         past_state = np.zeros((n_batch, channels, k - 1), dtype=compute)
     sequence = np.concatenate([past_state.astype(compute, copy=False),
                                x.astype(compute, copy=False)], axis=2)
-    windows = window_view(sequence, (k,), (1,), (1,), (length,))  # B, C, L, k
-    y = np.einsum("bclk,ck->bcl", windows, weight.astype(compute, copy=False).reshape(channels, k))
+    taps = weight.astype(compute, copy=False).reshape(channels, k)
+    y = np.zeros((n_batch, channels, length), dtype=compute)
+    for j in range(k):
+        y += taps[:, j:j + 1] * sequence[:, :, j:j + length]
     if bias is not None:
         y = y + bias.astype(compute, copy=False)[:, None]
     if activation in ("silu", "swish"):
-        y = y / (1 + np.exp(-y))
+        y = y * (0.5 + 0.5 * np.tanh(0.5 * y))  # y * sigmoid(y), without exp overflow
     elif activation not in ("none", "", None):
         raise ValueError(f"CausalConvWithState: unknown activation {activation!r}")
     state = sequence[:, :, sequence.shape[2] - (k - 1):]

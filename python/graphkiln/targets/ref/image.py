@@ -39,10 +39,13 @@ def _source_coordinates(mode, out_len, in_len, scale, roi_start, roi_end):
         adjustment = out_len / (scale * in_len)
         offset = in_len / 2 * (1 - adjustment)
         return offset + (x + 0.5) / scale - 0.5
+    # the spec defines scale = length_resized / length_original, so length_resized is
+    # in_len * scale, fractional when scales (not sizes) were given
+    resized = in_len * scale
     if mode == "pytorch_half_pixel":
-        return (x + 0.5) / scale - 0.5 if out_len > 1 else np.zeros_like(x)
+        return (x + 0.5) / scale - 0.5 if resized > 1 else np.zeros_like(x)
     if mode == "align_corners":
-        return x * (in_len - 1) / (out_len - 1) if out_len > 1 else np.zeros_like(x)
+        return x * (in_len - 1) / (resized - 1) if resized != 1 else np.zeros_like(x)
     if mode == "asymmetric":
         return x / scale
     if mode == "tf_half_pixel_for_nn":
@@ -94,9 +97,12 @@ def _apply_axis(data, axis, index, weights, compute_dtype):
         return np.take(data, index[:, 0], axis=axis)
     acc = None
     for k in range(index.shape[1]):
-        w = weights[:, k].astype(compute_dtype).reshape((-1,) + trailing)
-        term = np.take(data, index[:, k], axis=axis) * w
-        acc = term if acc is None else acc + term
+        term = np.take(data, index[:, k], axis=axis)  # a fresh array: scaled in place
+        term *= weights[:, k].astype(compute_dtype).reshape((-1,) + trailing)
+        if acc is None:
+            acc = term
+        else:
+            acc += term
     return acc
 
 
@@ -108,8 +114,7 @@ def Resize(x, roi=None, scales=None, sizes=None, *, mode, coordinate_transformat
     if roi is not None and roi.size == 0:
         roi = None
     coord_mode = coordinate_transformation_mode
-    out_dims, scale = resize_plan(x.shape, roi, scales, sizes, axes, keep_aspect_ratio_policy,
-                                  coord_mode)
+    out_dims, scale = resize_plan(x.shape, scales, sizes, axes, keep_aspect_ratio_policy)
     ax = resize_axes(axes, x.ndim)
     roi_full = np.array([0.0] * x.ndim + [1.0] * x.ndim)
     if roi is not None:
@@ -120,7 +125,8 @@ def Resize(x, roi=None, scales=None, sizes=None, *, mode, coordinate_transformat
     compute_dtype = _compute_dtype(x.dtype) if interpolate else x.dtype
     y = x.astype(compute_dtype, copy=False)
     outside_masks = []
-    for a in range(x.ndim):
+    # shrinking axes first keeps the intermediate results small
+    for a in sorted(range(x.ndim), key=lambda i: out_dims[i] / max(x.shape[i], 1)):
         in_len, out_len = x.shape[a], out_dims[a]
         if a not in ax or (in_len == out_len and scale[a] == 1 and coord_mode != "tf_crop_and_resize"):
             continue
@@ -165,7 +171,8 @@ def _grid_taps(coord, size, mode, padding_mode, align_corners):
     else:
         x = ((coord + 1) * size - 1) / 2
         lo, hi = -0.5, size - 0.5
-    if padding_mode == "border":
+    if padding_mode == "border" and mode != "cubic":
+        # cubic keeps the point where it is and clamps each of its taps instead
         x = np.clip(x, 0, size - 1)
     elif padding_mode == "reflection":
         x = _reflect(x, lo, hi)

@@ -10,8 +10,9 @@ def _axes(data, axes, noop_with_empty_axes):
     """The numpy `axis` tuple: () is numpy's identity reduction, the ONNX no-op."""
     if axes is None or axes.size == 0:
         return () if noop_with_empty_axes else tuple(range(data.ndim))
-    rank = max(data.ndim, 1)
-    return tuple(sorted({int(a) % rank for a in axes.reshape(-1)}))
+    if data.ndim == 0:  # a scalar has nothing to reduce; axes 0 / -1 name it anyway
+        return ()
+    return tuple(sorted({int(a) % data.ndim for a in axes.reshape(-1)}))
 
 
 def _wide(data):

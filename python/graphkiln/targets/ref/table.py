@@ -23,6 +23,7 @@ from . import (
     control,
     sequence,
     text,
+    fused,
 )
 
 FAMILIES = (
@@ -46,6 +47,7 @@ FAMILIES = (
     control,
     sequence,
     text,
+    fused,
 )
 
 

@@ -86,8 +86,12 @@ def Pad(data, pads, constant_value=None, axes=None, *, mode):
     data = data[crop]
     widths = [(max(b, 0), max(e, 0)) for b, e in widths]
     if mode == "constant":
-        value = 0 if constant_value is None or constant_value.size == 0 else constant_value.reshape(-1)[0]
-        out = np.full(tuple(d + b + e for d, (b, e) in zip(data.shape, widths)), value, dtype=data.dtype)
+        if constant_value is not None and constant_value.size:
+            value = constant_value.reshape(-1)[0]
+        else:
+            value = "" if data.dtype == object else 0
+        shape = tuple(d + b + e for d, (b, e) in zip(data.shape, widths))
+        out = np.full(shape, value, dtype=data.dtype)
         out[tuple(slice(b, b + d) for d, (b, _) in zip(data.shape, widths))] = data
         return out
     if mode == "wrap":
