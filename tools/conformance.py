@@ -30,6 +30,8 @@ def main() -> int:
     parser.add_argument("--write-expected", action="store_true",
                         help="rewrite tests/conformance/expected_failures_<target>.txt, keeping "
                              "reasons already written for cases that still fail")
+    parser.add_argument("--optimize", action="store_true",
+                        help="ref: run the full optimization pipeline before each case")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every failure")
     args = parser.parse_args()
 
@@ -41,14 +43,15 @@ def main() -> int:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                run_case(cases[name], args.target)
+                run_case(cases[name], args.target, **({"optimize": True} if args.optimize else {}))
         except Exception as exc:  # noqa: BLE001 - a report of every kind of failure
             msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
             failures[name] = " ".join(msg.split())[:160]
     elapsed = time.perf_counter() - start
     passed = len(selected) - len(failures)
     by_op = collections.Counter(_op_of(cases[n]) for n in failures)
-    print(f"target {args.target}: {passed} of {len(selected)} node cases pass ({elapsed:.1f} s)")
+    label = args.target + (" (optimized)" if args.optimize else "")
+    print(f"target {label}: {passed} of {len(selected)} node cases pass ({elapsed:.1f} s)")
     print("failures by last op:", ", ".join(f"{op} {n}" for op, n in by_op.most_common()))
     if args.verbose:
         for name, msg in failures.items():

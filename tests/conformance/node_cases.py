@@ -63,11 +63,11 @@ def to_value(data):
     return array
 
 
-def run_case(case, target: str = "ref") -> None:
+def run_case(case, target: str = "ref", **options) -> None:
     """Raise AssertionError (or a graphkiln error) unless every data set matches."""
     model = case.model
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString(), default_dim=None)
-    prog.compile(target)
+    prog.compile(target, **options)
     init = {t.name for t in model.graph.initializer}
     names = [vi.name for vi in model.graph.input if vi.name not in init]
     for inputs, expected in case.data_sets:

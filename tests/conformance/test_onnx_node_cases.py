@@ -25,3 +25,9 @@ def test_expected_failures_name_real_cases():
 @pytest.mark.parametrize("name", [_param(n) for n in sorted(CASES)])
 def test_node_case_on_ref(name):
     run_case(CASES[name], "ref")
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in sorted(CASES)])
+def test_node_case_on_ref_with_full_pipeline(name):
+    """Every pass keeps results: the same cases pass with the full optimization pipeline."""
+    run_case(CASES[name], "ref", optimize=True)

@@ -56,3 +56,21 @@ graph main(%x: f32[2]) {
 
     fold_constants.run(graph, PassContext(evaluate=evaluate))
     assert graph.nodes[0].op == "RandomUniform"
+
+
+def test_folding_a_shape_chain_makes_downstream_dims_static():
+    # symbolic at import (the shape comes from a computation), static once folded
+    graph = parse_graph("""
+graph main(%x: f32[2,6]) {
+  %s: i64[2] = Shape(%x)
+  %up: i64[2] = Constant() {value = tensor<i64[2]> [2, 1]}
+  %down: i64[2] = Constant() {value = tensor<i64[2]> [1, 2]}
+  %m: i64[2] = Mul(%s, %up)
+  %t: i64[2] = Div(%m, %down)
+  %y: f32[a,b] = Reshape(%x, %t)
+  return %y
+}""")
+    from graphkiln.targets.ref.target import evaluate
+
+    fold_constants.run(graph, PassContext(evaluate=evaluate))
+    assert str(graph.outputs[0].type) == "f32[4,3]"

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node, TensorType
+from ..ir import Graph, Node, TensorType, get_schema
+from ..ir.schema import infer_outputs
 from ..ir.graph import node_subgraphs
 from .util import replace_many
 
@@ -35,7 +36,23 @@ def run(graph: Graph, ctx) -> Graph:
             mapping[old] = const.outputs[0]
     graph.nodes = result
     replace_many(graph, mapping)
+    if mapping:
+        refresh_types(graph)
     return graph
+
+
+def refresh_types(graph: Graph) -> None:
+    """Re-run type inference in order: constants made by folding can make dims static."""
+    for node in graph.nodes:
+        if node.op == "Constant":
+            continue
+        try:
+            types = infer_outputs(get_schema(node.op), node)
+        except Exception:  # noqa: BLE001 - keep the types the node had
+            continue
+        for value, t in zip(node.outputs, types):
+            if value is not None and t is not None:
+                value.type = t
 
 
 def _fold(node: Node, ctx) -> list | None:

@@ -62,7 +62,9 @@ def attention(node: Node, rw: Rewriter):
     if pv is None or pv.op != "MatMul" or pv.inputs[0] is not result:
         return None
     v = pv.inputs[1]
-    if not all(rank_of(t) == 4 for t in (q, k_t, v)) or (mask is not None and rank_of(mask) is None):
+    if not all(rank_of(t) == 4 for t in (q, k_t, v)):
+        return None
+    if mask is not None and rank_of(mask) not in (2, 3, 4):  # Attention masks are 2-D to 4-D
         return None
     rw.current = pv  # v may be computed after the Softmax: build the replacement at pv
     k = rw.emit("Transpose", k_t, perm=(0, 1, 3, 2))

@@ -109,6 +109,8 @@ def _apply_axis(data, axis, index, weights, compute_dtype):
 def Resize(x, roi=None, scales=None, sizes=None, *, mode, coordinate_transformation_mode,
            nearest_mode, cubic_coeff_a, exclude_outside, extrapolation_value, antialias,
            axes, keep_aspect_ratio_policy):
+    if mode not in ("nearest", "linear", "cubic"):
+        raise ValueError(f"Resize: unknown mode {mode!r}")
     if scales is not None and scales.size == 0:
         scales = None
     if roi is not None and roi.size == 0:
@@ -128,8 +130,9 @@ def Resize(x, roi=None, scales=None, sizes=None, *, mode, coordinate_transformat
     # shrinking axes first keeps the intermediate results small
     for a in sorted(range(x.ndim), key=lambda i: out_dims[i] / max(x.shape[i], 1)):
         in_len, out_len = x.shape[a], out_dims[a]
-        if a not in ax or (in_len == out_len and scale[a] == 1 and coord_mode != "tf_crop_and_resize"):
-            continue
+        shifts = coord_mode in ("tf_crop_and_resize", "tf_half_pixel_for_nn")
+        if a not in ax or (in_len == out_len and scale[a] == 1 and not shifts):
+            continue  # an identity along this axis
         if in_len == 0 or out_len == 0:
             y = np.take(y, np.zeros(out_len, np.int64), axis=a) if in_len else \
                 np.zeros(y.shape[:a] + (out_len,) + y.shape[a + 1:], y.dtype)
