@@ -14,6 +14,7 @@ from ...errors import GraphkilnError, ModelError, UnsupportedOperatorError
 from ...ir import Graph, Value
 from . import protos
 from .context import ImportContext
+from .functions import expand_function
 from .ops_table import SUBGRAPH_INPUTS, TABLE, find_converter
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -53,7 +54,9 @@ def import_model(model: onnx.ModelProto, input_shapes: dict | None = None,
         opsets[entry.domain] = entry.version
     opset = opsets.get("", opsets.get("ai.onnx"))
     if opset is None:
-        raise ModelError("the model imports no opset of the default ONNX domain")
+        if any(n.domain in DEFAULT_DOMAINS for n in model.graph.node) or not opsets:
+            raise ModelError("the model imports no opset of the default ONNX domain")
+        opsets[""] = opset = MAX_OPSET  # only other domains' nodes: they are refused by name
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ModelError(f"opset {opset} is outside what graphkiln imports "
                          f"({MIN_OPSET} to {MAX_OPSET})")
@@ -110,6 +113,11 @@ class _Importer:
     def node(self, node: onnx.NodeProto, graph: Graph, scope: dict[str, Value]) -> None:
         op, label = node.op_type, node.name or (node.output[0] if node.output else node.op_type)
         domain = node.domain
+        default_opset = self.opsets.get("", self.opsets.get("ai.onnx"))
+        if domain not in DEFAULT_DOMAINS or not find_converter(op, default_opset)[0]:
+            # no converter: an op ONNX defines as a function is imported as its body
+            if expand_function(self, node, graph, scope, default_opset):
+                return
         opset = self.opsets.get(domain)
         if domain not in DEFAULT_DOMAINS:
             raise UnsupportedOperatorError(op, label, domain, opset,

@@ -30,7 +30,7 @@ def _softmax_rows(scores):
     return np.where(total > 0, e / np.where(total > 0, total, 1), 0)
 
 
-def _allowed_keys(batch, q_seq, total, offset, is_causal, left, right, nonpad):
+def _allowed_keys(q_seq, total, offset, is_causal, left, right, nonpad):
     """[B or 1, 1, Sq, T] boolean: which keys each query may attend (causal frontier,
     sliding window and padding), with query i at absolute position offset + i."""
     pos = np.arange(q_seq)[:, None] + np.asarray(offset).reshape(-1, 1, 1, 1)
@@ -51,6 +51,7 @@ def Attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv
               *, is_causal=0, kv_num_heads=None, q_num_heads=None, qk_matmul_output_mode=0,
               scale=None, softcap=0.0, softmax_precision=None, left_window_size=-1,
               right_window_size=-1):
+    # computed in float32 (float64 for float64) and rounded once to T1 at the end
     work = _work_dtype(q.dtype)
     q4, k4, v4 = _heads(q, q_num_heads), _heads(k, kv_num_heads), _heads(v, kv_num_heads)
     present_k = k4 if past_key is None else np.concatenate([past_key, k4], axis=2)
@@ -79,14 +80,17 @@ def Attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv
     offset = past
     if nonpad_kv_seqlen is not None and past_key is None:
         offset = np.asarray(nonpad_kv_seqlen, np.int64) - q_seq
-    allowed = _allowed_keys(batch, q_seq, total, offset, is_causal, left_window_size,
+    allowed = _allowed_keys(q_seq, total, offset, is_causal, left_window_size,
                             right_window_size, nonpad_kv_seqlen)
     bias = np.where(allowed, bias, -np.inf)
     scores = scores + bias
     biased = scores
 
     if softmax_precision is not None:
-        probs = _softmax_rows(scores.astype(_SOFTMAX_DTYPES[softmax_precision])).astype(work)
+        # the weights are rounded to the softmax precision before and after the softmax
+        precision = _SOFTMAX_DTYPES[softmax_precision]
+        probs = _softmax_rows(scores.astype(precision).astype(work)).astype(precision)
+        probs = probs.astype(work)
     else:
         probs = _softmax_rows(scores)
     y = probs @ values
