@@ -7,6 +7,7 @@ Needs only numpy and graphkiln; the models come from tools/export_real_models.py
     PYTHONPATH=python python tools/check_real_models.py                     # all, target ref
     PYTHONPATH=python python tools/check_real_models.py --models resnet50,bert --target ref
     PYTHONPATH=python python tools/check_real_models.py --record results.md  # also a table
+    PYTHONPATH=python python tools/check_real_models.py --option optimize=true  # compile options
 
 For every NAME.onnx with NAME.npz in --dir: parse_onnx, compile(target), run on the saved
 feeds and compare each output with the recorded onnxruntime output. Per output, with
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import sys
 import time
@@ -66,7 +68,19 @@ def compare(got, expected: np.ndarray, rtol: float) -> tuple[bool, float, float,
     return ok, max_abs, max_rel, tol_used, note
 
 
-def check(name: str, folder: str, target: str, rtol: float, repeat: int, verbose: bool) -> dict:
+def parse_option(text: str) -> tuple[str, object]:
+    """KEY=VALUE; VALUE is read as JSON (true, 3, "x") or else kept as a string."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def check(name: str, folder: str, target: str, options: dict, rtol: float, repeat: int,
+          verbose: bool) -> dict:
     """Check one model; the row has model, status, the errors, load_s, run_s and detail."""
     nan = float("nan")
     row = {"model": name, "status": "FAIL", "max_abs": nan, "max_rel": nan, "tol_used": nan,
@@ -77,7 +91,7 @@ def check(name: str, folder: str, target: str, rtol: float, repeat: int, verbose
     try:
         start = time.perf_counter()
         program = graphkiln.parse_onnx(os.path.join(folder, f"{name}.onnx"))
-        program.compile(target)
+        program.compile(target, **options)
         row["load_s"] = time.perf_counter() - start
         times = []
         for _ in range(repeat):
@@ -109,8 +123,8 @@ def fmt(value: float, spec: str) -> str:
     return "-" if value != value else format(value, spec)
 
 
-def table(rows: list[dict], target: str, rtol: float) -> str:
-    lines = [f"Target `{target}`, pass = np.allclose(rtol={rtol:g}, atol={rtol:g}*max|expected|) "
+def table(rows: list[dict], target: str, options: dict, rtol: float) -> str:
+    lines = [f"Target `{target}` {json.dumps(options)}, pass = np.allclose(rtol={rtol:g}, atol={rtol:g}*max|expected|) "
              "against onnxruntime CPU.", "",
              "| model | result | max abs err | max rel err | tol used | load s | run s | detail |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -129,6 +143,8 @@ def main() -> int:
     parser.add_argument("--dir", default="/work/models", help="exported models (default %(default)s)")
     parser.add_argument("--models", default="", help="comma-separated names (default: all in --dir)")
     parser.add_argument("--target", default="ref")
+    parser.add_argument("--option", action="append", type=parse_option, default=[],
+                        metavar="KEY=VALUE", help="compile option, repeatable")
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--repeat", type=int, default=1, help="runs per model; the fastest is shown")
     parser.add_argument("--record", help="write a markdown table of the results to this file")
@@ -144,7 +160,8 @@ def main() -> int:
     rows = []
     for name in names:
         print(f"{name:22s} ...", end=" ", flush=True)
-        row = check(name, args.dir, args.target, args.rtol, max(1, args.repeat), args.verbose)
+        row = check(name, args.dir, args.target, dict(args.option), args.rtol,
+                    max(1, args.repeat), args.verbose)
         rows.append(row)
         print(f"{row['status']}  max_abs={fmt(row['max_abs'], '.3g')} "
               f"max_rel={fmt(row['max_rel'], '.3g')} tol_used={fmt(row['tol_used'], '.3g')} "
@@ -154,7 +171,7 @@ def main() -> int:
     print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
     if args.record:
         with open(args.record, "w") as f:
-            f.write(table(rows, args.target, args.rtol))
+            f.write(table(rows, args.target, dict(args.option), args.rtol))
     return 1 if failed else 0
 
 
