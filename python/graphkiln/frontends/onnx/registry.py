@@ -1,49 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""The table of ONNX ops the frontend imports, gathered from one module per family."""
+"""The ONNX importer modules, one per op family (the families are listed in ir/ops)."""
 
-from . import (
-    elementwise,
-    activation,
-    cast,
-    tensor,
-    indexing,
-    generate,
-    conv,
-    pool,
-    normalization,
-    image,
-    reduce,
-    linalg,
-    softmax,
-    quantize,
-    attention,
-    rnn,
-    signal,
-    control,
-    sequence,
-    text,
-)
+from importlib import import_module
 
-FAMILIES = (
-    elementwise,
-    activation,
-    cast,
-    tensor,
-    indexing,
-    generate,
-    conv,
-    pool,
-    normalization,
-    image,
-    reduce,
-    linalg,
-    softmax,
-    quantize,
-    attention,
-    rnn,
-    signal,
-    control,
-    sequence,
-    text,
-)
+from ...ir.ops import MODEL_FAMILIES
+
+FAMILIES = tuple(import_module(f".{name}", __package__) for name in MODEL_FAMILIES)

@@ -1,54 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""The ref target's kernel table: IR op name -> numpy function, one module per family."""
+"""The ref target's kernel table: IR op name -> numpy function, one module per family
+(the families are listed in ir/ops)."""
 
-from . import (
-    elementwise,
-    activation,
-    cast,
-    tensor,
-    indexing,
-    generate,
-    conv,
-    pool,
-    normalization,
-    image,
-    reduce,
-    linalg,
-    softmax,
-    quantize,
-    attention,
-    rnn,
-    signal,
-    control,
-    sequence,
-    text,
-    fused,
-)
+from importlib import import_module
 
-FAMILIES = (
-    elementwise,
-    activation,
-    cast,
-    tensor,
-    indexing,
-    generate,
-    conv,
-    pool,
-    normalization,
-    image,
-    reduce,
-    linalg,
-    softmax,
-    quantize,
-    attention,
-    rnn,
-    signal,
-    control,
-    sequence,
-    text,
-    fused,
-)
+from ...ir.ops import COMPILER_FAMILIES, MODEL_FAMILIES
+
+FAMILIES = tuple(import_module(f".{name}", __package__)
+                 for name in MODEL_FAMILIES + COMPILER_FAMILIES)
 
 
 def build_kernels() -> dict:
