@@ -6,7 +6,7 @@ output (bias, activation, residual add) into one Fused(kind=conv|gemm|matmul) no
 from __future__ import annotations
 
 from ..ir import Graph
-from .fusion import body_nodes, fusible, make_fused
+from .fusion import fusible, make_fused
 from .op_classes import EPILOGUE_ANCHORS, POINTWISE
 
 

@@ -51,8 +51,3 @@ def make_fused(graph: Graph, members: list[Node], kind: str) -> Node:
     member_set = set(members[:-1])
     graph.nodes = [n for n in graph.nodes if n not in member_set]
     return fused
-
-
-def body_nodes(node: Node) -> list[Node]:
-    """The nodes a (possibly Fused) node stands for."""
-    return node.attrs["body"].nodes if node.op == "Fused" else [node]

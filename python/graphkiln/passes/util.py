@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ..ir import Graph, Node, Value
+from ..ir import Graph, Value
 from ..ir.graph import node_subgraphs
 
 
@@ -31,25 +31,9 @@ def replace_many(graph: Graph, mapping: dict[Value, Value], readers=None) -> Non
         graph.outputs = [target(v) for v in graph.outputs]
 
 
-def users(graph: Graph) -> dict[Value, list[Node]]:
-    return graph.users()
-
-
-def single_user(value: Value, uses: dict[Value, list[Node]], graph: Graph) -> Node | None:
-    """The one node reading `value`, if exactly one does and it is not a graph output."""
-    readers = uses.get(value, [])
-    if len(readers) != 1 or value in graph.outputs:
-        return None
-    return readers[0]
-
-
-def const_of(value: Value | None):
-    return None if value is None else value.constant
-
-
 def is_scalar_const(value: Value | None, number: float) -> bool:
     """True when `value` is a constant whose every element equals `number`."""
-    data = const_of(value)
+    data = None if value is None else value.constant
     if data is None or data.dtype == object or data.size == 0:
         return False
     try:

@@ -2,8 +2,6 @@
 # Copyright graphkiln authors
 """ONNX importers of recurrent layers: RNN, GRU, LSTM."""
 
-from .context import ImportContext
-
 # ONNX op name -> (first opset handled, converter or None for a one-to-one copy).
 # Opsets 7..13 lack `layout`, whose default (0) is their behaviour, so a copy suffices.
 OPS = {

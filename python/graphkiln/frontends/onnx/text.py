@@ -2,8 +2,6 @@
 # Copyright graphkiln authors
 """ONNX importers of string ops: StringNormalizer, StringSplit, StringConcat, RegexFullMatch, TfIdfVectorizer."""
 
-from .context import ImportContext
-
 # ONNX op name -> (first opset handled, converter or None for a one-to-one copy)
 OPS = {
     "StringNormalizer": (10, None),

@@ -219,7 +219,6 @@ def _bilinear_gather(x, positions):
 
 def DeformConv(x, w, offset, b=None, mask=None, *, dilations, group, kernel_shape, offset_group,
                pads, strides):
-    compute = compute_dtype(x.dtype)
     n_batch, channels = x.shape[:2]
     sizes, kernel = x.shape[2:], w.shape[2:]
     n = len(sizes)
