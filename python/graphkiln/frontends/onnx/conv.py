@@ -3,8 +3,6 @@
 """ONNX importers of convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, QLinearConv, Col2Im,
 CausalConvWithState (all one-to-one: their ONNX forms never moved attributes to inputs)."""
 
-from .context import ImportContext  # noqa: F401  (the converter signature, for readers)
-
 # ONNX op name -> (first opset handled, converter or None for a one-to-one copy)
 OPS = {
     "Conv": (7, None),
