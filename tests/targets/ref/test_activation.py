@@ -12,20 +12,7 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
-
-
-def run_op(op, *inputs, **attrs):
-    g = Graph()
-    values = [g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-              for i, a in enumerate(inputs)]
-    g.outputs = [g.add(op, *values, **attrs)]
-    (result,) = Program(g).compile("ref").run({v.name: a for v, a in zip(values, inputs)})
-    return result
-
-
-def rand(shape, low=-4.0, high=4.0, dtype=np.float32, seed=0):
-    return np.random.default_rng(seed).uniform(low, high, shape).astype(dtype)
+from op_testing import random_array, run_op
 
 
 def _sigmoid(x):
@@ -67,42 +54,43 @@ CASES = [
                               for c in CASES])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_activation_matches_formula(op, attrs, reference, dtype):
-    x = rand((4, 5), dtype=dtype, seed=len(op))
-    y = run_op(op, x, **attrs)
+    x = random_array((4, 5), len(op), dtype=dtype, low=-4.0, high=4.0)
+    y = run_op(op, [x], **attrs)
     assert y.dtype == dtype and y.shape == x.shape
     np.testing.assert_allclose(y, reference(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
 def test_narrow_floats_keep_their_dtype(dtype):
-    x = rand((8,), dtype=dtype, seed=3)
+    x = random_array((8,), 3, dtype=dtype, low=-4.0, high=4.0)
     for op in ("Sigmoid", "Gelu", "Elu", "Relu"):
-        y = run_op(op, x)
+        y = run_op(op, [x])
         assert y.dtype == dtype
-    np.testing.assert_allclose(run_op("Sigmoid", x).astype(np.float64),
+    np.testing.assert_allclose(run_op("Sigmoid", [x]).astype(np.float64),
                                _sigmoid(x.astype(np.float64)), rtol=1e-2)
 
 
 def test_sigmoid_and_softplus_are_stable_for_large_inputs():
     x = np.array([-1000.0, -30.0, 0.0, 30.0, 1000.0], np.float32)
-    np.testing.assert_allclose(run_op("Sigmoid", x), [0, 9.357623e-14, 0.5, 1, 1], rtol=1e-5)
-    np.testing.assert_allclose(run_op("Softplus", x), [0, 9.357623e-14, math.log(2), 30, 1000],
+    np.testing.assert_allclose(run_op("Sigmoid", [x]), [0, 9.357623e-14, 0.5, 1, 1], rtol=1e-5)
+    np.testing.assert_allclose(run_op("Softplus", [x]), [0, 9.357623e-14, math.log(2), 30, 1000],
                                rtol=1e-5)
 
 
 def test_prelu_broadcasts_slope_and_handles_integers():
-    x = rand((2, 3, 4), seed=4)
-    slope = rand((3, 1), 0.1, 0.5, seed=5)
-    np.testing.assert_allclose(run_op("PRelu", x, slope), np.where(x < 0, x * slope, x), rtol=1e-6)
+    x = random_array((2, 3, 4), 4, low=-4.0, high=4.0)
+    slope = random_array((3, 1), 5, low=0.1, high=0.5)
+    np.testing.assert_allclose(run_op("PRelu", [x, slope]), np.where(x < 0, x * slope, x),
+                               rtol=1e-6)
     i = np.array([-4, -1, 0, 5], np.int32)
-    y = run_op("PRelu", i, np.array([2], np.int32))
+    y = run_op("PRelu", [i, np.array([2], np.int32)])
     assert y.dtype == np.int32
     np.testing.assert_array_equal(y, [-8, -2, 0, 5])
 
 
 def test_shrink_on_integers():
     x = np.array([-5, -1, 0, 1, 5], np.int8)
-    y = run_op("Shrink", x, bias=2.0, lambd=1.5)
+    y = run_op("Shrink", [x], bias=2.0, lambd=1.5)
     assert y.dtype == np.int8
     np.testing.assert_array_equal(y, [-3, 0, 0, 0, 3])
 
@@ -125,7 +113,7 @@ def test_import_of_activation_attributes():
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     assert [n.attrs for n in prog.graph.nodes if n.op in ("LeakyRelu", "Gelu")] == [
         {"alpha": pytest.approx(0.2)}, {"approximate": "tanh"}]
-    x = rand((2, 3), seed=6)
+    x = random_array((2, 3), 6, low=-4.0, high=4.0)
     (y,) = prog.compile("ref").run({"x": x})
     a = np.where(x > 0, x, 0.2 * x).astype(np.float64)
     expected = 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3)))

@@ -14,25 +14,7 @@ from graphkiln.frontends.onnx import importer as onnx_importer, ops_table
 from graphkiln.frontends.onnx.functions import expand_function, import_function_body
 from graphkiln.ir import DType, Graph, TensorType
 from graphkiln.program import Program
-
-
-def run_op(op, inputs, num_outputs=1, **attrs):
-    g = Graph()
-    values, feeds = [], {}
-    for i, a in enumerate(inputs):
-        if a is None:
-            values.append(None)
-            continue
-        v = g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-        values.append(v)
-        feeds[v.name] = a
-    node = g.add_node(op, values, attrs, num_outputs=num_outputs)
-    g.outputs = list(node.outputs)
-    return Program(g).compile("ref").run(feeds)
-
-
-def rand(shape, seed, dtype=np.float32):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+from op_testing import random_normal, run_op
 
 
 def reference_attention(q, k, v, scale, allowed=None, bias=None, softcap=0.0):
@@ -60,9 +42,12 @@ def reference_attention(q, k, v, scale, allowed=None, bias=None, softcap=0.0):
 
 def test_attention_4d_gqa_causal_with_past():
     B, Hq, Hkv, S, P, D = 2, 4, 2, 3, 2, 8
-    q, k, v = rand((B, Hq, S, D), 1), rand((B, Hkv, S, D), 2), rand((B, Hkv, S, D), 3)
-    pk, pv = rand((B, Hkv, P, D), 4), rand((B, Hkv, P, D), 5)
-    y, present_k, present_v = run_op("Attention", [q, k, v, None, pk, pv], 3, is_causal=1)
+    q = random_normal((B, Hq, S, D), 1)
+    k = random_normal((B, Hkv, S, D), 2)
+    v = random_normal((B, Hkv, S, D), 3)
+    pk, pv = random_normal((B, Hkv, P, D), 4), random_normal((B, Hkv, P, D), 5)
+    y, present_k, present_v = run_op("Attention", [q, k, v, None, pk, pv], num_outputs=3,
+                                     is_causal=1)
     keys, values = np.concatenate([pk, k], 2), np.concatenate([pv, v], 2)
     np.testing.assert_array_equal(present_k, keys)
     np.testing.assert_array_equal(present_v, values)
@@ -74,10 +59,12 @@ def test_attention_4d_gqa_causal_with_past():
 
 def test_attention_3d_float_mask_softcap_scale_and_qk_output():
     B, S, T, Hq, Hkv, D, Dv = 2, 3, 5, 2, 1, 4, 6
-    q, k, v = rand((B, S, Hq * D), 10), rand((B, T, Hkv * D), 11), rand((B, T, Hkv * Dv), 12)
-    mask = rand((S, T), 13)
-    y, _, _, qk = run_op("Attention", [q, k, v, mask], 4, q_num_heads=Hq, kv_num_heads=Hkv,
-                         scale=0.3, softcap=2.0, qk_matmul_output_mode=1)
+    q = random_normal((B, S, Hq * D), 10)
+    k = random_normal((B, T, Hkv * D), 11)
+    v = random_normal((B, T, Hkv * Dv), 12)
+    mask = random_normal((S, T), 13)
+    y, _, _, qk = run_op("Attention", [q, k, v, mask], num_outputs=4, q_num_heads=Hq,
+                         kv_num_heads=Hkv, scale=0.3, softcap=2.0, qk_matmul_output_mode=1)
     assert y.shape == (B, S, Hq * Dv)
     q4 = q.reshape(B, S, Hq, D).transpose(0, 2, 1, 3)
     k4 = k.reshape(B, T, Hkv, D).transpose(0, 2, 1, 3)
@@ -90,10 +77,12 @@ def test_attention_3d_float_mask_softcap_scale_and_qk_output():
 
 def test_attention_bool_mask_fully_masked_row_is_zero_and_nonpad():
     B, H, S, T, D = 2, 1, 3, 4, 4
-    q, k, v = rand((B, H, S, D), 20), rand((B, H, T, D), 21), rand((B, H, T, D), 22)
+    q = random_normal((B, H, S, D), 20)
+    k = random_normal((B, H, T, D), 21)
+    v = random_normal((B, H, T, D), 22)
     mask = np.array([[True, True, False, False], [False] * 4, [True] * 4])
     nonpad = np.array([4, 2], np.int64)
-    (y,) = run_op("Attention", [q, k, v, mask, None, None, nonpad], 1)
+    y = run_op("Attention", [q, k, v, mask, None, None, nonpad])
     assert not np.isnan(y).any()
     allowed = mask[None] & (np.arange(T)[None, None, :] < nonpad[:, None, None])
     np.testing.assert_allclose(y, reference_attention(q, k, v, 1 / np.sqrt(D), allowed),
@@ -103,8 +92,10 @@ def test_attention_bool_mask_fully_masked_row_is_zero_and_nonpad():
 
 def test_attention_sliding_window():
     S, D = 5, 2
-    q, k, v = rand((1, 1, S, D), 30), rand((1, 1, S, D), 31), rand((1, 1, S, D), 32)
-    (y,) = run_op("Attention", [q, k, v], 1, left_window_size=1, right_window_size=1)
+    q = random_normal((1, 1, S, D), 30)
+    k = random_normal((1, 1, S, D), 31)
+    v = random_normal((1, 1, S, D), 32)
+    y = run_op("Attention", [q, k, v], left_window_size=1, right_window_size=1)
     i, j = np.arange(S)[:, None], np.arange(S)[None, :]
     allowed = (j >= i - 1) & (j <= i + 1)
     np.testing.assert_allclose(y, reference_attention(q, k, v, 1 / np.sqrt(D), allowed[None]),
@@ -114,12 +105,12 @@ def test_attention_sliding_window():
 @pytest.mark.parametrize("interleaved", [0, 1])
 def test_rotary_embedding_partial_with_position_ids(interleaved):
     B, H, S, D, R = 2, 2, 3, 8, 4
-    x = rand((B, H, S, D), 40)
+    x = random_normal((B, H, S, D), 40)
     angles = np.random.default_rng(41).uniform(0, 6, (10, R // 2))
     cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
     pos = np.array([[0, 4, 9], [3, 2, 1]], np.int64)
-    (y,) = run_op("RotaryEmbedding", [x, cos, sin, pos], 1, interleaved=interleaved,
-                  rotary_embedding_dim=R)
+    y = run_op("RotaryEmbedding", [x, cos, sin, pos], interleaved=interleaved,
+               rotary_embedding_dim=R)
     ref = x.astype(np.float64).copy()
     for b in range(B):
         for s in range(S):
@@ -132,14 +123,14 @@ def test_rotary_embedding_partial_with_position_ids(interleaved):
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
     # the 3-D form (heads packed in the last axis, no position ids) gives the same numbers
     x3 = x.transpose(0, 2, 1, 3).reshape(B, S, H * D)
-    (y3,) = run_op("RotaryEmbedding", [x3, cos[pos], sin[pos]], 1, interleaved=interleaved,
-                   rotary_embedding_dim=R, num_heads=H)
+    y3 = run_op("RotaryEmbedding", [x3, cos[pos], sin[pos]], interleaved=interleaved,
+                rotary_embedding_dim=R, num_heads=H)
     np.testing.assert_allclose(y3, y.transpose(0, 2, 1, 3).reshape(B, S, H * D), rtol=1e-6)
 
 
 def test_swiglu_float16():
-    a, b = rand((3, 4), 50, np.float16), rand((3, 4), 51, np.float16)
-    (y,) = run_op("SwiGLU", [a, b], 1, alpha=1.5)
+    a, b = random_normal((3, 4), 50, dtype=np.float16), random_normal((3, 4), 51, dtype=np.float16)
+    y = run_op("SwiGLU", [a, b], alpha=1.5)
     assert y.dtype == np.float16
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     np.testing.assert_allclose(y, a64 / (1 + np.exp(-1.5 * a64)) * b64, rtol=2e-3, atol=1e-3)
@@ -148,12 +139,12 @@ def test_swiglu_float16():
 @pytest.mark.parametrize("rule", ["linear", "gated", "delta", "gated_delta"])
 def test_linear_attention_rules(rule):
     B, T, Hq, Hkv, dk, dv = 1, 4, 2, 1, 3, 2
-    q, k = rand((B, T, Hq * dk), 60), rand((B, T, Hkv * dk), 61) * 0.5
-    v, past = rand((B, T, Hkv * dv), 62), rand((B, Hkv, dk, dv), 63)
-    decay = -np.abs(rand((B, T, Hkv * dk), 64))
-    beta = 1 / (1 + np.exp(-rand((B, T, Hkv), 65)))
-    out, state = run_op("LinearAttention", [q, k, v, past, decay, beta], 2, q_num_heads=Hq,
-                        kv_num_heads=Hkv, update_rule=rule)
+    q, k = random_normal((B, T, Hq * dk), 60), random_normal((B, T, Hkv * dk), 61) * 0.5
+    v, past = random_normal((B, T, Hkv * dv), 62), random_normal((B, Hkv, dk, dv), 63)
+    decay = -np.abs(random_normal((B, T, Hkv * dk), 64))
+    beta = 1 / (1 + np.exp(-random_normal((B, T, Hkv), 65)))
+    out, state = run_op("LinearAttention", [q, k, v, past, decay, beta], num_outputs=2,
+                        q_num_heads=Hq, kv_num_heads=Hkv, update_rule=rule)
     S = past[0, 0].astype(np.float64)
     ref = np.zeros((T, Hq, dv))
     for t in range(T):
@@ -193,7 +184,9 @@ def test_import_attention_opset23():
         [helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1, scale=0.5)],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, [B, H, S, D]) for n in "qkv"],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, H, S, D])], opset=23)
-    q, k, v = rand((B, H, S, D), 70), rand((B, H, S, D), 71), rand((B, H, S, D), 72)
+    q = random_normal((B, H, S, D), 70)
+    k = random_normal((B, H, S, D), 71)
+    v = random_normal((B, H, S, D), 72)
     (y,) = graphkiln.parse_onnx_buffer(model.SerializeToString()).compile("ref").run(
         {"q": q, "k": k, "v": v})
     allowed = np.tril(np.ones((S, S), bool))[None]
@@ -236,7 +229,7 @@ def test_expand_hand_written_function_with_attribute_reference_and_default():
     import_function_body(importer, node, function, graph, scope, {"shift": default})
     graph.outputs = [scope["b"]]
     assert [n.op for n in graph.nodes] == ["Constant", "Add", "Relu"]
-    x = rand((4,), 80) + 1
+    x = random_normal((4,), 80) + 1
     (y,) = Program(graph).compile("ref").run({"a": x})
     np.testing.assert_allclose(y, np.maximum(x - 1, 0))
 
@@ -252,7 +245,7 @@ def test_expand_swiglu_through_its_function_body(expanding_importer):
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in "ab"],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], opset=28)
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
-    a, b = rand((2, 3), 90), rand((2, 3), 91)
+    a, b = random_normal((2, 3), 90), random_normal((2, 3), 91)
     (y,) = prog.compile("ref").run({"a": a, "b": b})
     np.testing.assert_allclose(y, a / (1 + np.exp(-0.5 * a)) * b, rtol=1e-5)
     ops = {n.op for n in prog.graph.nodes}
@@ -273,8 +266,8 @@ def test_expand_context_dependent_rotary_embedding(expanding_importer):
         prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     except graphkiln.UnsupportedOperatorError as exc:
         pytest.skip(f"an op of RotaryEmbedding's body is not imported yet: {exc}")
-    x = rand((B, S, H * D), 92)
-    angles = rand((B, S, D // 2), 93)
+    x = random_normal((B, S, H * D), 92)
+    angles = random_normal((B, S, D // 2), 93)
     feeds = {"x": x, "cos": np.cos(angles), "sin": np.sin(angles)}
     (y,) = prog.compile("ref").run(feeds)
     expanding_importer.undo()
@@ -295,6 +288,8 @@ def test_expand_preview_domain_flex_attention(expanding_importer):
         prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     except graphkiln.UnsupportedOperatorError as exc:
         pytest.skip(f"an op of FlexAttention's body is not imported yet: {exc}")
-    q, k, v = rand((B, H, S, D), 100), rand((B, H, S, D), 101), rand((B, H, S, D), 102)
+    q = random_normal((B, H, S, D), 100)
+    k = random_normal((B, H, S, D), 101)
+    v = random_normal((B, H, S, D), 102)
     (y,) = prog.compile("ref").run({"q": q, "k": k, "v": v})
     np.testing.assert_allclose(y, reference_attention(q, k, v, 0.25), rtol=1e-5, atol=1e-6)

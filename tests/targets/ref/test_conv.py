@@ -9,23 +9,7 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
-
-
-def run_op(op, *inputs, num_outputs=1, **attrs):
-    g = Graph()
-    values = [None if a is None else
-              g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-              for i, a in enumerate(inputs)]
-    node = g.add_node(op, values, attrs, num_outputs=num_outputs)
-    g.outputs = list(node.outputs)
-    feeds = {v.name: a for v, a in zip(values, inputs) if v is not None}
-    results = Program(g).compile("ref").run(feeds)
-    return results[0] if num_outputs == 1 else results
-
-
-def rand(shape, seed=0, dtype=np.float32):
-    return np.random.default_rng(seed).uniform(-1, 1, shape).astype(dtype)
+from op_testing import random_array, run_op
 
 
 def naive_conv(x, w, b=None, strides=None, pads=None, dilations=None, group=1):
@@ -61,8 +45,8 @@ def naive_conv(x, w, b=None, strides=None, pads=None, dilations=None, group=1):
     ((1, 8, 5, 5), (16, 8, 1, 1), {}),  # pointwise
 ])
 def test_conv_matches_naive(x_shape, w_shape, attrs):
-    x, w, b = rand(x_shape, 1), rand(w_shape, 2), rand((w_shape[0],), 3)
-    got = run_op("Conv", x, w, b, **attrs)
+    x, w, b = random_array(x_shape, 1), random_array(w_shape, 2), random_array((w_shape[0],), 3)
+    got = run_op("Conv", [x, w, b], **attrs)
     want = naive_conv(x, w, b, attrs.get("strides"), attrs.get("pads"), attrs.get("dilations"),
                       attrs.get("group", 1))
     assert got.dtype == np.float32
@@ -74,15 +58,16 @@ def test_conv_matches_naive(x_shape, w_shape, attrs):
 def test_conv_auto_pad(auto_pad, pads):
     # 6x5 input, 3x2 kernel, stride 2x1: SAME wants 3x5 outputs, so one row and one column of
     # padding, at the end for SAME_UPPER and at the beginning for SAME_LOWER
-    x, w = rand((1, 2, 6, 5), 4), rand((3, 2, 3, 2), 5)
-    got = run_op("Conv", x, w, auto_pad=auto_pad, strides=(2, 1))
+    x, w = random_array((1, 2, 6, 5), 4), random_array((3, 2, 3, 2), 5)
+    got = run_op("Conv", [x, w], auto_pad=auto_pad, strides=(2, 1))
     np.testing.assert_allclose(got, naive_conv(x, w, strides=[2, 1], pads=list(pads)), rtol=1e-5,
                                atol=1e-6)
 
 
 def test_conv_float16_stays_float16():
-    x, w = rand((1, 3, 6, 6), 6, np.float16), rand((4, 3, 3, 3), 7, np.float16)
-    got = run_op("Conv", x, w, pads=(1, 1, 1, 1))
+    x = random_array((1, 3, 6, 6), 6, dtype=np.float16)
+    w = random_array((4, 3, 3, 3), 7, dtype=np.float16)
+    got = run_op("Conv", [x, w], pads=(1, 1, 1, 1))
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float64), naive_conv(x, w, pads=[1, 1, 1, 1]),
                                rtol=1e-2, atol=1e-2)
@@ -114,11 +99,11 @@ def naive_conv_transpose(x, w, b, strides, dilations, pads, output_padding, grou
     ((1, 3, 5), (3, 2, 4), {"strides": (2,), "pads": (1, 2)}),
 ])
 def test_conv_transpose_matches_naive(x_shape, w_shape, attrs):
-    x, w = rand(x_shape, 8), rand(w_shape, 9)
+    x, w = random_array(x_shape, 8), random_array(w_shape, 9)
     group = attrs.get("group", 1)
-    b = rand((w_shape[1] * group,), 10)
+    b = random_array((w_shape[1] * group,), 10)
     n = len(x_shape) - 2
-    got = run_op("ConvTranspose", x, w, b, **attrs)
+    got = run_op("ConvTranspose", [x, w, b], **attrs)
     want = naive_conv_transpose(x, w, b, attrs.get("strides", [1] * n), attrs.get("dilations", [1] * n),
                                 attrs.get("pads", [0] * 2 * n), attrs.get("output_padding", [0] * n),
                                 group)
@@ -126,9 +111,11 @@ def test_conv_transpose_matches_naive(x_shape, w_shape, attrs):
 
 
 def test_conv_transpose_output_shape_and_same():
-    x, w = rand((1, 2, 3, 3), 11), rand((2, 1, 3, 3), 12)
-    assert run_op("ConvTranspose", x, w, strides=(2, 2), output_shape=(10, 8)).shape == (1, 1, 10, 8)
-    assert run_op("ConvTranspose", x, w, strides=(2, 2), auto_pad="SAME_UPPER").shape == (1, 1, 6, 6)
+    x, w = random_array((1, 2, 3, 3), 11), random_array((2, 1, 3, 3), 12)
+    y = run_op("ConvTranspose", [x, w], strides=(2, 2), output_shape=(10, 8))
+    assert y.shape == (1, 1, 10, 8)
+    y = run_op("ConvTranspose", [x, w], strides=(2, 2), auto_pad="SAME_UPPER")
+    assert y.shape == (1, 1, 6, 6)
 
 
 def test_conv_integer_and_qlinear():
@@ -136,7 +123,7 @@ def test_conv_integer_and_qlinear():
     x = rng.integers(0, 255, (1, 2, 5, 5)).astype(np.uint8)
     w = rng.integers(-20, 20, (3, 2, 3, 3)).astype(np.int8)
     x_zp, w_zp = np.array(7, np.uint8), np.array([1, -2, 0], np.int8)
-    got = run_op("ConvInteger", x, w, x_zp, w_zp, pads=(1, 1, 1, 1))
+    got = run_op("ConvInteger", [x, w, x_zp, w_zp], pads=(1, 1, 1, 1))
     centered_w = w.astype(np.int64) - w_zp.reshape(3, 1, 1, 1)
     want = naive_conv(x.astype(np.int64) - 7, centered_w, pads=[1, 1, 1, 1])
     assert got.dtype == np.int32
@@ -145,7 +132,7 @@ def test_conv_integer_and_qlinear():
     scales = np.array(0.02, np.float32), np.array([0.01, 0.03, 0.02], np.float32)
     y_scale, y_zp = np.array(9.0, np.float32), np.array(100, np.uint8)
     bias = np.array([50, -70, 10], np.int32)
-    q = run_op("QLinearConv", x, scales[0], x_zp, w, scales[1], w_zp, y_scale, y_zp, bias,
+    q = run_op("QLinearConv", [x, scales[0], x_zp, w, scales[1], w_zp, y_scale, y_zp, bias],
                pads=(1, 1, 1, 1))
     real = (want + bias.reshape(3, 1, 1)) * 0.02 * scales[1].astype(np.float64).reshape(3, 1, 1)
     expected = np.clip(np.rint(real / 9.0) + 100, 0, 255)
@@ -154,16 +141,16 @@ def test_conv_integer_and_qlinear():
 
 
 def test_deform_conv_offsets_shift_the_samples():
-    x, w = rand((1, 4, 6, 7), 14), rand((4, 2, 3, 3), 15)
+    x, w = random_array((1, 4, 6, 7), 14), random_array((4, 2, 3, 3), 15)
     offsets = np.zeros((1, 2 * 9 * 2, 4, 5), np.float32)  # 2 offset groups, zero offsets
-    np.testing.assert_allclose(run_op("DeformConv", x, w, offsets, group=2, offset_group=2),
+    np.testing.assert_allclose(run_op("DeformConv", [x, w, offsets], group=2, offset_group=2),
                                naive_conv(x, w, group=2), rtol=1e-5, atol=1e-5)
     # every sample moved one column right == the conv of the input shifted one column left
     offsets.reshape(1, 2, 9, 2, 4, 5)[:, :, :, 1] = 1.0
     shifted = np.concatenate([x[..., 1:], np.zeros_like(x[..., :1])], axis=-1)
     mask = np.full((1, 2 * 9, 4, 5), 0.5, np.float32)
-    b = rand((4,), 16)
-    got = run_op("DeformConv", x, w, offsets, b, mask, group=2, offset_group=2)
+    b = random_array((4,), 16)
+    got = run_op("DeformConv", [x, w, offsets, b, mask], group=2, offset_group=2)
     np.testing.assert_allclose(got, 0.5 * naive_conv(shifted, w, group=2) + b.reshape(4, 1, 1),
                                rtol=1e-5, atol=1e-5)
 
@@ -171,8 +158,8 @@ def test_deform_conv_offsets_shift_the_samples():
 def test_col2im_sums_overlapping_blocks():
     image, block, strides, pads = (5, 6), (2, 3), (1, 2), (1, 0, 0, 1)
     counts = [(5 + 1 + 0 - 2) // 1 + 1, (6 + 0 + 1 - 3) // 2 + 1]
-    cols = rand((2, 3 * 6, counts[0] * counts[1]), 17)
-    got = run_op("Col2Im", cols, np.array(image), np.array(block), strides=strides, pads=pads)
+    cols = random_array((2, 3 * 6, counts[0] * counts[1]), 17)
+    got = run_op("Col2Im", [cols, np.array(image), np.array(block)], strides=strides, pads=pads)
     want = np.zeros((2, 3, 5 + 1, 6 + 1))
     blocks = cols.reshape(2, 3, 2, 3, *counts)
     for i, j in np.ndindex(*counts):
@@ -182,9 +169,9 @@ def test_col2im_sums_overlapping_blocks():
 
 @pytest.mark.parametrize("with_state", [False, True])
 def test_causal_conv_with_state(with_state):
-    x, w, b = rand((2, 3, 5), 18), rand((3, 1, 4), 19), rand((3,), 20)
-    state = rand((2, 3, 3), 21) if with_state else None
-    y, present = run_op("CausalConvWithState", x, w, b, state, num_outputs=2, activation="silu")
+    x, w, b = random_array((2, 3, 5), 18), random_array((3, 1, 4), 19), random_array((3,), 20)
+    state = random_array((2, 3, 3), 21) if with_state else None
+    y, present = run_op("CausalConvWithState", [x, w, b, state], num_outputs=2, activation="silu")
     sequence = np.concatenate([state if with_state else np.zeros((2, 3, 3), np.float32), x], axis=2)
     linear = naive_conv(sequence, w, b, group=3)
     np.testing.assert_allclose(y, linear / (1 + np.exp(-linear)), rtol=1e-5, atol=1e-6)
@@ -208,13 +195,13 @@ def test_shape_inference_with_symbolic_and_unknown_dims():
 
 
 def test_import_conv_with_inferred_kernel_and_same_padding():
-    w = rand((4, 2, 3, 3), 22)
+    w = random_array((4, 2, 3, 3), 22)
     node = helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", strides=[2, 2])
     model = make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 7, 7])],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                        [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.reshape(-1))], opset=11)
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
-    x = rand((1, 2, 7, 7), 23)
+    x = random_array((1, 2, 7, 7), 23)
     (y,) = prog.compile("ref").run({"x": x})
     # SAME_UPPER for 7 inputs, stride 2, kernel 3: 4 outputs, 2 padding split 1 / 1
     np.testing.assert_allclose(y, naive_conv(x, w, strides=[2, 2], pads=[1, 1, 1, 1]), rtol=1e-5,

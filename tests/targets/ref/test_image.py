@@ -13,29 +13,7 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
-
-
-def run_op(op, *inputs, consts=(), **attrs):
-    """Run one IR op; inputs whose index is in `consts` become Constant nodes."""
-    g = Graph()
-    values, feeds = [], {}
-    for i, a in enumerate(inputs):
-        if a is None:
-            values.append(None)
-        elif i in consts:
-            values.append(g.constant(a, f"c{i}"))
-        else:
-            v = g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-            values.append(v)
-            feeds[v.name] = a
-    g.outputs = [g.add(op, *values, **attrs)]
-    (result,) = Program(g).compile("ref").run(feeds)
-    return result, g.outputs[0].type
-
-
-def rand(shape, seed=0, low=-2.0, high=2.0):
-    return np.random.default_rng(seed).uniform(low, high, shape).astype(np.float32)
+from op_testing import random_array, run_op, run_op_typed
 
 
 # -- Resize -------------------------------------------------------------------------------
@@ -85,19 +63,19 @@ def _resize_2d_loop(x, out_h, out_w, scale_h, scale_w, mode, coord_mode):
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
 @pytest.mark.parametrize("coord_mode", ["half_pixel", "asymmetric", "align_corners"])
 def test_resize_scales_matches_loop(mode, coord_mode):
-    x = rand((2, 3, 5, 6), seed=1)
+    x = random_array((2, 3, 5, 6), 1, low=-2.0, high=2.0)
     scales = np.array([1, 1, 1.6, 0.5], np.float32)
-    y, t = run_op("Resize", x, None, scales, consts=(2,), mode=mode,
-                  coordinate_transformation_mode=coord_mode)
+    y, t = run_op_typed("Resize", [x, None, scales], consts=(2,), mode=mode,
+                        coordinate_transformation_mode=coord_mode)
     assert t.dims == (2, 3, 8, 3)
     expected = _resize_2d_loop(x.astype(np.float64), 8, 3, 1.6, 0.5, mode, coord_mode)
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_resize_sizes_axes_and_aspect_policy():
-    x = rand((1, 2, 4, 6), seed=2)
-    y, t = run_op("Resize", x, None, None, np.array([8, 9], np.int64), consts=(3,),
-                  mode="nearest", axes=(2, 3), keep_aspect_ratio_policy="not_larger")
+    x = random_array((1, 2, 4, 6), 2, low=-2.0, high=2.0)
+    y, t = run_op_typed("Resize", [x, None, None, np.array([8, 9], np.int64)], consts=(3,),
+                        mode="nearest", axes=(2, 3), keep_aspect_ratio_policy="not_larger")
     # common scale min(8/4, 9/6) = 1.5 -> (6, 9)
     assert y.shape == (1, 2, 6, 9) and t.dims == (1, 2, 6, 9)
     rows = np.clip(np.ceil((np.arange(6) + 0.5) / 1.5 - 1.0), 0, 3).astype(int)
@@ -106,9 +84,9 @@ def test_resize_sizes_axes_and_aspect_policy():
 
 
 def test_resize_antialias_linear_downsample():
-    x = rand((1, 1, 1, 12), seed=3)
-    y, _ = run_op("Resize", x, None, np.array([1, 1, 1, 0.25], np.float32), consts=(2,),
-                  mode="linear", antialias=1)
+    x = random_array((1, 1, 1, 12), 3, low=-2.0, high=2.0)
+    y = run_op("Resize", [x, None, np.array([1, 1, 1, 0.25], np.float32)], consts=(2,),
+               mode="linear", antialias=1)
     # a triangle filter stretched 4x, normalized, over edge-clamped samples
     expected = []
     for j in range(3):
@@ -121,11 +99,11 @@ def test_resize_antialias_linear_downsample():
 
 
 def test_resize_tf_crop_and_resize_extrapolates():
-    x = rand((1, 1, 4, 4), seed=4)
+    x = random_array((1, 1, 4, 4), 4, low=-2.0, high=2.0)
     roi = np.array([0, 0, -0.5, 0.25, 1, 1, 0.5, 0.75], np.float32)
-    y, _ = run_op("Resize", x, roi, None, np.array([1, 1, 3, 3], np.int64), consts=(1, 3),
-                  mode="linear", coordinate_transformation_mode="tf_crop_and_resize",
-                  extrapolation_value=7.0)
+    y = run_op("Resize", [x, roi, None, np.array([1, 1, 3, 3], np.int64)], consts=(1, 3),
+               mode="linear", coordinate_transformation_mode="tf_crop_and_resize",
+               extrapolation_value=7.0)
     # rows sample -1.5, 0, 1.5 -> row 0 extrapolates; columns 0.75, 1.5, 2.25
     np.testing.assert_allclose(y[0, 0, 0], 7.0)
     expected_row1 = np.interp([0.75, 1.5, 2.25], np.arange(4), x[0, 0, 0])
@@ -134,8 +112,8 @@ def test_resize_tf_crop_and_resize_extrapolates():
 
 def test_resize_uint8_and_shape_inference():
     x = np.random.default_rng(5).integers(0, 256, (1, 1, 3, 3)).astype(np.uint8)
-    y, t = run_op("Resize", x, None, np.array([1, 1, 2, 2], np.float32), consts=(2,),
-                  mode="linear")
+    y, t = run_op_typed("Resize", [x, None, np.array([1, 1, 2, 2], np.float32)], consts=(2,),
+                        mode="linear")
     assert y.dtype == np.uint8 and t.dims == (1, 1, 6, 6)
     g = Graph()
     v = g.add_input("x", TensorType(DType.f32, ("N", 3, 10, 10)))
@@ -148,7 +126,7 @@ def test_resize_uint8_and_shape_inference():
 
 @pytest.mark.parametrize("opset", [7, 9, 10])
 def test_upsample_and_old_resize_import_as_resize(opset):
-    x = rand((1, 2, 2, 3), seed=6)
+    x = random_array((1, 2, 2, 3), 6, low=-2.0, high=2.0)
     scales = [1.0, 1.0, 2.0, 3.0]
     if opset == 7:
         node = helper.make_node("Upsample", ["x"], ["y"], scales=scales)
@@ -166,7 +144,7 @@ def test_upsample_and_old_resize_import_as_resize(opset):
 
 
 def test_resize_opset11_empty_scales_with_sizes():
-    x = rand((1, 1, 4, 4), seed=7)
+    x = random_array((1, 1, 4, 4), 7, low=-2.0, high=2.0)
     node = helper.make_node("Resize", ["x", "roi", "scales", "sizes"], ["y"], mode="nearest")
     inits = [helper.make_tensor("roi", TensorProto.FLOAT, [0], []),
              helper.make_tensor("scales", TensorProto.FLOAT, [0], []),
@@ -202,18 +180,19 @@ def _grid_sample_loop(x, grid, align_corners):
 
 @pytest.mark.parametrize("align_corners", [0, 1])
 def test_grid_sample_bilinear_zeros(align_corners):
-    x = rand((2, 3, 4, 5), seed=8)
-    grid = rand((2, 3, 6, 2), seed=9, low=-1.3, high=1.3)
-    y, t = run_op("GridSample", x, grid, align_corners=align_corners)
+    x = random_array((2, 3, 4, 5), 8, low=-2.0, high=2.0)
+    grid = random_array((2, 3, 6, 2), 9, low=-1.3, high=1.3)
+    y, t = run_op_typed("GridSample", [x, grid], align_corners=align_corners)
     assert t.dims == (2, 3, 3, 6)
     np.testing.assert_allclose(y, _grid_sample_loop(x.astype(np.float64), grid, align_corners),
                                rtol=1e-5, atol=1e-6)
 
 
 def test_grid_sample_nearest_border_3d():
-    x = rand((1, 2, 3, 4, 5), seed=10)
-    grid = rand((1, 2, 3, 4, 3), seed=11, low=-1.5, high=1.5)
-    y, _ = run_op("GridSample", x, grid, mode="nearest", padding_mode="border", align_corners=1)
+    x = random_array((1, 2, 3, 4, 5), 10, low=-2.0, high=2.0)
+    grid = random_array((1, 2, 3, 4, 3), 11, low=-1.5, high=1.5)
+    y = run_op("GridSample", [x, grid], mode="nearest", padding_mode="border",
+               align_corners=1)
     sizes = (5, 4, 3)  # grid[..., 0] indexes the innermost axis
     idx = [np.clip(np.rint((grid[..., k] + 1) / 2 * (sizes[k] - 1)), 0, sizes[k] - 1).astype(int)
            for k in range(3)]
@@ -225,18 +204,19 @@ def test_grid_sample_nearest_border_3d():
 def test_affine_grid_identity_then_grid_sample(align_corners):
     theta = np.tile(np.array([[1, 0, 0], [0, 1, 0]], np.float32), (2, 1, 1))
     size = np.array([2, 3, 4, 5], np.int64)
-    grid, t = run_op("AffineGrid", theta, size, consts=(1,), align_corners=align_corners)
+    grid, t = run_op_typed("AffineGrid", [theta, size], consts=(1,), align_corners=align_corners)
     assert grid.shape == (2, 4, 5, 2) and t.dims == (2, 4, 5, 2)
     xs = np.linspace(-1, 1, 5) if align_corners else (2 * np.arange(5) + 1) / 5 - 1
     np.testing.assert_allclose(grid[1, 2, :, 0], xs, rtol=1e-6)
-    x = rand((2, 3, 4, 5), seed=12)
-    y, _ = run_op("GridSample", x, grid, align_corners=align_corners)
+    x = random_array((2, 3, 4, 5), 12, low=-2.0, high=2.0)
+    y = run_op("GridSample", [x, grid], align_corners=align_corners)
     np.testing.assert_allclose(y, x, rtol=1e-5, atol=1e-6)
 
 
 def test_affine_grid_3d_translation():
     theta = np.array([[[1, 0, 0, 0.5], [0, 2, 0, 0], [0, 0, 1, -0.25]]], np.float64)
-    grid, _ = run_op("AffineGrid", theta, np.array([1, 1, 2, 3, 4], np.int64), align_corners=1)
+    grid = run_op("AffineGrid", [theta, np.array([1, 1, 2, 3, 4], np.int64)],
+                  align_corners=1)
     assert grid.shape == (1, 2, 3, 4, 3) and grid.dtype == np.float64
     np.testing.assert_allclose(grid[0, 1, 2, 3], [1 + 0.5, 2 * 1, 1 - 0.25])
 
@@ -245,7 +225,7 @@ def test_affine_grid_3d_translation():
 
 def test_center_crop_pad():
     x = np.arange(5 * 4 * 2).reshape(5, 4, 2).astype(np.int32)
-    y, t = run_op("CenterCropPad", x, np.array([2, 7], np.int64), consts=(1,), axes=(0, -2))
+    y, t = run_op_typed("CenterCropPad", [x, np.array([2, 7], np.int64)], consts=(1,), axes=(0, -2))
     assert y.shape == (2, 7, 2) and t.dims == (2, 7, 2)
     # crop rows 1..2; pad columns 1 before, 2 after
     np.testing.assert_array_equal(y[:, 1:5], x[1:3])
@@ -255,8 +235,9 @@ def test_center_crop_pad():
 def test_non_max_suppression():
     boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 5, 1, 6], [1, 1, 0, 0]]], np.float32)
     scores = np.array([[[0.9, 0.95, 0.5, 0.3], [0.1, 0.2, 0.3, 0.4]]], np.float32)
-    y, t = run_op("NonMaxSuppression", boxes, scores, np.array(3, np.int64),
-                  np.array(0.5, np.float32), np.array(0.15, np.float32))
+    y, t = run_op_typed("NonMaxSuppression", [boxes, scores, np.array(3, np.int64),
+                                              np.array(0.5, np.float32),
+                                              np.array(0.15, np.float32)])
     # class 0: box 1 wins, boxes 0 and 3 overlap it (IoU 0.82); box 2 is apart
     # class 1: box 0 is under the score threshold; 3 then 2 then 1 (1 vs 3: IoU 0.82)
     np.testing.assert_array_equal(y, [[0, 0, 1], [0, 0, 2], [0, 1, 3], [0, 1, 2]])

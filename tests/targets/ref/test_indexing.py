@@ -11,40 +11,7 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
-
-
-def build(op, inputs, consts=(), outs=1, **attrs):
-    """A graph of one `op` node; positions in `consts` become Constant nodes."""
-    g = Graph()
-    values, feeds = [], {}
-    for i, a in enumerate(inputs):
-        if a is None:
-            values.append(None)
-        elif i in consts:
-            values.append(g.constant(a, f"c{i}"))
-        else:
-            v = g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-            values.append(v)
-            feeds[v.name] = a
-    node = g.add_node(op, values, attrs, num_outputs=outs)
-    g.outputs = list(node.outputs)
-    return g, feeds
-
-
-def run_op(op, inputs, consts=(), outs=1, **attrs):
-    g, feeds = build(op, inputs, consts, outs, **attrs)
-    types = [v.type for v in g.outputs]
-    results = Program(g).compile("ref").run(feeds)
-    for t, r in zip(types, results):
-        assert r.dtype == t.dtype.numpy
-        assert t.dims is None or all(not isinstance(d, int) or d == s
-                                     for d, s in zip(t.dims, r.shape)), (t, r.shape)
-    return results if outs > 1 else results[0]
-
-
-def i64(*values):
-    return np.array(values, dtype=np.int64)
+from op_testing import build_graph, i64, run_op
 
 
 @pytest.fixture
@@ -64,8 +31,8 @@ def test_slice_matches_python_slicing(x, starts, ends, axes, steps):
     for s, e, a, st in zip(starts, ends, axes, steps):
         index[a] = slice(s, e, st)  # python clamps the same way ONNX does
     np.testing.assert_array_equal(y, x[tuple(index)])
-    g, _ = build("Slice", [x, i64(*starts), i64(*ends), i64(*axes), i64(*steps)],
-                 consts=[1, 2, 3, 4])
+    g, _ = build_graph("Slice", [x, i64(*starts), i64(*ends), i64(*axes), i64(*steps)],
+                       consts=[1, 2, 3, 4])
     assert g.outputs[0].type.dims == x[tuple(index)].shape
 
 
@@ -140,14 +107,14 @@ def test_one_hot_non_zero_compress_trilu(x):
 @pytest.mark.parametrize("is_sorted", [0, 1])
 def test_unique(is_sorted):
     data = np.array([4, 1, 4, 3, 1, 9], np.int32)
-    y, first, inverse, counts = run_op("Unique", [data], outs=4, sorted=is_sorted)
+    y, first, inverse, counts = run_op("Unique", [data], num_outputs=4, sorted=is_sorted)
     order = sorted(set(data.tolist())) if is_sorted else list(dict.fromkeys(data.tolist()))
     assert y.tolist() == order
     assert first.tolist() == [data.tolist().index(v) for v in order]
     assert inverse.tolist() == [order.index(v) for v in data.tolist()]
     assert counts.tolist() == [data.tolist().count(v) for v in order]
     rows = np.array([[1, 2], [0, 5], [1, 2]], np.int64)
-    y, _, inverse, _ = run_op("Unique", [rows], outs=4, axis=0)
+    y, _, inverse, _ = run_op("Unique", [rows], num_outputs=4, axis=0)
     assert y.tolist() == [[0, 5], [1, 2]] and inverse.tolist() == [1, 0, 1]
 
 
@@ -190,12 +157,12 @@ def test_old_slice_and_scatter_are_upgraded():
 
 def test_static_inference_from_constant_inputs(x):
     cond = np.array([True, False, True, True])
-    g, _ = build("Compress", [x, cond], consts=[1], axis=1)
+    g, _ = build_graph("Compress", [x, cond], consts=[1], axis=1)
     assert g.outputs[0].type.dims == (3, 3, 5)
     depth = np.array(6, np.int64)
-    g, _ = build("OneHot", [i64(1, 2), depth, np.array([0, 1], np.int8)], consts=[1])
+    g, _ = build_graph("OneHot", [i64(1, 2), depth, np.array([0, 1], np.int8)], consts=[1])
     assert g.outputs[0].type == TensorType(DType.i8, (2, 6))
-    g, _ = build("Gather", [x, i64(1, 0)], axis=-1)
+    g, _ = build_graph("Gather", [x, i64(1, 0)], axis=-1)
     assert g.outputs[0].type.dims == (3, 4, 2)
-    g, _ = build("GatherND", [x, np.zeros((7, 2), np.int64)])
+    g, _ = build_graph("GatherND", [x, np.zeros((7, 2), np.int64)])
     assert g.outputs[0].type.dims == (7, 5)

@@ -3,6 +3,8 @@
 """ref kernels, shape inference and importers of MatMul, Gemm, Einsum, Det, MatMulInteger,
 QLinearMatMul."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -10,26 +12,10 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
+import op_testing
 
-
-def run_op(op, inputs, **attrs):
-    """Run one `op` node whose inputs are all graph inputs (None: omitted)."""
-    g = Graph()
-    values, feeds = [], {}
-    for i, a in enumerate(inputs):
-        if a is None:
-            values.append(None)
-            continue
-        v = g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-        values.append(v)
-        feeds[v.name] = a
-    out = g.add_node(op, values, attrs).outputs[0]
-    g.outputs = [out]
-    result = Program(g).compile("ref").run(feeds)[0]
-    assert out.type.dtype.numpy == result.dtype
-    assert out.type.dims == result.shape, (out.type, result.shape)
-    return result
+# every output dim of these ops is inferred statically: check the inferred shapes exactly
+run_op = partial(op_testing.run_op, exact=True)
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 # Copyright graphkiln authors
 """ref kernels of normalizations, checked against formulas written out here in float64."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -9,23 +11,10 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
+from op_testing import random_array, run_op
 
-
-def run_op(op, *inputs, num_outputs=1, **attrs):
-    g = Graph()
-    values = [None if a is None else
-              g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-              for i, a in enumerate(inputs)]
-    node = g.add_node(op, values, attrs, num_outputs=num_outputs)
-    g.outputs = list(node.outputs)
-    feeds = {v.name: a for v, a in zip(values, inputs) if v is not None}
-    results = Program(g).compile("ref").run(feeds)
-    return results[0] if num_outputs == 1 else results
-
-
-def rand(shape, seed=0, dtype=np.float32, low=-2.0, high=2.0):
-    return np.random.default_rng(seed).uniform(low, high, shape).astype(dtype)
+# test data: uniform in [-2, 2) unless a test says otherwise
+rand = partial(random_array, low=-2.0, high=2.0)
 
 
 def channel(p, ndim):
@@ -37,10 +26,10 @@ def test_batch_norm_inference_and_training():
     mean, var = rand((4,), 4), rand((4,), 5, low=0.5, high=2.0)
     xd = x.astype(np.float64)
     want = (xd - channel(mean, 4)) / np.sqrt(channel(var, 4) + 1e-3) * channel(scale, 4) + channel(bias, 4)
-    got = run_op("BatchNormalization", x, scale, bias, mean, var, epsilon=1e-3)
+    got = run_op("BatchNormalization", [x, scale, bias, mean, var], epsilon=1e-3)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
-    y, running_mean, running_var = run_op("BatchNormalization", x, scale, bias, mean, var,
+    y, running_mean, running_var = run_op("BatchNormalization", [x, scale, bias, mean, var],
                                           num_outputs=3, training_mode=1, momentum=0.8)
     batch_mean, batch_var = xd.mean(axis=(0, 2, 3)), xd.var(axis=(0, 2, 3))
     want = ((xd - channel(batch_mean, 4)) / np.sqrt(channel(batch_var, 4) + 1e-5) * channel(scale, 4)
@@ -49,8 +38,7 @@ def test_batch_norm_inference_and_training():
     np.testing.assert_allclose(running_mean, 0.8 * mean + 0.2 * batch_mean, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(running_var, 0.8 * var + 0.2 * batch_var, rtol=1e-5, atol=1e-6)
 
-    half = run_op("BatchNormalization", x.astype(np.float16), scale.astype(np.float16),
-                  bias.astype(np.float16), mean.astype(np.float16), var.astype(np.float16))
+    half = run_op("BatchNormalization", [a.astype(np.float16) for a in (x, scale, bias, mean, var)])
     assert half.dtype == np.float16
     np.testing.assert_allclose(half, got, rtol=1e-2, atol=1e-2)
 
@@ -60,14 +48,14 @@ def test_instance_and_group_norm():
     xd = x.astype(np.float64)
     mean, var = xd.mean(axis=(2, 3), keepdims=True), xd.var(axis=(2, 3), keepdims=True)
     want = (xd - mean) / np.sqrt(var + 1e-5) * channel(scale, 4) + channel(bias, 4)
-    np.testing.assert_allclose(run_op("InstanceNormalization", x, scale, bias), want, rtol=1e-5,
+    np.testing.assert_allclose(run_op("InstanceNormalization", [x, scale, bias]), want, rtol=1e-5,
                                atol=1e-5)
 
     grouped = xd.reshape(2, 3, -1)
     normalized = ((grouped - grouped.mean(axis=2, keepdims=True))
                   / np.sqrt(grouped.var(axis=2, keepdims=True) + 1e-4)).reshape(x.shape)
     want = normalized * channel(scale, 4) + channel(bias, 4)
-    got = run_op("GroupNormalization", x, scale, bias, num_groups=3, epsilon=1e-4)
+    got = run_op("GroupNormalization", [x, scale, bias], num_groups=3, epsilon=1e-4)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
@@ -76,7 +64,7 @@ def test_layer_norm_outputs_and_stats(axis):
     x = rand((2, 3, 4), 9)
     norm_shape = x.shape[axis % 3:]
     scale, bias = rand(norm_shape, 10), rand(norm_shape, 11)
-    y, mean, inv_std = run_op("LayerNormalization", x, scale, bias, num_outputs=3, axis=axis)
+    y, mean, inv_std = run_op("LayerNormalization", [x, scale, bias], num_outputs=3, axis=axis)
     axes = tuple(range(axis % 3, 3))
     xd = x.astype(np.float64)
     want_mean = xd.mean(axis=axes, keepdims=True)
@@ -88,18 +76,18 @@ def test_layer_norm_outputs_and_stats(axis):
 
 
 def test_layer_and_rms_norm_float16():
-    x, scale = rand((3, 8), 12, np.float16), rand((8,), 13, np.float16)
+    x, scale = rand((3, 8), 12, dtype=np.float16), rand((8,), 13, dtype=np.float16)
     xd = x.astype(np.float64)
-    y, mean = run_op("LayerNormalization", x, scale, num_outputs=2)
+    y, mean = run_op("LayerNormalization", [x, scale], num_outputs=2)
     assert y.dtype == np.float16 and mean.dtype == np.float32
     want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * scale
     np.testing.assert_allclose(y, want, rtol=1e-2, atol=1e-2)
-    rms = run_op("RMSNormalization", x, scale, epsilon=1e-6)
+    rms = run_op("RMSNormalization", [x, scale], epsilon=1e-6)
     assert rms.dtype == np.float16
     want = xd / np.sqrt((xd ** 2).mean(-1, keepdims=True) + 1e-6) * scale
     np.testing.assert_allclose(rms, want, rtol=1e-2, atol=1e-2)
     x32 = rand((2, 3, 4), 14)
-    got = run_op("RMSNormalization", x32, rand((4,), 15), axis=1)
+    got = run_op("RMSNormalization", [x32, rand((4,), 15)], axis=1)
     xd = x32.astype(np.float64)
     np.testing.assert_allclose(got, xd / np.sqrt((xd ** 2).mean(axis=(1, 2), keepdims=True) + 1e-5)
                                * rand((4,), 15), rtol=1e-5, atol=1e-6)
@@ -108,7 +96,7 @@ def test_layer_and_rms_norm_float16():
 @pytest.mark.parametrize("size", [3, 4])
 def test_lrn_matches_naive(size):
     x = rand((2, 5, 3, 2), 16)
-    got = run_op("LRN", x, size=size, alpha=0.01, beta=0.6, bias=1.5)
+    got = run_op("LRN", [x], size=size, alpha=0.01, beta=0.6, bias=1.5)
     want = np.zeros(x.shape)
     for c in range(5):
         low, high = max(0, c - (size - 1) // 2), min(4, c + size // 2)
@@ -123,14 +111,14 @@ def test_mean_variance_and_lp_normalization():
     for axes in [(0, 2, 3), (1,)]:
         mean = xd.mean(axis=axes, keepdims=True)
         want = (xd - mean) / (np.sqrt(xd.var(axis=axes, keepdims=True)) + 1e-9)
-        np.testing.assert_allclose(run_op("MeanVarianceNormalization", x, axes=axes), want,
+        np.testing.assert_allclose(run_op("MeanVarianceNormalization", [x], axes=axes), want,
                                    rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(run_op("LpNormalization", x, axis=1, p=1),
+    np.testing.assert_allclose(run_op("LpNormalization", [x], axis=1, p=1),
                                xd / np.abs(xd).sum(axis=1, keepdims=True), rtol=1e-5)
-    np.testing.assert_allclose(run_op("LpNormalization", x),
+    np.testing.assert_allclose(run_op("LpNormalization", [x]),
                                xd / np.sqrt((xd ** 2).sum(axis=-1, keepdims=True)), rtol=1e-5)
     zeros = np.zeros((2, 3), np.float32)
-    np.testing.assert_array_equal(run_op("LpNormalization", zeros), zeros)
+    np.testing.assert_array_equal(run_op("LpNormalization", [zeros]), zeros)
 
 
 def test_shape_inference():

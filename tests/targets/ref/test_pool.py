@@ -12,21 +12,7 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
-
-
-def run_op(op, *inputs, num_outputs=1, **attrs):
-    g = Graph()
-    values = [g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-              for i, a in enumerate(inputs)]
-    node = g.add_node(op, values, attrs, num_outputs=num_outputs)
-    g.outputs = list(node.outputs)
-    results = Program(g).compile("ref").run({v.name: a for v, a in zip(values, inputs)})
-    return results[0] if num_outputs == 1 else results
-
-
-def rand(shape, seed=0, dtype=np.float32):
-    return np.random.default_rng(seed).uniform(-1, 1, shape).astype(dtype)
+from op_testing import random_array, run_op
 
 
 def naive_pool(x, kernel, kind, strides=None, pads=None, dilations=None, ceil_mode=False,
@@ -77,7 +63,7 @@ def naive_pool(x, kernel, kind, strides=None, pads=None, dilations=None, ceil_mo
 ])
 @pytest.mark.parametrize("kind", ["avg", "max", "lp"])
 def test_pool_2d_matches_naive(attrs, kind):
-    x = rand((2, 3, 7, 8), 1)
+    x = random_array((2, 3, 7, 8), 1)
     op = {"avg": "AveragePool", "max": "MaxPool", "lp": "LpPool"}[kind]
     extra = {k: v for k, v in attrs.items() if kind == "avg" or k != "count_include_pad"}
     if kind == "lp":
@@ -86,54 +72,54 @@ def test_pool_2d_matches_naive(attrs, kind):
                                   attrs.get("pads"), attrs.get("dilations"),
                                   attrs.get("ceil_mode", 0), attrs.get("count_include_pad", 0), p=3)
     if kind == "max":
-        got, index = run_op(op, x, num_outputs=2, **extra)
+        got, index = run_op(op, [x], num_outputs=2, **extra)
         np.testing.assert_array_equal(index, want_index)
     else:
-        got = run_op(op, x, **extra)
+        got = run_op(op, [x], **extra)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_pool_1d_3d_and_same_padding():
-    x1 = rand((1, 2, 9), 2)
+    x1 = random_array((1, 2, 9), 2)
     want, _ = naive_pool(x1, (4,), "avg", [2], [1, 2])  # SAME_UPPER: 5 outputs, pads 1 / 2
-    np.testing.assert_allclose(run_op("AveragePool", x1, kernel_shape=(4,), strides=(2,),
+    np.testing.assert_allclose(run_op("AveragePool", [x1], kernel_shape=(4,), strides=(2,),
                                       auto_pad="SAME_UPPER"), want, rtol=1e-6)
-    x3 = rand((1, 1, 4, 5, 3), 3)
+    x3 = random_array((1, 1, 4, 5, 3), 3)
     want, _ = naive_pool(x3, (2, 3, 2), "max", [1, 2, 1], [1, 1, 1, 0, 1, 0])  # SAME_LOWER
-    got = run_op("MaxPool", x3, kernel_shape=(2, 3, 2), strides=(1, 2, 1), auto_pad="SAME_LOWER")
+    got = run_op("MaxPool", [x3], kernel_shape=(2, 3, 2), strides=(1, 2, 1), auto_pad="SAME_LOWER")
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_max_pool_integers_and_column_major_indices():
     x = np.random.default_rng(4).permutation(36).astype(np.uint8).reshape(1, 1, 6, 6)
-    y, index = run_op("MaxPool", x, num_outputs=2, kernel_shape=(2, 2), strides=(2, 2),
+    y, index = run_op("MaxPool", [x], num_outputs=2, kernel_shape=(2, 2), strides=(2, 2),
                       storage_order=1)
     assert y.dtype == np.uint8
     cols, rows = np.unravel_index(index, (1, 1, 6, 6))[2:]  # column-major: column first
     np.testing.assert_array_equal(x[0, 0, rows, cols], y)
-    _, row_major = run_op("MaxPool", x, num_outputs=2, kernel_shape=(2, 2), strides=(2, 2))
+    _, row_major = run_op("MaxPool", [x], num_outputs=2, kernel_shape=(2, 2), strides=(2, 2))
     np.testing.assert_array_equal(row_major, rows * 6 + cols)
 
 
 def test_global_pools():
-    x = rand((2, 3, 4, 5), 5)
-    np.testing.assert_allclose(run_op("GlobalAveragePool", x), x.mean(axis=(2, 3), keepdims=True),
+    x = random_array((2, 3, 4, 5), 5)
+    np.testing.assert_allclose(run_op("GlobalAveragePool", [x]), x.mean(axis=(2, 3), keepdims=True),
                                rtol=1e-6)
-    np.testing.assert_array_equal(run_op("GlobalMaxPool", x), x.max(axis=(2, 3), keepdims=True))
+    np.testing.assert_array_equal(run_op("GlobalMaxPool", [x]), x.max(axis=(2, 3), keepdims=True))
     lp = np.sqrt((x.astype(np.float64) ** 2).sum(axis=(2, 3), keepdims=True))
-    np.testing.assert_allclose(run_op("GlobalLpPool", x), lp, rtol=1e-6)
+    np.testing.assert_allclose(run_op("GlobalLpPool", [x]), lp, rtol=1e-6)
     half = x.astype(np.float16)
-    assert run_op("GlobalAveragePool", half).dtype == np.float16
+    assert run_op("GlobalAveragePool", [half]).dtype == np.float16
 
 
 def test_max_unpool_puts_maxima_back():
-    x = rand((1, 2, 4, 4), 6)
-    y, index = run_op("MaxPool", x, num_outputs=2, kernel_shape=(2, 2), strides=(2, 2))
-    back = run_op("MaxUnpool", y, index, kernel_shape=(2, 2), strides=(2, 2))
+    x = random_array((1, 2, 4, 4), 6)
+    y, index = run_op("MaxPool", [x], num_outputs=2, kernel_shape=(2, 2), strides=(2, 2))
+    back = run_op("MaxUnpool", [y, index], kernel_shape=(2, 2), strides=(2, 2))
     want = np.zeros(x.size, np.float32)
     want[index.reshape(-1)] = y.reshape(-1)
     np.testing.assert_array_equal(back, want.reshape(x.shape))
-    bigger = run_op("MaxUnpool", y, index, np.array([1, 2, 5, 5]), kernel_shape=(2, 2),
+    bigger = run_op("MaxUnpool", [y, index, np.array([1, 2, 5, 5])], kernel_shape=(2, 2),
                     strides=(2, 2))
     np.testing.assert_array_equal(bigger[:, :, :4, :4], back)
 
@@ -152,10 +138,10 @@ def bilinear(image, y, x):
 
 
 def test_roi_align_average_matches_naive():
-    x = rand((2, 3, 8, 9), 7)
+    x = random_array((2, 3, 8, 9), 7)
     rois = np.array([[0.5, 1.0, 6.0, 7.5], [2.0, 0.0, 8.5, 4.0], [1.0, 1.0, 1.5, 2.0]], np.float32)
     batch = np.array([0, 1, 1], np.int64)
-    got = run_op("RoiAlign", x, rois, batch, output_height=3, output_width=2, sampling_ratio=2,
+    got = run_op("RoiAlign", [x, rois, batch], output_height=3, output_width=2, sampling_ratio=2,
                  spatial_scale=0.9)
     want = np.zeros((3, 3, 3, 2))
     for r in range(3):
@@ -171,9 +157,9 @@ def test_roi_align_average_matches_naive():
 
 
 def test_max_roi_pool_matches_naive():
-    x = rand((1, 2, 6, 7), 8)
+    x = random_array((1, 2, 6, 7), 8)
     rois = np.array([[0, 1, 0, 5, 4], [0, 0.4, 2.2, 3.6, 5.1]], np.float32)
-    got = run_op("MaxRoiPool", x, rois, pooled_shape=(2, 3), spatial_scale=1.0)
+    got = run_op("MaxRoiPool", [x, rois], pooled_shape=(2, 3), spatial_scale=1.0)
     want = np.zeros((2, 2, 2, 3), np.float32)
     for r in range(2):
         x1, y1, x2, y2 = (int(round(float(v))) for v in rois[r, 1:])
@@ -206,10 +192,13 @@ def test_import_roi_align_opset_10_has_no_half_pixel_shift():
                                 helper.make_tensor_value_info("rois", TensorProto.FLOAT, [1, 4]),
                                 helper.make_tensor_value_info("idx", TensorProto.INT64, [1])],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], opset=10)
-    x, rois, idx = rand((1, 1, 6, 6), 9), np.array([[1.0, 1.0, 4.0, 5.0]], np.float32), np.zeros(1, np.int64)
+    x = random_array((1, 1, 6, 6), 9)
+    rois = np.array([[1.0, 1.0, 4.0, 5.0]], np.float32)
+    idx = np.zeros(1, np.int64)
     (got,) = graphkiln.parse_onnx_buffer(model.SerializeToString()).compile("ref").run(
         {"x": x, "rois": rois, "idx": idx})
-    want = run_op("RoiAlign", x, rois, idx, output_height=2, output_width=2,
+    want = run_op("RoiAlign", [x, rois, idx], output_height=2, output_width=2,
                   coordinate_transformation_mode="output_half_pixel")
     np.testing.assert_array_equal(got, want)
-    assert not np.allclose(want, run_op("RoiAlign", x, rois, idx, output_height=2, output_width=2))
+    assert not np.allclose(want, run_op("RoiAlign", [x, rois, idx], output_height=2,
+                                        output_width=2))

@@ -3,6 +3,8 @@
 """ref kernels, shape inference and importers of QuantizeLinear, DequantizeLinear,
 DynamicQuantizeLinear."""
 
+from functools import partial
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -11,26 +13,10 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
+import op_testing
 
-
-def run_op(op, inputs, outs=1, **attrs):
-    """Run one `op` node whose inputs are all graph inputs (None: omitted)."""
-    g = Graph()
-    values, feeds = [], {}
-    for i, a in enumerate(inputs):
-        if a is None:
-            values.append(None)
-            continue
-        v = g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-        values.append(v)
-        feeds[v.name] = a
-    g.outputs = list(g.add_node(op, values, attrs, num_outputs=outs).outputs)
-    results = Program(g).compile("ref").run(feeds)
-    for value, result in zip(g.outputs, results):
-        assert value.type.dtype.numpy == result.dtype
-        assert value.type.dims == result.shape, (value.type, result.shape)
-    return results if outs > 1 else results[0]
+# every output dim of these ops is inferred statically: check the inferred shapes exactly
+run_op = partial(op_testing.run_op, exact=True)
 
 
 @pytest.fixture
@@ -100,13 +86,13 @@ def test_dequantize_per_axis_int32_and_output_dtype():
 
 def test_dynamic_quantize_linear():
     x = np.random.default_rng(44).uniform(-1, 3, (4, 5)).astype(np.float32)
-    y, scale, zero = run_op("DynamicQuantizeLinear", [x], outs=3)
+    y, scale, zero = run_op("DynamicQuantizeLinear", [x], num_outputs=3)
     low, high = min(0.0, x.min()), max(0.0, x.max())
     want_scale = np.float32((high - low) / 255)
     assert scale == want_scale
     assert zero == np.uint8(_round_half_even(np.float32(-low / want_scale)))
     np.testing.assert_array_equal(y, np.clip(_round_half_even(x / want_scale) + zero, 0, 255))
-    y, scale, zero = run_op("DynamicQuantizeLinear", [np.zeros((2,), np.float32)], outs=3)
+    y, scale, zero = run_op("DynamicQuantizeLinear", [np.zeros((2,), np.float32)], num_outputs=3)
     assert scale == 0 and zero == 0 and not y.any()
 
 

@@ -9,39 +9,7 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
-
-
-def build(op, inputs, consts=(), outs=1, **attrs):
-    """A graph of one `op` node: arrays in `inputs` are graph inputs, positions listed in
-    `consts` are Constant nodes (so inference sees their values)."""
-    g = Graph()
-    values, feeds = [], {}
-    for i, a in enumerate(inputs):
-        if i in consts:
-            values.append(g.constant(a, f"c{i}"))
-        else:
-            v = g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-            values.append(v)
-            feeds[v.name] = a
-    node = g.add_node(op, values, attrs, num_outputs=outs)
-    g.outputs = list(node.outputs)
-    return g, feeds
-
-
-def run_op(op, inputs, consts=(), outs=1, **attrs):
-    g, feeds = build(op, inputs, consts, outs, **attrs)
-    results = Program(g).compile("ref").run(feeds)
-    for value, result in zip(g.outputs, results):  # inferred static dims match the result
-        assert value.type.dtype.numpy == result.dtype
-        dims = value.type.dims
-        assert dims is None or all(not isinstance(d, int) or d == s
-                                   for d, s in zip(dims, result.shape)), (dims, result.shape)
-    return results if outs > 1 else results[0]
-
-
-def i64(*values):
-    return np.array(values, dtype=np.int64)
+from op_testing import i64, run_op
 
 
 @pytest.fixture
@@ -151,13 +119,13 @@ def test_cumsum_and_cumprod(exclusive, reverse, x):
 
 def test_topk_is_stable_on_ties():
     data = np.array([[3, 1, 3, 2, 1, 3]], dtype=np.float32)
-    values, indices = run_op("TopK", [data, i64(4)], consts=[1], outs=2)
+    values, indices = run_op("TopK", [data, i64(4)], consts=[1], num_outputs=2)
     np.testing.assert_array_equal(indices, [[0, 2, 5, 3]])
     np.testing.assert_array_equal(values, [[3, 3, 3, 2]])
-    values, indices = run_op("TopK", [data, i64(3)], consts=[1], outs=2, largest=0)
+    values, indices = run_op("TopK", [data, i64(3)], consts=[1], num_outputs=2, largest=0)
     np.testing.assert_array_equal(indices, [[1, 4, 3]])
     big = np.random.default_rng(6).permutation(40).reshape(5, 8).astype(np.int32)
-    values, indices = run_op("TopK", [big, i64(2)], outs=2, axis=0)
+    values, indices = run_op("TopK", [big, i64(2)], num_outputs=2, axis=0)
     order = np.argsort(-big, axis=0)[:2]
     np.testing.assert_array_equal(indices, order)
     np.testing.assert_array_equal(values, np.take_along_axis(big, order, axis=0))

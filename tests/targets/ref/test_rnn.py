@@ -9,27 +9,7 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
-
-
-def run_op(op, inputs, num_outputs, **attrs):
-    """Run one node; `inputs` may hold None for omitted optional inputs."""
-    g = Graph()
-    values, feeds = [], {}
-    for i, a in enumerate(inputs):
-        if a is None:
-            values.append(None)
-            continue
-        v = g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-        values.append(v)
-        feeds[v.name] = a
-    node = g.add_node(op, values, attrs, num_outputs=num_outputs)
-    g.outputs = list(node.outputs)
-    return Program(g).compile("ref").run(feeds)
-
-
-def rand(shape, seed, scale=1.0):
-    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+from op_testing import random_normal, run_op
 
 
 def sigmoid(x):
@@ -55,9 +35,11 @@ def reference_rnn(x, w, r, b, h0, step, lens=None, reverse=False):
 
 def test_rnn_forward_with_bias_and_initial_state():
     S, B, I, H = 5, 3, 4, 6
-    x, w, r = rand((S, B, I), 1), rand((1, H, I), 2, 0.5), rand((1, H, H), 3, 0.5)
-    b, h0 = rand((1, 2 * H), 4), rand((1, B, H), 5)
-    y, y_h = run_op("RNN", [x, w, r, b, None, h0], 2, hidden_size=H)
+    x = random_normal((S, B, I), 1)
+    w = random_normal((1, H, I), 2, scale=0.5)
+    r = random_normal((1, H, H), 3, scale=0.5)
+    b, h0 = random_normal((1, 2 * H), 4), random_normal((1, B, H), 5)
+    y, y_h = run_op("RNN", [x, w, r, b, None, h0], num_outputs=2, hidden_size=H)
     ref, finals = reference_rnn(x, w, r, b, h0[0], lambda xt, h: np.tanh(
         w[0] @ xt + r[0] @ h + b[0, :H] + b[0, H:]))
     np.testing.assert_allclose(y[:, 0], ref, rtol=1e-5, atol=1e-5)
@@ -66,13 +48,16 @@ def test_rnn_forward_with_bias_and_initial_state():
 
 def test_rnn_activation_parameters_and_layout():
     S, B, I, H = 4, 2, 3, 5
-    x, w, r = rand((S, B, I), 6), rand((1, H, I), 7), rand((1, H, H), 8, 0.3)
-    y0, _ = run_op("RNN", [x, w, r], 2, activations=("LeakyRelu",), activation_alpha=(0.3,))
+    x = random_normal((S, B, I), 6)
+    w = random_normal((1, H, I), 7)
+    r = random_normal((1, H, H), 8, scale=0.3)
+    y0, _ = run_op("RNN", [x, w, r], num_outputs=2, activations=("LeakyRelu",),
+                   activation_alpha=(0.3,))
     ref, _ = reference_rnn(x, w, r, None, np.zeros((B, H)), lambda xt, h: (
         lambda v: np.where(v >= 0, v, 0.3 * v))(w[0] @ xt + r[0] @ h))
     np.testing.assert_allclose(y0[:, 0], ref, rtol=1e-5, atol=1e-5)
     # layout 1: batch first, same numbers
-    y1, _ = run_op("RNN", [np.swapaxes(x, 0, 1).copy(), w, r], 2, layout=1,
+    y1, _ = run_op("RNN", [np.swapaxes(x, 0, 1).copy(), w, r], num_outputs=2, layout=1,
                    activations=("LeakyRelu",), activation_alpha=(0.3,))
     np.testing.assert_allclose(y1, np.transpose(y0, (2, 0, 1, 3)), rtol=1e-6)
 
@@ -80,9 +65,11 @@ def test_rnn_activation_parameters_and_layout():
 @pytest.mark.parametrize("linear_before_reset", [0, 1])
 def test_gru_bidirectional(linear_before_reset):
     S, B, I, H = 4, 2, 3, 5
-    x = rand((S, B, I), 10)
-    w, r, b = rand((2, 3 * H, I), 11, 0.5), rand((2, 3 * H, H), 12, 0.5), rand((2, 6 * H), 13)
-    y, y_h = run_op("GRU", [x, w, r, b], 2, hidden_size=H, direction="bidirectional",
+    x = random_normal((S, B, I), 10)
+    w = random_normal((2, 3 * H, I), 11, scale=0.5)
+    r = random_normal((2, 3 * H, H), 12, scale=0.5)
+    b = random_normal((2, 6 * H), 13)
+    y, y_h = run_op("GRU", [x, w, r, b], num_outputs=2, hidden_size=H, direction="bidirectional",
                     linear_before_reset=linear_before_reset)
     assert y.shape == (S, 2, B, H) and y_h.shape == (2, B, H)
     for d in range(2):
@@ -117,11 +104,13 @@ def _lstm_step(W, R, bias, P, H, input_forget=False):
 @pytest.mark.parametrize("input_forget", [0, 1])
 def test_lstm_reverse_peepholes_sequence_lens(input_forget):
     S, B, I, H = 5, 3, 2, 4
-    x = rand((S, B, I), 20)
-    w, r, b = rand((1, 4 * H, I), 21, 0.5), rand((1, 4 * H, H), 22, 0.5), rand((1, 8 * H), 23)
-    h0, c0, p = rand((1, B, H), 24), rand((1, B, H), 25), rand((1, 3 * H), 26)
+    x, b = random_normal((S, B, I), 20), random_normal((1, 8 * H), 23)
+    w = random_normal((1, 4 * H, I), 21, scale=0.5)
+    r = random_normal((1, 4 * H, H), 22, scale=0.5)
+    h0, c0 = random_normal((1, B, H), 24), random_normal((1, B, H), 25)
+    p = random_normal((1, 3 * H), 26)
     lens = np.array([5, 2, 3], np.int32)
-    y, y_h, y_c = run_op("LSTM", [x, w, r, b, lens, h0, c0, p], 3, hidden_size=H,
+    y, y_h, y_c = run_op("LSTM", [x, w, r, b, lens, h0, c0, p], num_outputs=3, hidden_size=H,
                          direction="reverse", input_forget=input_forget)
     step = _lstm_step(w[0], r[0], b[0, :4 * H] + b[0, 4 * H:], p[0], H, input_forget)
     ref, finals = reference_rnn(x, w, r, b, (h0[0], c0[0]), step, list(lens), reverse=True)
@@ -132,9 +121,10 @@ def test_lstm_reverse_peepholes_sequence_lens(input_forget):
 
 def test_lstm_clip_and_float64():
     S, B, I, H = 3, 2, 3, 2
-    x = rand((S, B, I), 30, 4.0).astype(np.float64)
-    w, r = rand((1, 4 * H, I), 31).astype(np.float64), rand((1, 4 * H, H), 32).astype(np.float64)
-    y, _, _ = run_op("LSTM", [x, w, r], 3, clip=0.5)
+    x = random_normal((S, B, I), 30, scale=4.0).astype(np.float64)
+    w = random_normal((1, 4 * H, I), 31).astype(np.float64)
+    r = random_normal((1, 4 * H, H), 32).astype(np.float64)
+    y, _, _ = run_op("LSTM", [x, w, r], num_outputs=3, clip=0.5)
     assert y.dtype == np.float64
 
     def step(xt, state):
@@ -168,7 +158,9 @@ def test_shape_inference_symbolic_and_layout():
 
 def test_import_opset7_lstm_with_omitted_inputs():
     S, B, I, H = 3, 2, 3, 4
-    x, w, r = rand((S, B, I), 40), rand((1, 4 * H, I), 41, 0.5), rand((1, 4 * H, H), 42, 0.5)
+    x = random_normal((S, B, I), 40)
+    w = random_normal((1, 4 * H, I), 41, scale=0.5)
+    r = random_normal((1, 4 * H, H), 42, scale=0.5)
     model = make_model(
         [helper.make_node("LSTM", ["x", "w", "r", "", "", "h0"], ["", "y_h"], hidden_size=H)],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, B, I]),
@@ -176,7 +168,7 @@ def test_import_opset7_lstm_with_omitted_inputs():
         [helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [1, B, H])],
         [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()),
          helper.make_tensor("r", TensorProto.FLOAT, r.shape, r.ravel())], opset=7)
-    h0 = rand((1, B, H), 43)
+    h0 = random_normal((1, B, H), 43)
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     (y_h,) = prog.compile("ref").run({"x": x, "h0": h0})
     step = _lstm_step(w[0], r[0], np.zeros(4 * H), np.zeros(3 * H), H)

@@ -9,13 +9,9 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, OptionalType, SequenceType, TensorType
-from graphkiln.program import Program
+from op_testing import run_graph
 
 I32 = TensorProto.INT32
-
-
-def run(graph, feeds):
-    return Program(graph).compile("ref").run(feeds)
 
 
 def test_construct_at_insert_erase_length(rng):
@@ -34,7 +30,7 @@ def test_construct_at_insert_erase_length(rng):
     assert at.type == TensorType(DType.f32, (2, 3)) and length.type == TensorType(DType.i64, ())
     g.outputs = [seq, appended, at, length]
     feeds = {f"x{i}": a for i, a in enumerate(arrays)} | {"e": extra}
-    got_seq, got_appended, got_at, got_len = run(g, feeds)
+    got_seq, got_appended, got_at, got_len = run_graph(g, feeds)
     want = arrays[:2] + [extra] + arrays[2:]  # insert before the last
     want = want[1:] + [extra]  # erase the first, append
     assert len(got_seq) == 3 and got_len == len(want) == 4
@@ -49,7 +45,7 @@ def test_position_out_of_range_is_an_error():
     seq = g.add("SequenceConstruct", x)
     g.outputs = [g.add("SequenceAt", seq, g.constant(np.array(1, np.int64)))]
     with pytest.raises(RuntimeError, match="out of range"):
-        run(g, {"x": np.array([1, 2], np.int32)})
+        run_graph(g, {"x": np.array([1, 2], np.int32)})
 
 
 @pytest.mark.parametrize("split,keepdims", [(None, 1), (None, 0), (2, 1), ([1, 3, 1], 1)])
@@ -63,7 +59,7 @@ def test_split_to_sequence_and_concat_back(rng, split, keepdims):
     g.outputs = [seq, back]
     assert seq.type.elem.dtype == DType.i32 and seq.type.elem.rank == (3 if keepdims else 2)
     assert back.type.rank == 3 and back.type.dims[0] == 3
-    parts, y = run(g, {"x": x})
+    parts, y = run_graph(g, {"x": x})
     if split is None:
         want = [x[:, i:i + 1] if keepdims else x[:, i] for i in range(5)]
     elif split == 2:
@@ -83,7 +79,7 @@ def test_concat_from_sequence_new_axis_negative(rng):
     y = g.add("ConcatFromSequence", seq, axis=-1, new_axis=1)
     assert y.type.dtype == DType.f16 and y.type.dims[:2] == (2, 3) and y.type.rank == 3
     g.outputs = [y]
-    (got,) = run(g, {"s": arrays})
+    (got,) = run_graph(g, {"s": arrays})
     want = np.empty((2, 3, 4), np.float16)
     for k, a in enumerate(arrays):
         want[:, :, k] = a
@@ -99,7 +95,7 @@ def test_optional_ops():
     assert empty.type == OptionalType(SequenceType(TensorType(DType.f32, None)))
     g.outputs = [g.add("OptionalHasElement", full), g.add("OptionalHasElement", empty),
                  g.add("OptionalGetElement", full), empty, g.add("OptionalHasElement")]
-    has_full, has_empty, got, empty_value, has_nothing = run(g, {"x": np.array([4, -9])})
+    has_full, has_empty, got, empty_value, has_nothing = run_graph(g, {"x": np.array([4, -9])})
     assert has_full.dtype == np.bool_ and has_full and not has_empty and not has_nothing
     np.testing.assert_array_equal(got, [4, -9])
     assert empty_value is None

@@ -9,30 +9,7 @@ from onnx import TensorProto, helper
 
 import graphkiln
 from conftest import make_model
-from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
-
-
-def run_op(op, *inputs, consts=(), **attrs):
-    """Run one IR op; inputs whose index is in `consts` become Constant nodes."""
-    g = Graph()
-    values, feeds = [], {}
-    for i, a in enumerate(inputs):
-        if a is None:
-            values.append(None)
-        elif i in consts:
-            values.append(g.constant(a, f"c{i}"))
-        else:
-            v = g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-            values.append(v)
-            feeds[v.name] = a
-    g.outputs = [g.add(op, *values, **attrs)]
-    (result,) = Program(g).compile("ref").run(feeds)
-    return result, g.outputs[0].type
-
-
-def rand(shape, seed=0):
-    return np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)
+from op_testing import random_array, run_op, run_op_typed
 
 
 def dft_matrix(n_out, n_in, inverse=False):
@@ -48,8 +25,8 @@ def as_pairs(z):
 
 
 def test_dft_complex_along_axis_with_padding():
-    x = rand((2, 5, 3, 2), seed=1)
-    y, t = run_op("DFT", x, np.array(7, np.int64), np.array(1, np.int64), consts=(1, 2))
+    x = random_array((2, 5, 3, 2), 1)
+    y, t = run_op_typed("DFT", [x, np.array(7, np.int64), np.array(1, np.int64)], consts=(1, 2))
     assert y.shape == (2, 7, 3, 2) and t.dims == (2, 7, 3, 2)
     z = x[..., 0] + 1j * x[..., 1]
     padded = np.concatenate([z, np.zeros((2, 2, 3))], axis=1).astype(np.complex128)
@@ -58,22 +35,22 @@ def test_dft_complex_along_axis_with_padding():
 
 
 def test_dft_onesided_real_and_inverse():
-    x = rand((3, 8, 1), seed=2)
-    y, t = run_op("DFT", x, onesided=1)  # default axis -2
+    x = random_array((3, 8, 1), 2)
+    y, t = run_op_typed("DFT", [x], onesided=1)  # default axis -2
     assert y.shape == (3, 5, 2) and t.dims == (3, 5, 2)
     expected = np.einsum("kt,bt->bk", dft_matrix(5, 8), x[..., 0].astype(np.float64))
     np.testing.assert_allclose(y, as_pairs(expected), rtol=1e-4, atol=1e-5)
-    back, t2 = run_op("DFT", y, inverse=1, onesided=1)  # IRFFT: length 2 * (5 - 1)
+    back, t2 = run_op_typed("DFT", [y], inverse=1, onesided=1)  # IRFFT: length 2 * (5 - 1)
     assert back.shape == (3, 8, 1) and t2.dims == (3, 8, 1)
     np.testing.assert_allclose(back, x, rtol=1e-4, atol=1e-5)
-    full, _ = run_op("DFT", as_pairs(expected).astype(np.float64), inverse=1)
+    full = run_op("DFT", [as_pairs(expected).astype(np.float64)], inverse=1)
     assert full.dtype == np.float64 and full.shape == (3, 5, 2)
     np.testing.assert_allclose(full, as_pairs(
         np.einsum("kt,bt->bk", dft_matrix(5, 5, inverse=True), expected)), atol=1e-10)
 
 
 def test_dft_opset17_axis_attribute_imports_as_input():
-    x = rand((2, 3, 4, 1), seed=3)
+    x = random_array((2, 3, 4, 1), 3)
     node = helper.make_node("DFT", ["x"], ["y"], axis=2)
     model = make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], opset=17)
@@ -87,9 +64,9 @@ def test_dft_opset17_axis_attribute_imports_as_input():
 
 
 def test_stft_with_window():
-    signal = rand((2, 20, 1), seed=4)
+    signal = random_array((2, 20, 1), 4)
     window = np.hanning(6).astype(np.float32)
-    y, t = run_op("STFT", signal, np.array(4, np.int64), window, consts=(1,))
+    y, t = run_op_typed("STFT", [signal, np.array(4, np.int64), window], consts=(1,))
     frames = (20 - 6) // 4 + 1
     assert y.shape == (2, frames, 4, 2) and t.dims == (2, frames, 4, 2)
     for f in range(frames):
@@ -99,9 +76,9 @@ def test_stft_with_window():
 
 
 def test_stft_two_sided_without_window():
-    signal = rand((1, 9, 2), seed=5)
-    y, _ = run_op("STFT", signal, np.array(3, np.int64), None, np.array(4, np.int64),
-                  onesided=0)
+    signal = random_array((1, 9, 2), 5)
+    y = run_op("STFT", [signal, np.array(3, np.int64), None, np.array(4, np.int64)],
+               onesided=0)
     z = signal[0, :, 0] + 1j * signal[0, :, 1]
     for f in range(2):
         expected = dft_matrix(4, 4) @ z[3 * f: 3 * f + 4]
@@ -116,7 +93,7 @@ def test_stft_two_sided_without_window():
 @pytest.mark.parametrize("periodic", [0, 1])
 def test_windows(op, coefficients, periodic):
     size = 10
-    y, t = run_op(op, np.array(size, np.int32), consts=(0,), periodic=periodic)
+    y, t = run_op_typed(op, [np.array(size, np.int32)], consts=(0,), periodic=periodic)
     assert y.dtype == np.float32 and t.dims == (size,)
     denominator = size if periodic else size - 1
     n = np.arange(size)
@@ -138,7 +115,7 @@ def test_window_output_datatype_code_is_converted():
 def test_mel_weight_matrix_triangles():
     args = [np.array(v, np.int64) for v in (6, 64, 16000)] + \
         [np.array(v, np.float32) for v in (100.0, 6000.0)]
-    y, t = run_op("MelWeightMatrix", *args, consts=(0, 1))
+    y, t = run_op_typed("MelWeightMatrix", args, consts=(0, 1))
     assert y.shape == (33, 6) and t.dims == (33, 6)
     assert np.all(y >= 0) and np.allclose(y.max(axis=0), 1.0)
     # every band is one triangle: it rises to its peak, then falls

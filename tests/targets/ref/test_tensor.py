@@ -9,40 +9,7 @@ from onnx import TensorProto, helper
 import graphkiln
 from conftest import make_model
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
-
-
-def build(op, inputs, consts=(), outs=1, **attrs):
-    """A graph of one `op` node: arrays in `inputs` are graph inputs, positions listed in
-    `consts` are Constant nodes (so inference sees their values)."""
-    g = Graph()
-    values, feeds = [], {}
-    for i, a in enumerate(inputs):
-        if a is None:
-            values.append(None)
-        elif i in consts:
-            values.append(g.constant(a, f"c{i}"))
-        else:
-            v = g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-            values.append(v)
-            feeds[v.name] = a
-    node = g.add_node(op, values, attrs, num_outputs=outs)
-    g.outputs = list(node.outputs)
-    return g, feeds
-
-
-def run_op(op, inputs, consts=(), outs=1, **attrs):
-    g, feeds = build(op, inputs, consts, outs, **attrs)
-    types = [v.type for v in g.outputs]
-    results = Program(g).compile("ref").run(feeds)
-    for t, r in zip(types, results):  # inferred static dims match the result
-        assert t.dims is None or all(not isinstance(d, int) or d == s
-                                     for d, s in zip(t.dims, r.shape)), (t, r.shape)
-    return results if outs > 1 else results[0]
-
-
-def i64(*values):
-    return np.array(values, dtype=np.int64)
+from op_testing import build_graph, i64, run_op
 
 
 @pytest.fixture
@@ -53,14 +20,14 @@ def x():
 def test_reshape_zero_copies_and_minus_one_infers(x):
     y = run_op("Reshape", [x, i64(0, -1)], consts=[1])
     np.testing.assert_array_equal(y, x.reshape(2, 12))
-    g, _ = build("Reshape", [x, i64(4, 0, -1)], consts=[1])
+    g, _ = build_graph("Reshape", [x, i64(4, 0, -1)], consts=[1])
     assert g.outputs[0].type.dims == (4, 3, 2)
     empty = np.zeros((0, 3), np.float32)
     assert run_op("Reshape", [empty, i64(3, 0)], consts=[1], allowzero=1).shape == (3, 0)
 
 
 def test_reshape_of_unknown_shape_keeps_rank(x):
-    g, _ = build("Reshape", [x, i64(6, 4)])
+    g, _ = build_graph("Reshape", [x, i64(6, 4)])
     assert g.outputs[0].type.rank == 2 and not g.outputs[0].type.is_static
 
 
@@ -80,9 +47,9 @@ def test_transpose_concat_split(x):
     np.testing.assert_array_equal(run_op("Transpose", [x]), x.transpose())
     w = x[:, :2] * 3
     np.testing.assert_array_equal(run_op("Concat", [x, w], axis=-2), np.concatenate([x, w], 1))
-    parts = run_op("Split", [np.arange(5.0)], outs=3, num_outputs=3)
+    parts = run_op("Split", [np.arange(5.0)], num_outputs=3, op_attrs={"num_outputs": 3})
     assert [p.tolist() for p in parts] == [[0, 1], [2, 3], [4]]
-    parts = run_op("Split", [x, i64(1, 3)], consts=[1], outs=2, axis=2)
+    parts = run_op("Split", [x, i64(1, 3)], consts=[1], num_outputs=2, axis=2)
     np.testing.assert_array_equal(parts[0], x[:, :, :1])
     np.testing.assert_array_equal(parts[1], x[:, :, 1:])
 
@@ -94,7 +61,7 @@ def test_expand_and_tile_shapes_are_static():
     assert (y == a).all()
     t = run_op("Tile", [a, i64(2, 3)], consts=[1])
     np.testing.assert_array_equal(t, np.block([[a, a, a], [a, a, a]]))
-    g, _ = build("Tile", [a, i64(2, 3)], consts=[1])
+    g, _ = build_graph("Tile", [a, i64(2, 3)], consts=[1])
     assert g.outputs[0].type.dims == (6, 3)
 
 
@@ -120,7 +87,7 @@ def test_shape_size_dropout(x):
     np.testing.assert_array_equal(run_op("Shape", [x]), [2, 3, 4])
     np.testing.assert_array_equal(run_op("Shape", [x], start=-2, end=10), [3, 4])
     assert run_op("Size", [x]) == 24
-    out, mask = run_op("Dropout", [x, np.array(0.3, np.float32)], outs=2)
+    out, mask = run_op("Dropout", [x, np.array(0.3, np.float32)], num_outputs=2)
     np.testing.assert_array_equal(out, x)
     assert mask.dtype == bool and mask.all()
 

@@ -10,23 +10,10 @@ from onnx import TensorProto, helper
 
 import graphkiln
 from conftest import make_model
-from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.program import Program
+from graphkiln.ir import DType, TensorType
+from op_testing import run_op, run_op_typed
 
 WORDS = ["apple", "Banana", "cherry", "Date", "elder", "fig", "Grape", "kiwi"]
-
-
-def run_op(op, inputs, num_outputs=1, **attrs):
-    g = Graph()
-    values, feeds = [], {}
-    for i, a in enumerate(inputs):
-        v = g.add_input(f"in{i}", TensorType(DType.from_numpy(a.dtype), a.shape))
-        values.append(v)
-        feeds[v.name] = a
-    node = g.add_node(op, values, attrs, num_outputs=num_outputs)
-    g.outputs = list(node.outputs)
-    results = Program(g).compile("ref").run(feeds)
-    return results, [v.type for v in node.outputs]
 
 
 def words(rng, shape):
@@ -35,15 +22,15 @@ def words(rng, shape):
 
 def test_string_normalizer_stopwords_and_case(rng):
     x = words(rng, (1, 12))
-    (y,), (t,) = run_op("StringNormalizer", [x], stopwords=("banana", "FIG"),
+    y, t = run_op_typed("StringNormalizer", [x], stopwords=("banana", "FIG"),
                         case_change_action="LOWER")
     assert t.dtype == DType.str and t.rank == 2 and t.dims[0] == 1
     want = [w.lower() for w in x[0] if w.lower() not in ("banana", "fig")]
     assert y.shape == (1, len(want)) and y[0].tolist() == want
-    (y,), _ = run_op("StringNormalizer", [x[0]], stopwords=("Banana",), is_case_sensitive=1,
-                     case_change_action="UPPER")
+    y = run_op("StringNormalizer", [x[0]], stopwords=("Banana",), is_case_sensitive=1,
+               case_change_action="UPPER")
     assert y.tolist() == [w.upper() for w in x[0] if w != "Banana"]
-    (y,), _ = run_op("StringNormalizer", [np.array(["fig", "Fig"], object)], stopwords=("fig",))
+    y = run_op("StringNormalizer", [np.array(["fig", "Fig"], object)], stopwords=("fig",))
     assert y.tolist() == [""]  # all dropped: one empty string
 
 
@@ -51,7 +38,8 @@ def test_string_split_delimiter_maxsplit_and_whitespace(rng):
     pieces = words(rng, (2, 3, 4))
     joined = np.array([["-".join(p) for p in row] for row in pieces], dtype=object)
     joined[1, 2] = "a--b"
-    (y, z), (ty, tz) = run_op("StringSplit", [joined], num_outputs=2, delimiter="-", maxsplit=2)
+    (y, z), (ty, tz) = run_op_typed("StringSplit", [joined], num_outputs=2, delimiter="-",
+                                    maxsplit=2)
     assert ty.dtype == DType.str and ty.rank == 3 and tz == TensorType(DType.i64, (2, 3))
     assert y.shape == (2, 3, 3)
     for i, j in itertools.product(range(2), range(3)):
@@ -64,7 +52,7 @@ def test_string_split_delimiter_maxsplit_and_whitespace(rng):
         assert z[i, j] == len(parts)
         assert y[i, j].tolist() == parts + [""] * (3 - len(parts))
     spaced = np.array(["  one two\tthree ", "", "four"], dtype=object)
-    (y, z), _ = run_op("StringSplit", [spaced], num_outputs=2)
+    y, z = run_op("StringSplit", [spaced], num_outputs=2)
     assert z.tolist() == [3, 0, 1]
     assert y.tolist() == [["one", "two", "three"], ["", "", ""], ["four", "", ""]]
 
@@ -72,10 +60,10 @@ def test_string_split_delimiter_maxsplit_and_whitespace(rng):
 def test_string_concat_broadcasts_and_regex_full_match(rng):
     x = words(rng, (3, 1))
     y = words(rng, (4,))
-    (z,), (t,) = run_op("StringConcat", [x, y])
+    z, t = run_op_typed("StringConcat", [x, y])
     assert t == TensorType(DType.str, (3, 4))
     assert z.tolist() == [[a + b for b in y] for a in x[:, 0]]
-    (m,), (t,) = run_op("RegexFullMatch", [z], pattern=r"[a-z]\w+e\w*")
+    m, t = run_op_typed("RegexFullMatch", [z], pattern=r"[a-z]\w+e\w*")
     assert t == TensorType(DType.bool, (3, 4)) and m.dtype == np.bool_
     want = [[s[0].islower() and "e" in s[2:] and s.isalpha() for s in row] for row in z.tolist()]
     assert m.tolist() == want
@@ -110,7 +98,7 @@ def test_tfidf_vectorizer(rng, mode, strings):
     else:
         x = x.astype(np.int32)
         attrs["pool_int64s"] = tuple(pool)
-    (y,), (t,) = run_op("TfIdfVectorizer", [x], **attrs)
+    y, t = run_op_typed("TfIdfVectorizer", [x], **attrs)
     assert t == TensorType(DType.f32, (3, 7)) and y.dtype == np.float32
     want = np.zeros((3, 7))
     for r in range(3):
