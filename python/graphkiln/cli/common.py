@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""What the subcommands share: loading the model, making inputs, printing arrays."""
+"""What the subcommands share: loading the model (ONNX or a saved program), making inputs,
+printing arrays."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ EXAMPLE_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__f
 def add_model_args(parser: argparse.ArgumentParser, optional: bool = False) -> None:
     if optional:
         parser.add_argument("model", nargs="?", default=None,
-                            help="ONNX model (default: the example CNN shipped with graphkiln)")
+                            help="ONNX model or saved program (.gkp, from `graphkiln compile "
+                                 "-o`; default: the example CNN shipped with graphkiln)")
     else:
-        parser.add_argument("model", help="ONNX model file")
+        parser.add_argument("model", help="ONNX model file or saved program (.gkp)")
     parser.add_argument("--input-dim", action="append", default=[], metavar="NAME=D0,D1,...",
                         help="fix the shape of an input, e.g. --input-dim x=1,3,224,224")
     parser.add_argument("--default-dim", type=int, default=1, metavar="N",
@@ -36,9 +38,34 @@ def add_target_arg(parser: argparse.ArgumentParser) -> None:
                         help="where to run (default: ref)")
 
 
+def is_saved_program(path: str | None) -> bool:
+    """Whether `path` is a program saved by graphkiln (told by its first bytes, whatever its
+    name), not an ONNX model."""
+    from ..serialize import is_saved_program as starts_like_saved
+
+    return path is not None and starts_like_saved(path)
+
+
 def load_program(args) -> Program:
+    """The ONNX model imported, or the saved program loaded (compiled if it was saved so)."""
     path = args.model or EXAMPLE_MODEL
+    if is_saved_program(path):
+        from ..serialize import load
+
+        if args.input_dim:
+            raise SystemExit("graphkiln: --input-dim does not apply to a saved program: its "
+                             "shapes were fixed when it was imported")
+        return load(path)
     return parse_onnx(path, input_shapes=parse_dims(args.input_dim), default_dim=args.default_dim)
+
+
+def describe_source(args, prog: Program, reused_compiled: bool) -> str:
+    """How `run` / `perf` name what they ran."""
+    if args.model is None:
+        return "example CNN (shipped with graphkiln)"
+    if reused_compiled:
+        return f"{args.model} (saved program, compiled with {prog.options}, not recompiled)"
+    return args.model
 
 
 def parse_dims(items: list[str]) -> dict[str, list[int]]:

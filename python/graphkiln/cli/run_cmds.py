@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Subcommands that compile and run: compile, run, perf, verify."""
+"""Subcommands that compile and run: compile, run, perf, verify. Each takes an ONNX model or
+a saved program; `compile -o` saves one, and run / perf / verify use a saved compiled
+program as it is unless --target or --optimize asks for another compilation."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import time
 
 import numpy as np
 
-from .common import add_model_args, add_target_arg, describe_array, load_program, make_inputs
+from .common import (add_model_args, add_target_arg, describe_array, describe_source, load_program,
+                     make_inputs)
 
 
 def _add_input_args(p):
@@ -34,6 +37,14 @@ def _compile(prog, args, default_optimize: bool, **kwargs):
     return prog.compile(args.target, **options, **kwargs)
 
 
+def _ready(prog, args, default_optimize: bool):
+    """(program, reused): a loaded compiled program as it is (no compiling again), unless
+    --optimize is given or --target names another target; else the program compiled."""
+    if prog.is_compiled and args.optimize is None and args.target == prog.target.name:
+        return prog, True
+    return _compile(prog, args, default_optimize), False
+
+
 def setup_compile(p):
     add_model_args(p)
     add_target_arg(p)
@@ -45,6 +56,11 @@ def setup_compile(p):
                    help="run ref after each pass on random inputs; name the first pass that "
                         "changes a result (exit 1)")
     p.add_argument("--graphviz", metavar="FILE.dot", help="write the compiled graph as Graphviz")
+    p.add_argument("-o", "--output", metavar="FILE.gkp",
+                   help="save the compiled program; `graphkiln run FILE.gkp` then loads it "
+                        "without compiling")
+    p.add_argument("--format", choices=("msgpack", "json"), default=None,
+                   help="format of --output (default: json when it ends in .json, else msgpack)")
 
 
 def cmd_compile(args) -> int:
@@ -63,6 +79,15 @@ def cmd_compile(args) -> int:
         with open(args.graphviz, "w", encoding="utf-8") as f:
             f.write(to_dot(prog.compiled_graph, os.path.basename(args.model)))
         print(f"wrote {args.graphviz}")
+    if args.output:
+        from ..serialize import save
+
+        fmt = args.format or ("json" if args.output.endswith(".json") else "msgpack")
+        save(prog, args.output, fmt)
+        print(f"saved the compiled program to {args.output} ({fmt}, "
+              f"{os.path.getsize(args.output)} bytes)")
+    elif args.format:
+        raise SystemExit("graphkiln compile: --format needs -o/--output")
     return 0
 
 
@@ -75,11 +100,10 @@ def setup_run(p):
 
 
 def cmd_run(args) -> int:
-    prog = load_program(args)
-    _compile(prog, args, False)
+    prog, reused = _ready(load_program(args), args, False)
     feeds = make_inputs(prog, args.input, args.seed)
     outputs = prog.run(feeds)
-    print(f"model: {args.model or 'example CNN (shipped with graphkiln)'}, target: {args.target}")
+    print(f"model: {describe_source(args, prog, reused)}, target: {args.target}")
     for name, value in zip(prog.get_output_names(), outputs):
         print(describe_array(name, value))
         if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] == 1 and value.shape[1] > 1:
@@ -103,8 +127,7 @@ def setup_perf(p):
 def cmd_perf(args) -> int:
     if args.runs < 1 or args.warmup < 0:
         raise SystemExit("graphkiln perf: --runs must be >= 1 and --warmup >= 0")
-    prog = load_program(args)
-    _compile(prog, args, False)
+    prog, reused = _ready(load_program(args), args, False)
     feeds = make_inputs(prog, args.input, args.seed)
     for _ in range(args.warmup):
         prog.run(feeds)
@@ -121,7 +144,7 @@ def cmd_perf(args) -> int:
             last_report = now
     ms = np.array(times) * 1e3
     batch = _batch_size(prog)
-    print(f"model: {args.model or 'example CNN'}, target: {args.target}, "
+    print(f"model: {describe_source(args, prog, reused)}, target: {args.target}, "
           f"{args.runs} runs after {args.warmup} warm-up")
     print(f"latency ms: mean {ms.mean():.3f}  p50 {np.percentile(ms, 50):.3f}  "
           f"p90 {np.percentile(ms, 90):.3f}  p99 {np.percentile(ms, 99):.3f}  "
@@ -150,7 +173,7 @@ def setup_verify(p):
 
 def cmd_verify(args) -> int:
     reference = load_program(args).compile("ref")
-    prog = _compile(load_program(args), args, True)
+    prog, _ = _ready(load_program(args), args, True)
     feeds = make_inputs(prog, args.input, args.seed)
     expected = reference.run(feeds)
     got = prog.run(feeds)

@@ -1,0 +1,265 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Document -> Program, trusting nothing: every field is type- and range-checked, every
+value reference must name a value already defined and visible (so no cycles), every op and
+attribute must match the schema table. Types come from the file: no inference runs."""
+
+from __future__ import annotations
+
+from ..errors import CompileError, FormatError, GraphError
+from ..ir import DType, Graph, Node, OptionalType, SequenceType, TensorType, Value, get_schema
+from ..ir.schema import ATTR_KINDS, REQUIRED
+from ..passes.manager import PassRecord
+from ..program import Program
+from .attributes import NOT_QUICK, checked_value, quick_value
+from .checks import damaged, need_dict, need_float, need_int, need_list, need_str
+from .limits import Limits
+
+
+def program_from_document(doc: dict, tensors: list, limits: Limits) -> Program:
+    need_dict(doc, "document", ("graph", "compiled"), ("producer", "tensors", "magic",
+                                                       "format_version"))
+    program = Program(GraphDecoder(tensors, limits).graph(doc["graph"], "graph"))
+    compiled = doc["compiled"]
+    if compiled is not None:
+        _restore_compiled(program, compiled, tensors, limits)
+    return program
+
+
+def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits) -> None:
+    from ..targets import available_targets, get_target
+
+    where = "compiled"
+    need_dict(compiled, where, ("target", "options", "graph", "passes", "compile_ms"))
+    name = need_str(compiled["target"], f"{where}.target", limits)
+    if name not in available_targets():
+        raise FormatError(f"the program was compiled for target {name[:40]!r}, which this build "
+                          f"of graphkiln lacks (available: {', '.join(available_targets())})")
+    target = get_target(name)
+    options = need_dict(compiled["options"], f"{where}.options", (), tuple(target.options))
+    for key, value in options.items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise damaged(f"{where}.options.{key}", "an option must be a bool, number or string")
+    graph = GraphDecoder(tensors, limits).graph(compiled["graph"], f"{where}.graph")
+    records = []
+    for i, item in enumerate(need_list(compiled["passes"], f"{where}.passes", limits)):
+        at = f"{where}.passes[{i}]"
+        need_dict(item, at, ("name", "ms", "nodes_after"))
+        records.append(PassRecord(need_str(item["name"], f"{at}.name", limits),
+                                  need_float(item["ms"], f"{at}.ms"),
+                                  need_int(item["nodes_after"], f"{at}.nodes_after", 0)))
+    try:
+        executable = target.compile(graph, dict(options))
+    except (CompileError, GraphError, ValueError) as exc:
+        raise FormatError(f"the saved compiled graph does not lower on target {name!r}: {exc}") from None
+    program.compiled_graph, program.pass_records = graph, records
+    program.target, program.options = target, dict(options)
+    program.compile_ms = need_float(compiled["compile_ms"], f"{where}.compile_ms")
+    program._executable = executable
+
+
+def read_type(obj, where: str, limits: Limits, depth: int = 0):
+    if obj is None:
+        return None
+    if depth > limits.max_depth:
+        raise damaged(where, "types nested too deeply")
+    items = need_list(obj, where, limits)
+    if not items or items[0] not in ("tensor", "sequence", "optional"):
+        raise damaged(where, f"expected a tensor, sequence or optional type, got {str(items)[:40]}")
+    if items[0] != "tensor":
+        need_list(items, where, limits, 2)
+        elem = read_type(items[1], f"{where}[1]", limits, depth + 1)
+        return SequenceType(elem) if items[0] == "sequence" else OptionalType(elem)
+    need_list(items, where, limits, 3)
+    try:
+        dtype = DType(items[1]) if isinstance(items[1], str) else None
+    except ValueError:
+        dtype = None
+    if dtype is None:
+        raise damaged(f"{where}[1]", f"unknown dtype {str(items[1])[:20]!r}")
+    dims = items[2]
+    if dims is None:
+        return TensorType(dtype, None)
+    need_list(dims, f"{where}[2]", limits)
+    if len(dims) > limits.max_rank:
+        raise damaged(f"{where}[2]", f"rank {len(dims)} is over the limit {limits.max_rank}")
+    for i, dim in enumerate(dims):
+        if isinstance(dim, str):
+            need_str(dim, f"{where}[2][{i}]", limits)
+        else:
+            need_int(dim, f"{where}[2][{i}]", 0, limits.max_dim)
+    try:
+        return TensorType(dtype, tuple(dims))
+    except ValueError as exc:
+        raise damaged(f"{where}[2]", str(exc)) from None
+
+
+_NODE_FIELDS = frozenset(("op", "name", "inputs", "outputs", "attrs"))
+
+
+class GraphDecoder:
+    """Rebuilds one top-level graph. `values[id]` are the values defined so far and
+    `visible[id]` whether that value may be read where the decoder is (a subgraph's values
+    stop being visible when it ends). Hot paths check types first and build the location
+    text of an error message only when there is an error."""
+
+    def __init__(self, tensors: list, limits: Limits):
+        self.tensors = tensors
+        self.limits = limits
+        self.values: list[Value] = []
+        self.visible: list[bool] = []
+        self.depth = 0
+        self.node_count = 0
+        self.known_types: dict = {}   # tensor types already checked, by (dtype, dims)
+        self.schemas: dict = {}
+        self.arity: dict = {}         # op -> (fewest inputs, most inputs, most outputs)
+
+    def value_type(self, obj, where: str):
+        """read_type, remembering tensor types (a model repeats few of them)."""
+        if type(obj) is list and len(obj) == 3 and obj[0] == "tensor" and type(obj[2]) is list:
+            try:
+                key = (obj[1], tuple(obj[2]))
+                found = self.known_types.get(key)
+            except TypeError:  # an unhashable item: let read_type say what is wrong
+                return read_type(obj, where, self.limits)
+            if found is None:
+                found = self.known_types[key] = read_type(obj, where, self.limits)
+            return found
+        return read_type(obj, where, self.limits)
+
+    def graph(self, obj, where: str, parent: Graph | None = None) -> Graph:
+        if self.depth >= self.limits.max_depth:
+            raise damaged(where, f"subgraphs nested deeper than {self.limits.max_depth}")
+        need_dict(obj, where, ("name", "inputs", "nodes", "outputs"))
+        graph = Graph(need_str(obj["name"], f"{where}.name", self.limits), parent)
+        first_id = len(self.values)
+        self.depth += 1
+        for i, item in enumerate(need_list(obj["inputs"], f"{where}.inputs", self.limits)):
+            graph.inputs.append(self.define(item, where, "inputs", i, graph, None))
+        for i, item in enumerate(need_list(obj["nodes"], f"{where}.nodes", self.limits)):
+            graph.nodes.append(self.node(item, f"{where}.nodes[{i}]", graph))
+        for i, ref in enumerate(need_list(obj["outputs"], f"{where}.outputs", self.limits)):
+            value = self.lookup(ref, where, "outputs", i)
+            if value is None:
+                raise damaged(f"{where}.outputs[{i}]", "a graph output cannot be omitted")
+            graph.outputs.append(value)
+        self.depth -= 1
+        if parent is not None:   # the subgraph's values are not visible outside it
+            visible = self.visible
+            for value_id in range(first_id, len(visible)):
+                visible[value_id] = False
+        return graph
+
+    def define(self, obj, where: str, field: str, index: int, graph: Graph,
+               producer: Node | None) -> Value:
+        expected = len(self.values)
+        if not (type(obj) is dict and len(obj) == 3 and obj.get("id") == expected
+                and type(obj["id"]) is int and type(obj.get("name")) is str and "type" in obj):
+            at = f"{where}.{field}[{index}]"
+            need_dict(obj, at, ("id", "name", "type"))
+            need_int(obj["id"], f"{at}.id", expected, expected)
+            need_str(obj["name"], f"{at}.name", self.limits)
+        name = obj["name"]
+        if name in graph._names or len(name) > self.limits.max_string_bytes:
+            raise damaged(f"{where}.{field}[{index}].name",
+                          f"value name {name[:40]!r} is defined twice in one graph or too long")
+        graph._names.add(name)
+        value = Value(name, self.value_type(obj["type"], f"{where}.{field}[{index}].type"), producer)
+        self.values.append(value)
+        self.visible.append(True)
+        return value
+
+    def lookup(self, ref, where: str, field: str, index: int) -> Value | None:
+        if ref is None:
+            return None
+        if type(ref) is int and 0 <= ref < len(self.values) and self.visible[ref]:
+            return self.values[ref]
+        need_int(ref, f"{where}.{field}[{index}]", 0)
+        raise damaged(f"{where}.{field}[{index}]",
+                      f"value id {ref} is not defined before this point (or not visible here)")
+
+    def schema(self, op, where: str):
+        found = self.schemas.get(op) if type(op) is str else None
+        if found is None:
+            need_str(op, f"{where}.op", self.limits)
+            try:
+                found = self.schemas[op] = get_schema(op)
+            except GraphError:
+                raise damaged(f"{where}.op", f"unknown op {op[:40]!r}") from None
+        return found
+
+    def node(self, obj, where: str, graph: Graph) -> Node:
+        self.node_count += 1
+        if self.node_count > self.limits.max_nodes:
+            raise damaged(where, f"more than {self.limits.max_nodes} nodes")
+        if not (type(obj) is dict and obj.keys() <= _NODE_FIELDS and "op" in obj
+                and "inputs" in obj and "outputs" in obj):
+            need_dict(obj, where, ("op", "inputs", "outputs"), ("name", "attrs"))
+        schema = self.schema(obj["op"], where)
+        name = need_str(obj.get("name", ""), f"{where}.name", self.limits)
+        lookup = self.lookup
+        inputs = [lookup(ref, where, "inputs", i)
+                  for i, ref in enumerate(need_list(obj["inputs"], f"{where}.inputs", self.limits))]
+        self._check_arity(schema, inputs, where)
+        node = Node(schema.name, inputs, [], {}, name)
+        for i, item in enumerate(need_list(obj.get("attrs", []), f"{where}.attrs", self.limits)):
+            self.attribute(item, where, i, schema, node, graph)
+        for spec in schema.attrs:
+            if spec.default is REQUIRED and node.attrs.get(spec.name) is None:
+                raise damaged(where, f"op {schema.name} needs attribute {spec.name!r}")
+        outputs = need_list(obj["outputs"], f"{where}.outputs", self.limits)
+        most = self.arity[schema.name][2]
+        if most is not None and len(outputs) > most:
+            raise damaged(where, f"op {schema.name} has at most {most} outputs, got {len(outputs)}")
+        node.outputs = [None if item is None else self.define(item, where, "outputs", i, graph, node)
+                        for i, item in enumerate(outputs)]
+        return node
+
+    def _check_arity(self, schema, inputs: list, where: str) -> None:
+        bounds = self.arity.get(schema.name)
+        if bounds is None:
+            variadic = any(o.endswith("*") for o in schema.outputs)
+            bounds = self.arity[schema.name] = (schema.min_inputs, schema.max_inputs,
+                                                None if variadic else len(schema.outputs))
+        low, high, _ = bounds
+        count = len(inputs)
+        if count < low or (high is not None and count > high):
+            raise damaged(where, f"op {schema.name} takes {low}..{high or 'any'} inputs, got {count}")
+        if low and None in inputs[:low]:
+            raise damaged(where, f"op {schema.name}: input {inputs.index(None)} is required")
+
+    def attribute(self, item, node_where: str, index: int, schema, node: Node,
+                  graph: Graph) -> None:
+        if type(item) is list and len(item) == 3 and type(item[0]) is str:   # the common case
+            key, kind, raw = item
+            spec = schema.attr_map.get(key)
+            if spec is not None and key not in node.attrs:
+                if kind == "none":
+                    value = None if raw is None else NOT_QUICK
+                elif kind == spec.kind and kind != "graph":
+                    value = quick_value(kind, raw, self.tensors, self.limits)
+                else:
+                    value = NOT_QUICK
+                if value is not NOT_QUICK:
+                    node.attrs[key] = value
+                    return
+        where = f"{node_where}.attrs[{index}]"
+        need_list(item, where, self.limits, 3)
+        key, kind, raw = item
+        key = need_str(key, f"{where}[0]", self.limits)
+        spec = schema.attr_map.get(key)
+        if spec is None:
+            raise damaged(where, f"op {schema.name} has no attribute {key[:40]!r}")
+        if key in node.attrs:
+            raise damaged(where, f"attribute {key!r} given twice")
+        if kind == "none":
+            if raw is not None:
+                raise damaged(where, "an absent attribute has no value")
+            node.attrs[key] = None
+        elif kind not in ATTR_KINDS or kind != spec.kind:
+            raise damaged(f"{where}[1]", f"attribute {key!r} of {schema.name} is {spec.kind}, "
+                                         f"the file says {str(kind)[:20]!r}")
+        elif kind == "graph":
+            node.attrs[key] = self.graph(raw, f"{where}[2]", graph)
+        else:
+            node.attrs[key] = checked_value(kind, raw, f"{where}[2]", self.tensors, self.limits)

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Program -> document: plain maps, lists, numbers and strings that both containers write.
+
+    {"producer": "graphkiln 0.1.0",
+     "graph": GRAPH,                                  # as imported
+     "compiled": null | {"target": "ref", "options": {...}, "graph": GRAPH,
+                         "passes": [{"name", "ms", "nodes_after"}], "compile_ms": 12.5}}
+    GRAPH = {"name", "inputs": [VALUE], "nodes": [NODE], "outputs": [id]}
+    VALUE = {"id": n, "name": "x", "type": TYPE | null}    ids count definitions in order
+    NODE  = {"op", "name"?, "inputs": [id | null], "outputs": [VALUE | null],
+             "attrs"?: [[name, kind, value]]}
+    TYPE  = ["tensor", "f32", [1, "N"] | null] | ["sequence", TYPE] | ["optional", TYPE]
+
+Within one top-level graph every value gets the next id when it is defined: graph inputs,
+then per node the values of its subgraphs, then its outputs. Attribute kinds are the
+schema's (int, float, str, ints, floats, strs, dtype, tensor, graph) or "none" for an absent
+optional attribute; a tensor is an index into the tensor table, a graph is a GRAPH."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import GraphError
+from ..ir import DType, Graph, Node, OptionalType, SequenceType, TensorType, Value, get_schema
+from ..version import __version__
+from .checks import float_to_document
+from .tensors import TensorTable
+
+
+def program_document(program, table: TensorTable) -> dict:
+    """The document of `program`; its tensors are added to `table`."""
+    doc = {"producer": f"graphkiln {__version__}", "graph": GraphEncoder(table).graph(program.graph),
+           "compiled": None}
+    if program.is_compiled and program.compiled_graph is not None:
+        doc["compiled"] = {
+            "target": program.target.name,
+            "options": _options(program.options),
+            "graph": GraphEncoder(table).graph(program.compiled_graph),
+            "passes": [{"name": r.name, "ms": float_to_document(r.ms),
+                        "nodes_after": int(r.nodes_after)} for r in program.pass_records],
+            "compile_ms": float_to_document(program.compile_ms),
+        }
+    return doc
+
+
+def _options(options: dict) -> dict:
+    out = {}
+    for key, value in options.items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise GraphError(f"cannot save compile option {key}={value!r}: only bool, int, "
+                             "float and str options are saved")
+        out[str(key)] = float_to_document(value) if isinstance(value, float) else value
+    return out
+
+
+def type_document(value_type):
+    if value_type is None:
+        return None
+    if isinstance(value_type, TensorType):
+        dims = None if value_type.dims is None else list(value_type.dims)
+        return ["tensor", value_type.dtype.value, dims]
+    if isinstance(value_type, SequenceType):
+        return ["sequence", type_document(value_type.elem)]
+    if isinstance(value_type, OptionalType):
+        return ["optional", type_document(value_type.elem)]
+    raise GraphError(f"cannot save value type {value_type!r}")
+
+
+class GraphEncoder:
+    """Numbers the values of one top-level graph (and its subgraphs) as it writes them."""
+
+    def __init__(self, table: TensorTable):
+        self.table = table
+        self.ids: dict[Value, int] = {}
+
+    def graph(self, graph: Graph) -> dict:
+        inputs = [self.define(v) for v in graph.inputs]
+        nodes = [self.node(n) for n in graph.nodes]
+        return {"name": graph.name, "inputs": inputs, "nodes": nodes,
+                "outputs": [self.reference(v, f"output of graph {graph.name}") for v in graph.outputs]}
+
+    def define(self, value: Value) -> dict:
+        if value in self.ids:
+            raise GraphError(f"value %{value.name} is defined twice")
+        self.ids[value] = len(self.ids)
+        return {"id": self.ids[value], "name": value.name, "type": type_document(value.type)}
+
+    def reference(self, value: Value | None, where: str):
+        if value is None:
+            return None
+        try:
+            return self.ids[value]
+        except KeyError:
+            raise GraphError(f"{where}: %{value.name} is not defined before use") from None
+
+    def node(self, node: Node) -> dict:
+        where = f"{node.op} node {node.name!r}"
+        doc = {"op": node.op}
+        if node.name:
+            doc["name"] = node.name
+        doc["inputs"] = [self.reference(v, where) for v in node.inputs]
+        attrs = [self.attribute(node.op, key, value, where) for key, value in node.attrs.items()]
+        doc["outputs"] = [None if v is None else self.define(v) for v in node.outputs]
+        if attrs:
+            doc["attrs"] = attrs
+        return doc
+
+    def attribute(self, op: str, key: str, value, where: str) -> list:
+        spec = get_schema(op).attr_map.get(key)
+        if spec is None:
+            raise GraphError(f"{where}: op {op} has no attribute {key!r}")
+        if value is None:
+            return [key, "none", None]
+        kind = spec.kind
+        try:
+            return [key, kind, self._attribute_value(kind, value)]
+        except (TypeError, ValueError) as exc:
+            raise GraphError(f"{where}: attribute {key!r} is not a valid {kind}: {exc}") from None
+
+    def _attribute_value(self, kind: str, value):
+        if kind == "int":
+            return _int(value)
+        if kind == "float":
+            return float_to_document(value)
+        if kind == "str":
+            return _str(value)
+        if kind == "ints":
+            return [_int(v) for v in value]
+        if kind == "floats":
+            return [float_to_document(v) for v in value]
+        if kind == "strs":
+            return [_str(v) for v in value]
+        if kind == "dtype":
+            if not isinstance(value, DType):
+                raise TypeError(f"{value!r} is not a DType")
+            return value.value
+        if kind == "tensor":
+            if not isinstance(value, np.ndarray):
+                raise TypeError(f"{type(value).__name__} is not a numpy array")
+            DType.from_numpy(value.dtype)
+            return self.table.add(value)
+        if kind == "graph":
+            if not isinstance(value, Graph):
+                raise TypeError(f"{type(value).__name__} is not a Graph")
+            return self.graph(value)
+        raise TypeError(f"unknown attribute kind {kind}")
+
+
+def _int(value) -> int:
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    raise TypeError(f"{value!r} is not an integer")
+
+
+def _str(value) -> str:
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"{value!r} is not a string")
