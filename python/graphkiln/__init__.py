@@ -6,10 +6,12 @@
     prog = graphkiln.parse_onnx("model.onnx")
     prog.compile(graphkiln.get_target("ref"))
     outputs = prog.run({"x": x})
+    graphkiln.save(prog, "model.gkp")        # later: graphkiln.load("model.gkp").run(...)
 """
 
 from __future__ import annotations
 
+from .device import check_gpu_compatibility
 from .errors import (CompileError, FormatError, GraphError, GraphkilnError, ModelError,
                      ParseError, UnsupportedOperatorError)
 from .program import Program
@@ -17,24 +19,61 @@ from .targets import available_targets, get_target
 from .version import __version__
 
 
-def parse_onnx(path, input_shapes: dict | None = None, default_dim: int | None = 1) -> Program:
+def parse_onnx(path, input_shapes: dict | None = None, default_dim: int | None = 1, *,
+               max_tensor_bytes: int | None = None) -> Program:
     """Import an ONNX file. `input_shapes` fixes input dims by name; other symbolic dims
-    become `default_dim` (None keeps them symbolic)."""
-    from .frontends.onnx import graph_from_file
+    become `default_dim` (None keeps them symbolic). A tensor the model declares, reads from
+    external data or infers with a static shape that is larger than `max_tensor_bytes`
+    (default: GRAPHKILN_MAX_TENSOR_BYTES, else 4 GiB) is refused with a ModelError."""
+    from .frontends.onnx.importer import import_model, read_model_file
 
-    return Program(graph_from_file(path, input_shapes, default_dim))
+    model, _ = read_model_file(path, max_tensor_bytes)
+    return Program(import_model(model, input_shapes, default_dim, max_tensor_bytes))
 
 
 def parse_onnx_buffer(data: bytes, input_shapes: dict | None = None,
-                      default_dim: int | None = 1) -> Program:
-    """Import a serialized ONNX model (external data is refused)."""
-    from .frontends.onnx import graph_from_bytes
+                      default_dim: int | None = 1, *,
+                      max_tensor_bytes: int | None = None) -> Program:
+    """Import a serialized ONNX model (external data is refused); `max_tensor_bytes` as for
+    `parse_onnx`."""
+    from .frontends.onnx.importer import import_model, model_from_bytes
 
-    return Program(graph_from_bytes(data, input_shapes, default_dim))
+    return Program(import_model(model_from_bytes(data), input_shapes, default_dim,
+                                max_tensor_bytes))
+
+
+def save(program: Program, path, format: str = "msgpack") -> None:
+    """Save a program (compiled or not) as "msgpack" or "json"; see graphkiln.serialize."""
+    from .serialize import save as save_program
+
+    save_program(program, path, format)
+
+
+def save_buffer(program: Program, format: str = "msgpack") -> bytes:
+    """The saved program as bytes."""
+    from .serialize import save_buffer as save_program_buffer
+
+    return save_program_buffer(program, format)
+
+
+def load(path, **kwargs) -> Program:
+    """Load a saved program, ready to run when it was saved compiled. FormatError when the
+    file is not one, is damaged, is of a newer format or names a target this build lacks."""
+    from .serialize import load as load_program
+
+    return load_program(path, **kwargs)
+
+
+def load_buffer(data: bytes, **kwargs) -> Program:
+    """Load a program from bytes written by save_buffer (errors as load)."""
+    from .serialize import load_buffer as load_program_buffer
+
+    return load_program_buffer(data, **kwargs)
 
 
 __all__ = [
     "CompileError", "FormatError", "GraphError", "GraphkilnError", "ModelError", "ParseError",
-    "Program", "UnsupportedOperatorError", "__version__", "available_targets", "get_target",
-    "parse_onnx", "parse_onnx_buffer",
+    "Program", "UnsupportedOperatorError", "__version__", "available_targets",
+    "check_gpu_compatibility", "get_target",
+    "load", "load_buffer", "parse_onnx", "parse_onnx_buffer", "save", "save_buffer",
 ]

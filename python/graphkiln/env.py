@@ -12,6 +12,7 @@ VARIABLES = {
     "GRAPHKILN_DISABLE_PASSES": "comma-separated pass names the pass manager skips",
     "GRAPHKILN_TUNING_DB": "path of the kernel-tuning database",
     "GRAPHKILN_GPU_DUMP_SRC": "folder where generated GPU kernel sources are written",
+    "GRAPHKILN_FAKE_GPU_ARCH": "tests: the device check sees GPUs of these ISAs (gfx1100,sm_90; none)",
     "GRAPHKILN_MAX_TENSOR_BYTES": "largest tensor (bytes) an imported model may declare or "
                                   "infer; larger ones are refused (default 4 GiB)",
 }

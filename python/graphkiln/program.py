@@ -51,7 +51,15 @@ class Program:
 
     # -- running ------------------------------------------------------------------------
     def run(self, feeds: dict) -> list:
-        """Run once. `feeds` maps every parameter name to a numpy array of its type."""
+        """Run once. `feeds` maps every parameter name to a numpy array of its type (any
+        memory order or strides; a rank-0 parameter also takes a Python or numpy scalar).
+        Raises ValueError for missing / unknown names, dtypes and shapes, TypeError for
+        values that are not arrays, each message saying what was expected. Returns one array
+        per output, the caller's to keep or change (never shared with other runs).
+
+        Threads: a compiled program may be run from several threads at once. On `ref`, runs
+        overlap (they do not serialize): each run keeps its values to itself, and what runs
+        share (the compiled graph and its constants, which are read-only) is never written."""
         if self._executable is None:
             raise GraphkilnError("the program is not compiled: call program.compile('ref') "
                                  "(or another target) before run()")
@@ -114,18 +122,24 @@ def _check_one(name: str, expected, data, bound: dict[str, int]):
         # elements may differ in shape: each binds the element type's symbols on its own
         return [_check_one(f"{name}[{i}]", expected.elem, x, dict(bound))
                 for i, x in enumerate(data)]
-    if not isinstance(data, np.ndarray):
-        if np.isscalar(data) and isinstance(expected, TensorType) and expected.rank == 0:
-            data = np.asarray(data, dtype=expected.dtype.numpy)
-        else:
-            raise TypeError(f"input {name!r}: expected a numpy array of {expected}, "
-                            f"got {type(data).__name__}")
+    if isinstance(data, np.generic):  # a numpy scalar: a 0-d array of its own dtype
+        data = np.asarray(data)
+    elif not isinstance(data, np.ndarray):
+        data = _python_scalar(name, expected, data)
+    if isinstance(data, np.ma.MaskedArray):
+        raise TypeError(f"input {name!r}: masked arrays are not supported (the mask would be "
+                        "ignored); pass array.filled(value)")
     if not isinstance(expected, TensorType):
         return data
     want = expected.dtype.numpy
     if data.dtype != want and not (want == np.dtype(object) and data.dtype.kind in "OU"):
         raise ValueError(f"input {name!r}: expected dtype {expected.dtype.value} "
                          f"({want}), got {data.dtype}")
+    if want == np.dtype(object) and data.dtype.kind == "O":
+        wrong = next((x for x in data.flat if not isinstance(x, str)), None)
+        if wrong is not None:
+            raise TypeError(f"input {name!r}: expected str elements for {expected}, got an "
+                            f"element of type {type(wrong).__name__}")
     if expected.dims is None:
         return data
     if data.ndim != len(expected.dims):
@@ -140,3 +154,20 @@ def _check_one(name: str, expected, data, bound: dict[str, int]):
             raise ValueError(f"input {name!r}: expected shape {list(expected.dims)}, "
                              f"got {list(data.shape)}")
     return data
+
+
+_SCALAR_KINDS = {bool: "b", int: "biuf", float: "fc", complex: "c", str: "OU"}
+
+
+def _python_scalar(name: str, expected, data) -> np.ndarray:
+    """A Python bool / int / float / complex / str fed to a rank-0 tensor parameter, as an
+    array of the parameter's dtype when that loses nothing of its kind."""
+    kinds = _SCALAR_KINDS.get(type(data))
+    if (kinds is None or not isinstance(expected, TensorType) or expected.rank != 0
+            or expected.dtype.numpy.kind not in kinds):
+        raise TypeError(f"input {name!r}: expected a numpy array of {expected}, "
+                        f"got {type(data).__name__}")
+    try:
+        return np.asarray(data, dtype=expected.dtype.numpy)
+    except OverflowError:
+        raise ValueError(f"input {name!r}: {data!r} does not fit {expected}") from None

@@ -4,6 +4,10 @@
 
 #include <sstream>
 
+#ifdef GRAPHKILN_WITH_GPU
+#include "gpu/probe.hpp"
+#endif  // GRAPHKILN_WITH_GPU
+
 namespace graphkiln {
 namespace {
 
@@ -23,17 +27,26 @@ std::vector<std::string> split_targets(const std::string& list) {
   std::vector<std::string> out;
   std::istringstream in(list);
   std::string item;
-  while (std::getline(in, item, ';')) {
+  while (std::getline(in, item, ',')) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
 }
 
+std::string gpu_toolkit() {
+#ifdef GRAPHKILN_WITH_GPU
+  return gk_gpu_toolkit_version();
+#else
+  return "";
+#endif  // GRAPHKILN_WITH_GPU
+}
+
 }  // namespace
 
+// Compile-time facts only: no GPU runtime call, so it is safe before the device check.
 BuildInfo build_info() {
   return BuildInfo{GRAPHKILN_VERSION, compiler_name(), GRAPHKILN_GPU_PLATFORM,
-                   split_targets(GRAPHKILN_GPU_TARGETS)};
+                   split_targets(GRAPHKILN_GPU_TARGETS), gpu_toolkit()};
 }
 
 }  // namespace graphkiln

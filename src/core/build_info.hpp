@@ -13,6 +13,7 @@ struct BuildInfo {
   std::string compiler;
   std::string gpu_platform;              // "none", "amd" or "nvidia"
   std::vector<std::string> gpu_targets;  // ISAs compiled in (gfx90a, sm_90, ...)
+  std::string gpu_toolkit;               // "HIP 5.2.21153", "CUDA 13.0"; empty when CPU only
 };
 
 BuildInfo build_info();

@@ -3,9 +3,33 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <stdexcept>
+
 #include "core/build_info.hpp"
+#ifdef GRAPHKILN_WITH_GPU
+#include "gpu/probe.hpp"
+#endif  // GRAPHKILN_WITH_GPU
 
 namespace py = pybind11;
+
+namespace {
+
+py::dict gpu_probe_info() {
+#ifdef GRAPHKILN_WITH_GPU
+  const graphkiln::GpuProbeInfo info = graphkiln::gk_gpu_probe_info();
+  py::dict d;
+  d["runtime_version"] = info.runtime_version;
+  d["driver_version"] = info.driver_version;
+  d["device_count"] = info.device_count;
+  d["kernel_ran"] = info.kernel_ran;
+  d["error"] = info.error;
+  return d;
+#else
+  throw std::runtime_error("this graphkiln build has no GPU code (built without GPU_TARGETS)");
+#endif  // GRAPHKILN_WITH_GPU
+}
+
+}  // namespace
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "graphkiln's C++ core";
@@ -16,6 +40,11 @@ PYBIND11_MODULE(_core, m) {
     d["compiler"] = info.compiler;
     d["gpu_platform"] = info.gpu_platform;
     d["gpu_targets"] = info.gpu_targets;
+    d["gpu_toolkit"] = info.gpu_toolkit;
     return d;
-  }, "What this build contains: version, compiler, GPU platform and the GPU ISAs compiled in.");
+  }, "What this build contains: version, compiler, GPU platform, the GPU ISAs compiled in and "
+     "the HIP / CUDA version they were compiled with. Calls no GPU runtime.");
+  m.def("gpu_probe_info", &gpu_probe_info,
+        "GPU runtime and driver versions, device count, and whether the probe kernel ran. "
+        "Initializes the GPU runtime: call graphkiln.check_gpu_compatibility() first.");
 }

@@ -79,3 +79,56 @@ def test_external_data_from_a_buffer_is_refused():
     data = _model_with_external("w.bin").SerializeToString()
     with pytest.raises(graphkiln.ModelError, match="external file"):
         graphkiln.parse_onnx_buffer(data)
+
+
+def test_symlinked_parent_folder_escaping_is_refused(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "w.bin").write_bytes(b"\0" * 12)
+    sub = tmp_path / "model"
+    sub.mkdir()
+    os.symlink(outside, sub / "data")  # a folder link: data/w.bin is really outside/w.bin
+    path = _write(sub, "m.onnx", _model_with_external("data/w.bin"))
+    with pytest.raises(graphkiln.ModelError, match="outside the model's folder"):
+        graphkiln.parse_onnx(path)
+
+
+def test_model_folder_reached_through_a_symlink_still_reads_its_data(tmp_path, rng):
+    real = tmp_path / "real"
+    real.mkdir()
+    weights = rng.standard_normal(3).astype(np.float32)
+    (real / "w.bin").write_bytes(weights.tobytes())
+    _write(real, "m.onnx", _model_with_external("w.bin"))
+    os.symlink(real, tmp_path / "link")
+    x = rng.standard_normal(3).astype(np.float32)
+    (y,) = graphkiln.parse_onnx(tmp_path / "link" / "m.onnx").compile("ref").run({"x": x})
+    np.testing.assert_array_equal(y, x + weights)
+
+
+def test_location_with_nul_byte_is_refused(tmp_path):
+    (tmp_path / "w.bin").write_bytes(b"\0" * 12)
+    path = _write(tmp_path, "m.onnx", _model_with_external("w.bin\0.txt"))
+    with pytest.raises(graphkiln.ModelError, match="contains a NUL byte"):
+        graphkiln.parse_onnx(path)
+
+
+def test_location_naming_a_folder_is_refused(tmp_path):
+    (tmp_path / "weights").mkdir()
+    path = _write(tmp_path, "m.onnx", _model_with_external("weights"))
+    with pytest.raises(graphkiln.ModelError, match="'weights' is a folder"):
+        graphkiln.parse_onnx(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this platform")
+def test_location_naming_a_pipe_is_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "w.bin")
+    path = _write(tmp_path, "m.onnx", _model_with_external("w.bin"))
+    with pytest.raises(graphkiln.ModelError, match="not a regular file"):
+        graphkiln.parse_onnx(path)
+
+
+def test_external_data_longer_than_the_limit_is_refused(tmp_path):
+    (tmp_path / "w.bin").write_bytes(b"\0" * 12)
+    path = _write(tmp_path, "m.onnx", _model_with_external("w.bin"))
+    with pytest.raises(graphkiln.ModelError, match="12 bytes in 'w.bin' is over the limit of 8"):
+        graphkiln.parse_onnx(path, max_tensor_bytes=8)

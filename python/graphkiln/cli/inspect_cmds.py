@@ -4,10 +4,8 @@
 
 from __future__ import annotations
 
-import platform
 import sys
 
-from .. import __version__, env
 from ..ir import print_graph
 from .common import add_model_args, load_program
 
@@ -16,11 +14,24 @@ def setup_read(p):
     add_model_args(p)
     p.add_argument("--full", action="store_true",
                    help="print every constant's data (the text then parses back exactly)")
+    p.add_argument("--json", action="store_true",
+                   help="print the readable JSON form of the saved-program format instead "
+                        "(large tensors shortened unless --full)")
 
 
 def cmd_read(args) -> int:
     prog = load_program(args)
-    sys.stdout.write(print_graph(prog.graph, elide=not args.full))
+    if args.json:
+        from ..serialize import to_json_text
+
+        sys.stdout.write(to_json_text(prog, elide=not args.full))
+        return 0
+    graph = prog.graph
+    if prog.compiled_graph is not None:  # a saved compiled program: show what runs
+        graph = prog.compiled_graph
+        print(f"# saved program compiled for {prog.target.name} with {prog.options}; "
+              f"{len(prog.graph.nodes)} nodes as imported, {len(graph.nodes)} compiled")
+    sys.stdout.write(print_graph(graph, elide=not args.full))
     return 0
 
 
@@ -71,23 +82,6 @@ def setup_doctor(p):
 
 
 def cmd_doctor(args) -> int:
-    import numpy
-    import onnx
+    from .doctor import run_doctor
 
-    from ..targets import available_targets
-
-    print(f"graphkiln {__version__} on Python {platform.python_version()} ({platform.machine()})")
-    print(f"numpy {numpy.__version__}, onnx {onnx.__version__}")
-    try:
-        from .. import _core
-
-        info = _core.build_info()
-        targets = ", ".join(info["gpu_targets"]) or "none"
-        print(f"C++ core: {info['version']} built with {info['compiler']}; "
-              f"GPU platform {info['gpu_platform']}, ISAs {targets}")
-    except ImportError as exc:
-        print(f"C++ core: not importable ({exc}); install graphkiln with pip to build it")
-    print(f"targets: {', '.join(available_targets())}")
-    variables = env.set_variables()
-    print("environment:", ", ".join(f"{k}={v}" for k, v in variables.items()) or "no GRAPHKILN_* variable set")
-    return 0
+    return run_doctor(args)

@@ -2,7 +2,7 @@
 # Copyright graphkiln authors
 """ONNX importers of control flow with subgraphs: If, Loop, Scan."""
 
-from ...errors import UnsupportedOperatorError
+from ...errors import ModelError, UnsupportedOperatorError
 from ...ir import DType, Graph, OptionalType, SequenceType, TensorType, fresh_dim
 from .context import ImportContext
 
@@ -60,6 +60,9 @@ def loop_body_inputs(inputs, attrs, opset):
 
 def scan_body_inputs(inputs, attrs, opset):
     num_scan = attrs.get("num_scan_inputs", 0)
+    if not isinstance(num_scan, int) or not 0 <= num_scan <= len(inputs):
+        raise ModelError(f"Scan: num_scan_inputs={num_scan!r}, but the node has "
+                         f"{len(inputs)} inputs")
     if opset < 9:  # inputs: sequence_lens, then [batch, ...] states and [batch, seq, ...] inputs
         types = [None if v is None else _sliced(v.type, 0) for v in inputs[1:]]
         axes = (0,) * num_scan

@@ -40,7 +40,7 @@ def function_body(node: onnx.NodeProto, opset: int,
     context-dependent bodies, which ONNX builds from the node and its types."""
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
-    except onnx.defs.SchemaError:
+    except (onnx.defs.SchemaError, TypeError):  # TypeError: an opset beyond a C int
         return None
     data = b""
     # a body is written for one opset of its op: take the newest not after the model's
@@ -156,12 +156,14 @@ def import_function_body(importer, node: onnx.NodeProto, function: onnx.Function
     for entry in function.opset_import:
         body_opsets[entry.domain] = entry.version
     importer.opsets = body_opsets
+    importer.function_depth += 1  # resolved attribute references keep the caller's kinds
     try:
         for body_node in function.node:
             resolved = _resolve(body_node, attrs, missing, rename)
             _import_body_node(importer, resolved, graph, local, depth + 1)
     finally:
         importer.opsets = saved
+        importer.function_depth -= 1
 
     for formal, actual in zip(function.output, node.output):
         if not actual:

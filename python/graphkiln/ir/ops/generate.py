@@ -30,6 +30,9 @@ def _constant_of_shape(ctx):
 
 def range_count(start, limit, delta) -> int:
     """max(ceil((limit - start) / delta), 0), exactly for integers."""
+    if not np.all(np.isfinite(np.float64([start, limit, delta]))) or float(delta) == 0:
+        raise GraphError(f"Range needs finite start, limit and a non-zero delta, got "
+                         f"{start}, {limit}, {delta}")
     if all(np.issubdtype(np.asarray(v).dtype, np.integer) for v in (start, limit, delta)):
         span, step = int(limit) - int(start), int(delta)
         return max(-(-span // step), 0)

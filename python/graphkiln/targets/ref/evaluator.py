@@ -100,12 +100,27 @@ def _ops(graph: Graph) -> set[str]:
 
 
 class RefExecutable(Executable):
+    """Runs may overlap (from several threads): a run's values live in its own environment,
+    and the only data runs share, the graph's constants, is made read-only here so that no
+    kernel can change it for the others (outputs that are, or view, a constant are copied)."""
+
     def __init__(self, graph: Graph, kernels: dict[str, Callable]):
         self.graph = graph
         self.kernels = kernels
+        _freeze_constants(graph)
 
     def run(self, inputs) -> list:
-        return run_graph(self.graph, list(inputs), self.kernels)
+        outputs = run_graph(self.graph, list(inputs), self.kernels)
+        return [x.copy() if isinstance(x, np.ndarray) and not x.flags.writeable else x
+                for x in outputs]
+
+
+def _freeze_constants(graph: Graph) -> None:
+    for node in graph.nodes:
+        if node.op == "Constant" and isinstance(node.attrs.get("value"), np.ndarray):
+            node.attrs["value"].flags.writeable = False
+        for sub in node_subgraphs(node):
+            _freeze_constants(sub)
 
 
 def evaluate_node(node: Node, inputs: list, kernels: dict[str, Callable]) -> list:

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+#
+# What the wheel images run (and what CI runs directly, having no Docker engine): one wheel
+# per Python for one GPU flavor, repaired and checked by tools/build_wheels.py, into dist/.
+#   docker/build-wheels.sh GPU_ARCH [PYTHON...]
+# GPU_ARCH: gfx942 | sm_90 | all (fat) | cpu. PYTHON: interpreters (default: the manylinux
+# image's CPython 3.10-3.13, else python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+arch=${1:?usage: docker/build-wheels.sh GPU_ARCH [PYTHON...]}
+shift
+pythons=("$@")
+if [ "${#pythons[@]}" -eq 0 ]; then
+  for version in cp310-cp310 cp311-cp311 cp312-cp312 cp313-cp313; do
+    if [ -x "/opt/python/$version/bin/python" ]; then
+      pythons+=("/opt/python/$version/bin/python")
+    fi
+  done
+fi
+if [ "${#pythons[@]}" -eq 0 ]; then
+  pythons=(python3)
+fi
+
+target_args=()
+if [ "$arch" != "cpu" ]; then
+  target_args=(--gpu-targets "$arch")
+fi
+for python in "${pythons[@]}"; do
+  echo "== graphkiln wheel: GPU_ARCH=$arch, $("$python" --version)"
+  "$python" tools/build_wheels.py --build-isolation --out dist "${target_args[@]}"
+done

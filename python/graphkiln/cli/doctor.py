@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""`graphkiln doctor`: what is installed, what it was built with, what GPUs are here, and
+whether the installed wheel carries code for them."""
+
+from __future__ import annotations
+
+import platform
+
+from .. import __version__, env
+from ..device import check_gpu_compatibility
+
+
+def _distribution_lines(verdict) -> list[str]:
+    lines = [f"distribution: {verdict.distribution} (package version {__version__})"]
+    try:
+        from .. import _core
+    except ImportError as exc:
+        return lines + [f"C++ core: not importable ({exc}); install graphkiln with pip to build it"]
+    lines.append(f"C++ core: {_core.__file__}")
+    return lines
+
+
+def _build_lines(build: dict) -> list[str]:
+    if not build:
+        return []
+    isas = ", ".join(build["gpu_targets"]) or "none"
+    toolkit = build.get("gpu_toolkit") or "no GPU toolkit"
+    return [f"build: {build['version']} built with {build['compiler']}; GPU platform "
+            f"{build['gpu_platform']}, ISAs {isas}, {toolkit}"]
+
+
+def _device_lines(verdict) -> list[str]:
+    if not verdict.devices:
+        return ["GPUs: none found (hip-python, offload-arch, rocminfo, nvidia-smi)"]
+    return ["GPUs:"] + [f"  {i}: {d.name} ({d.arch}, from {d.source})"
+                        for i, d in enumerate(verdict.devices)]
+
+
+def run_doctor(args) -> int:
+    import numpy
+    import onnx
+
+    from ..targets import available_targets
+
+    verdict = check_gpu_compatibility()
+    print(f"graphkiln {__version__} on Python {platform.python_version()} ({platform.machine()})")
+    print(f"numpy {numpy.__version__}, onnx {onnx.__version__}")
+    for line in _distribution_lines(verdict) + _build_lines(verdict.build) + _device_lines(verdict):
+        print(line)
+    print(f"targets: {', '.join(available_targets())}")
+    variables = env.set_variables()
+    print("environment:", ", ".join(f"{k}={v}" for k, v in variables.items())
+          or "no GRAPHKILN_* variable set")
+    print(f"GPU check: {verdict.status}")
+    for line in verdict.message.splitlines():
+        print(f"  {line}")
+    return 0

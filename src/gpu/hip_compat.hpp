@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+//
+// The HIP names graphkiln uses, mapped to CUDA for nvcc. Add a name here when a .hip source
+// starts using it; include this header only through gpu/common.hpp.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#define GRAPHKILN_GPU_TOOLKIT "CUDA"
+#define GRAPHKILN_GPU_TOOLKIT_MAJOR (CUDART_VERSION / 1000)
+#define GRAPHKILN_GPU_TOOLKIT_MINOR (CUDART_VERSION % 1000 / 10)
+#define GRAPHKILN_GPU_TOOLKIT_PATCH 0
+
+using hipError_t = cudaError_t;
+constexpr hipError_t hipSuccess = cudaSuccess;
+constexpr cudaMemcpyKind hipMemcpyDeviceToHost = cudaMemcpyDeviceToHost;
+
+inline hipError_t hipRuntimeGetVersion(int* v) { return cudaRuntimeGetVersion(v); }
+inline hipError_t hipDriverGetVersion(int* v) { return cudaDriverGetVersion(v); }
+inline hipError_t hipGetDeviceCount(int* n) { return cudaGetDeviceCount(n); }
+inline hipError_t hipMalloc(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+inline hipError_t hipFree(void* p) { return cudaFree(p); }
+inline hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+inline hipError_t hipGetLastError() { return cudaGetLastError(); }
+inline hipError_t hipDeviceSynchronize() { return cudaDeviceSynchronize(); }
+inline const char* hipGetErrorString(hipError_t e) { return cudaGetErrorString(e); }
