@@ -210,15 +210,20 @@ def _attr(toks: _Tokens, kind: str, graph: Graph, scope: dict[str, Value]):
     if kind == "dtype":
         return DType.parse(toks.expect_kind("ident"))
     if kind in ("ints", "floats", "strs"):
-        toks.expect("[")
-        items = []
-        while not toks.accept("]"):
-            items.append(_scalar(toks))
-            if not toks.accept(","):
-                toks.expect("]")
-                break
-        return tuple(items)
+        return tuple(_scalar_list(toks))
     return _scalar(toks)
+
+
+def _scalar_list(toks: _Tokens) -> list:
+    """`[a, b, ...]` of numbers, strings or booleans."""
+    toks.expect("[")
+    items = []
+    while not toks.accept("]"):
+        items.append(_scalar(toks))
+        if not toks.accept(","):
+            toks.expect("]")
+            break
+    return items
 
 
 def _scalar(toks: _Tokens):
@@ -243,13 +248,7 @@ def _tensor(toks: _Tokens) -> np.ndarray:
         if len(raw) != int(np.prod(ttype.dims)) * np_dtype.itemsize:
             raise toks.error(f"tensor data has {len(raw)} bytes, expected {ttype}")
         return np.frombuffer(raw, dtype=np_dtype).reshape(ttype.dims).copy()
-    toks.expect("[")
-    items = []
-    while not toks.accept("]"):
-        items.append(_scalar(toks))
-        if not toks.accept(","):
-            toks.expect("]")
-            break
+    items = _scalar_list(toks)
     if len(items) != int(np.prod(ttype.dims)):
         raise toks.error(f"tensor has {len(items)} elements, expected {ttype}")
     if ttype.dtype is DType.str:
