@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     except GraphkilnError as exc:
         print(f"graphkiln {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RuntimeError) as exc:  # bad input, or a kernel failing on it
         print(f"graphkiln {args.command}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
