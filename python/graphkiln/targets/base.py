@@ -42,7 +42,8 @@ class Target:
 
 
 def as_outputs(result) -> list:
-    """A kernel's return value as a list of outputs."""
+    """A kernel's return value as a list of outputs: a tuple or list holds one item per
+    output (so a kernel returning a sequence value returns it in a 1-tuple)."""
     if isinstance(result, (tuple, list)) and not isinstance(result, np.ndarray):
         return list(result)
     return [result]

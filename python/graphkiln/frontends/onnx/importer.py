@@ -149,17 +149,15 @@ class _Importer:
     def node(self, node: onnx.NodeProto, graph: Graph, scope: dict[str, Value]) -> None:
         op, label = node.op_type, node.name or (node.output[0] if node.output else node.op_type)
         domain = node.domain
-        default_opset = self.opsets.get("", self.opsets.get("ai.onnx"))
-        if domain not in DEFAULT_DOMAINS or not find_converter(op, default_opset)[0]:
-            # no converter: an op ONNX defines as a function is imported as its body
-            if expand_function(self, node, graph, scope, default_opset):
-                return
-        opset = self.opsets.get(domain)
-        if domain not in DEFAULT_DOMAINS:
-            raise UnsupportedOperatorError(op, label, domain, opset,
-                                           "graphkiln imports the default ONNX domain only")
         opset = self.opsets.get("", self.opsets.get("ai.onnx"))
-        found, converter = find_converter(op, opset)
+        default_domain = domain in DEFAULT_DOMAINS
+        found, converter = find_converter(op, opset) if default_domain else (False, None)
+        # no converter: an op ONNX defines as a function is imported as its body
+        if not found and expand_function(self, node, graph, scope, opset):
+            return
+        if not default_domain:
+            raise UnsupportedOperatorError(op, label, domain, self.opsets.get(domain),
+                                           "graphkiln imports the default ONNX domain only")
         if not found:
             raise UnsupportedOperatorError(op, label, domain, opset, _nearby(op, opset))
         inputs = []

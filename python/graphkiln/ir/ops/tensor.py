@@ -258,28 +258,28 @@ def _dropout(ctx):
     return [data, TensorType(DType.bool, data.dims)]
 
 
-def _depth_to_space(ctx):
-    data = ctx.tensor(0)
-    b = ctx.attrs["blocksize"]
-    if data.dims is None:
-        return [infer.unknown(data.dtype, 4)]
-    _need_rank(ctx, data, 4, 4)
-    n, c, h, w = data.dims
-    scale = lambda d, f: d * f if isinstance(d, int) else fresh_dim()  # noqa: E731
-    return [TensorType(data.dtype, (n, c // (b * b) if isinstance(c, int) else fresh_dim(),
-                                    scale(h, b), scale(w, b)))]
+def _rearrange_blocks(channel_factor, spatial_factor):
+    """Type of DepthToSpace / SpaceToDepth: channels and spatial dims scaled by the block."""
+
+    def infer_blocks(ctx):
+        data = ctx.tensor(0)
+        if data.dims is None:
+            return [infer.unknown(data.dtype, 4)]
+        _need_rank(ctx, data, 4, 4)
+        b = ctx.attrs["blocksize"]
+        n, c, h, w = data.dims
+
+        def scaled(d, factor):
+            return factor(d, b) if isinstance(d, int) else fresh_dim()
+
+        return [TensorType(data.dtype, (n, scaled(c, channel_factor),
+                                        scaled(h, spatial_factor), scaled(w, spatial_factor)))]
+
+    return infer_blocks
 
 
-def _space_to_depth(ctx):
-    data = ctx.tensor(0)
-    b = ctx.attrs["blocksize"]
-    if data.dims is None:
-        return [infer.unknown(data.dtype, 4)]
-    _need_rank(ctx, data, 4, 4)
-    n, c, h, w = data.dims
-    shrink = lambda d: d // b if isinstance(d, int) else fresh_dim()  # noqa: E731
-    return [TensorType(data.dtype, (n, c * b * b if isinstance(c, int) else fresh_dim(),
-                                    shrink(h), shrink(w)))]
+_depth_to_space = _rearrange_blocks(lambda d, b: d // (b * b), lambda d, b: d * b)
+_space_to_depth = _rearrange_blocks(lambda d, b: d * b * b, lambda d, b: d // b)
 
 
 define("Identity", ("input",), ("output",), (), infer.same_as(0))

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...errors import CompileError, GraphkilnError
-from ...ir import Graph, Node, SequenceType, TensorType
+from ...ir import Graph, Node, TensorType
 from ...ir.graph import node_subgraphs
 from ..base import Executable, as_outputs
 
@@ -51,7 +51,7 @@ def _run_node(node: Node, env, kernels: dict[str, Callable]) -> None:
     attrs = {k: (Subgraph(v, kernels, env) if isinstance(v, Graph) else v)
              for k, v in node.attrs.items()}
     try:
-        results = _outputs(node, fn(*args, **attrs))
+        results = as_outputs(fn(*args, **attrs))
     except GraphkilnError:
         raise
     except Exception as exc:
@@ -63,16 +63,6 @@ def _run_node(node: Node, env, kernels: dict[str, Callable]) -> None:
         if isinstance(value.type, TensorType):
             result = _as_tensor(result, value.type)
         env[value] = result
-
-
-def _outputs(node: Node, result) -> list:
-    """A tuple is one item per output; a list is a sequence value when the node's only
-    output is a sequence, else one item per output."""
-    if isinstance(result, list) and len(node.outputs) == 1 and isinstance(
-            node.outputs[0].type if node.outputs[0] is not None else None, SequenceType):
-        nested = len(result) == 1 and isinstance(result[0], list)
-        return result if nested else [result]
-    return as_outputs(result)
 
 
 def _as_tensor(result: Any, expected: TensorType) -> np.ndarray:
