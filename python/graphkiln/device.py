@@ -202,7 +202,9 @@ def check_gpu_compatibility() -> Verdict:
     distribution = _distribution()
     found = devices()  # first: hip-python must meet the HIP runtime before _core's code objects
     try:
-        from . import _core
+        from ._native import load_core
+
+        _core = load_core()
     except ImportError as exc:
         return Verdict("no-core", found, {}, distribution,
                        message=f"graphkiln._core is not importable ({exc}): only `ref` runs "
@@ -234,6 +236,6 @@ def require_gpu() -> Verdict:
 def gpu_probe_info() -> dict:
     """The GPU runtime's versions and a probe-kernel run, after require_gpu() passed."""
     require_gpu()
-    from . import _core
+    from ._native import load_core
 
-    return _core.gpu_probe_info()
+    return load_core().gpu_probe_info()

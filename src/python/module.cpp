@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/build_info.hpp"
+#include "python/executor_bindings.hpp"
 #ifdef GRAPHKILN_WITH_GPU
 #include "gpu/probe.hpp"
 #endif  // GRAPHKILN_WITH_GPU
@@ -44,6 +45,7 @@ PYBIND11_MODULE(_core, m) {
     return d;
   }, "What this build contains: version, compiler, GPU platform, the GPU ISAs compiled in and "
      "the HIP / CUDA version they were compiled with. Calls no GPU runtime.");
+  graphkiln::bind_executor(m);
   m.def("gpu_probe_info", &gpu_probe_info,
         "GPU runtime and driver versions, device count, and whether the probe kernel ran. "
         "Initializes the GPU runtime: call graphkiln.check_gpu_compatibility() first.");

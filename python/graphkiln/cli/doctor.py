@@ -14,7 +14,8 @@ from ..device import check_gpu_compatibility
 def _distribution_lines(verdict) -> list[str]:
     lines = [f"distribution: {verdict.distribution} (package version {__version__})"]
     try:
-        from .. import _core
+        from .._native import load_core
+        _core = load_core()
     except ImportError as exc:
         return lines + [f"C++ core: not importable ({exc}); install graphkiln with pip to build it"]
     lines.append(f"C++ core: {_core.__file__}")

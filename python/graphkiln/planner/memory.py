@@ -77,20 +77,32 @@ def plan_memory(graph: Graph) -> MemoryPlan:
             start[out] = index
             members[out] = [out]
     buffers = sorted(start, key=lambda v: (-_bytes(v), start[v]))
-    placed: list[tuple[int, int, int, int]] = []  # (offset, size, first, last)
+    offsets, plan.arena_bytes = place_buffers(
+        [(v, _bytes(v), start[v], group_end(v)) for v in buffers])
     for v in buffers:
-        size = _aligned(max(_bytes(v), 1))
-        first, last = start[v], group_end(v)
+        for m in members[v]:
+            plan.offsets[m] = offsets[v]
+    return plan
+
+
+def place_buffers(buffers) -> tuple[dict, int]:
+    """Greedy placement of (key, bytes, first step, last step) in the given order (largest
+    first works best): each at the lowest aligned offset overlapping no buffer live at the
+    same time. Returns ({key: offset}, arena bytes)."""
+    placed: list[tuple[int, int, int, int]] = []  # (offset, size, first, last)
+    offsets: dict = {}
+    total = 0
+    for key, nbytes, first, last in buffers:
+        size = _aligned(max(nbytes, 1))
         offset = 0
         for o, s, b, e in sorted(p for p in placed if not (p[3] < first or last < p[2])):
             if offset + size <= o:
                 break
             offset = max(offset, o + s)
         placed.append((offset, size, first, last))
-        for m in members[v]:
-            plan.offsets[m] = offset
-        plan.arena_bytes = max(plan.arena_bytes, offset + size)
-    return plan
+        offsets[key] = offset
+        total = max(total, offset + size)
+    return offsets, total
 
 
 def _reusable_input(node, out, find, group_end, index, start, nbytes):

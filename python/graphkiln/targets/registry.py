@@ -10,6 +10,7 @@ from .base import Target
 
 _TARGETS = {
     "ref": ("graphkiln.targets.ref.target", "RefTarget"),
+    "cpu": ("graphkiln.targets.cpu.target", "CpuTarget"),
 }
 
 

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Which tensors the cpu target keeps channels-last (N, spatial..., C in memory).
+
+oneDNN's fast convolution and pooling kernels work on channels-last data; keeping the
+activations of a CNN in that layout between them saves a reorder per kernel. Producers:
+convolutions and poolings. Pointwise nodes keep the layout of a same-shape input; Concat
+along channels keeps it when all its inputs have it. Graph outputs stay plain; consumers
+that need plain data get one reorder (LoweringContext.input)."""
+
+from __future__ import annotations
+
+from ...ir import DType, Node, TensorType, Value
+from ...passes.op_classes import POINTWISE
+
+PRODUCERS = frozenset({"Conv", "MaxPool", "AveragePool"})
+
+
+def _candidate(value: Value | None) -> bool:
+    t = value.type if value is not None else None
+    return (isinstance(t, TensorType) and t.dtype == DType.f32 and t.dims is not None
+            and len(t.dims) == 4 and all(isinstance(d, int) for d in t.dims)
+            and t.dims[1] > 1 and t.dims[2] * t.dims[3] > 1)
+
+
+def _is_pointwise(node: Node) -> bool:
+    return node.op in POINTWISE or (node.op == "Fused" and node.attrs.get("kind") == "pointwise")
+
+
+def channels_last_values(nodes: list[Node], outputs: set[Value],
+                         readers: dict[Value, list[Node]]) -> set[Value]:
+    chosen: set[Value] = set()
+    for node in nodes:
+        out = node.outputs[0] if node.outputs else None
+        if not _candidate(out) or out in outputs:
+            continue
+        kind = node.attrs.get("kind") if node.op == "Fused" else None
+        if node.op in PRODUCERS or kind == "conv":
+            chosen.add(out)
+        elif _is_pointwise(node):
+            if any(v in chosen and v.type.dims == out.type.dims for v in node.inputs):
+                chosen.add(out)
+        elif node.op == "Concat" and node.attrs.get("axis") in (1, -3):
+            if all(v in chosen for v in node.inputs if v is not None):
+                chosen.add(out)
+    return chosen

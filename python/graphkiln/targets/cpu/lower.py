@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Lowering: IR nodes (static shapes) -> a Plan of kernel calls. Each op's lowering is a
+function `lower(node, ctx)` in a lower_<family>.py module, listed in table.py; it asks the
+LoweringContext for its input and output slots and emits steps."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ...ir import DType, Graph, Node, TensorType, Value
+from .layout import channels_last_values
+from .plan import (ARENA, CHANNELS_LAST, CONSTANT, INPUT, OUTPUT, PLAIN, Plan, Slot, Step,
+                   Storage, itemsize)
+
+
+class LoweringError(ValueError):
+    """A node the cpu target cannot lower (unsupported op, attribute or dynamic shape)."""
+
+
+def static_dims(value: Value) -> tuple[int, ...]:
+    t = value.type
+    if not isinstance(t, TensorType) or t.dims is None:
+        raise LoweringError(f"value {value.name!r} is not a tensor of known rank")
+    if not all(isinstance(d, int) for d in t.dims):
+        raise LoweringError(f"value {value.name!r} has dynamic dims {t.dims}; the cpu target "
+                            "compiles a plan per input shape and needs every dim known")
+    return tuple(t.dims)
+
+
+def plain_attrs(node: Node, skip: Sequence[str] = ()) -> dict:
+    """The node's attributes as kernel attributes: ints, floats, strings and lists of them
+    (dtypes as their short names); graphs and tensors are left out."""
+    out = {}
+    for name, value in node.attrs.items():
+        if name in skip or value is None:
+            continue
+        converted = _plain(value)
+        if converted is not None:
+            out[name] = converted
+    return out
+
+
+def _plain(value):
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, DType):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        items = [_plain(v) for v in value]
+        if any(i is None or isinstance(i, (list, tuple)) for i in items):
+            return None
+        if any(isinstance(i, float) for i in items) and all(isinstance(i, (int, float)) for i in items):
+            return [float(i) for i in items]
+        return items
+    return None
+
+
+class LoweringContext:
+    def __init__(self, nodes: list[Node], inputs: list[Value], outputs: list[Value],
+                 lowerings: dict[str, Callable]):
+        self.plan = Plan()
+        self.lowerings = lowerings
+        self.nodes = nodes
+        self.graph_outputs = list(outputs)
+        self._slot: dict[Value, int] = {}
+        self._plain_copy: dict[int, int] = {}
+        self._output_index: dict[Value, int] = {}
+        for index, v in enumerate(outputs):
+            self._output_index.setdefault(v, index)
+        readers: dict[Value, list[Node]] = {}
+        for node in nodes:
+            for v in node.inputs:
+                if v is not None:
+                    readers.setdefault(v, []).append(node)
+        self.readers = readers
+        self.channels_last = channels_last_values(nodes, set(outputs), readers)
+        for index, v in enumerate(inputs):
+            storage = self._storage(INPUT, _nbytes(v), index)
+            self.plan.input_slots.append(self._new_slot(v, PLAIN, storage))
+
+    # -- slots -------------------------------------------------------------------------
+    def _storage(self, kind: int, nbytes: int, index: int = 0) -> int:
+        self.plan.storages.append(Storage(kind, nbytes, index))
+        return len(self.plan.storages) - 1
+
+    def _new_slot(self, value: Value | None, layout: str, storage: int,
+                  dtype: DType | None = None, dims=None, byte_offset: int = 0) -> int:
+        if value is not None:
+            dtype, dims = value.type.dtype, static_dims(value)
+        self.plan.slots.append(Slot(dtype, tuple(int(d) for d in dims), layout, storage,
+                                    byte_offset))
+        slot = len(self.plan.slots) - 1
+        if value is not None:
+            self._slot[value] = slot
+        return slot
+
+    def slot_of(self, value: Value) -> int:
+        """The slot already holding `value` (a constant gets one on first use)."""
+        if value in self._slot:
+            return self._slot[value]
+        data = value.constant
+        if data is None:
+            raise LoweringError(f"value {value.name!r} is read before it is computed")
+        return self.constant(np.asarray(data), value)
+
+    def input(self, value: Value | None, layouts: Sequence[str] = (PLAIN,)) -> int | None:
+        """The slot to read `value` from, in one of `layouts` (a reorder is inserted, once
+        per value, when it lives in another layout)."""
+        if value is None:
+            return None
+        slot = self.slot_of(value)
+        if self.plan.slots[slot].layout in layouts:
+            return slot
+        if slot not in self._plain_copy:
+            src = self.plan.slots[slot]
+            copy = self.temp(src.dtype, src.dims, PLAIN)
+            self.emit("Copy", [slot], [copy], {}, f"{value.name}/to_plain")
+            self._plain_copy[slot] = copy
+        return self._plain_copy[slot]
+
+    def output(self, value: Value, layouts: Sequence[str] = (PLAIN,)) -> int:
+        """A new slot for a node output: a graph output is written straight into the
+        caller's array (plain); channels-last where the layout analysis chose it and the
+        kernel accepts it."""
+        if value in self._output_index and value not in self._slot:
+            storage = self._storage(OUTPUT, _nbytes(value), self._output_index[value])
+            return self._new_slot(value, PLAIN, storage)
+        layout = CHANNELS_LAST if (CHANNELS_LAST in layouts and value in self.channels_last) else PLAIN
+        return self._new_slot(value, layout, self._storage(ARENA, _nbytes(value)))
+
+    def temp(self, dtype: DType, dims, layout: str = PLAIN) -> int:
+        nbytes = int(np.prod(dims, dtype=np.int64)) * itemsize(dtype)
+        return self._new_slot(None, layout, self._storage(ARENA, nbytes), dtype, dims)
+
+    def constant(self, array: np.ndarray, value: Value | None = None,
+                 dtype: DType | None = None) -> int:
+        """A constant slot holding `array` (C-contiguous); bound to `value` when given."""
+        array = np.ascontiguousarray(array)
+        self.plan.constants.append(array)
+        storage = self._storage(CONSTANT, array.nbytes, len(self.plan.constants) - 1)
+        if value is not None:
+            return self._new_slot(value, PLAIN, storage)
+        return self._new_slot(None, PLAIN, storage, dtype or DType.from_numpy(array.dtype),
+                              array.shape)
+
+    def alias(self, value: Value | None, slot: int, dims=None) -> int:
+        """A view of `slot`'s bytes (same data, `value`'s dims or `dims`); plain data only."""
+        src = self.plan.slots[slot]
+        if value is not None:
+            return self._new_slot(value, src.layout, src.storage, byte_offset=src.byte_offset)
+        return self._new_slot(None, src.layout, src.storage, src.dtype, dims, src.byte_offset)
+
+    def is_graph_output(self, value: Value) -> bool:
+        return value in self._output_index
+
+    def slot(self, slot_id: int) -> Slot:
+        return self.plan.slots[slot_id]
+
+    def emit(self, kernel: str, inputs: list[int | None], outputs: list[int],
+             attrs: dict | None = None, name: str = "") -> None:
+        self.plan.steps.append(Step(kernel, list(inputs), list(outputs), dict(attrs or {}),
+                                    name))
+
+    # -- whole segment -----------------------------------------------------------------
+    def lower_all(self) -> Plan:
+        for node in self.nodes:
+            if node.op == "Constant":
+                continue
+            lower = self.lowerings.get(node.op)
+            if lower is None:
+                raise LoweringError(f"the cpu target has no kernel for {node.op} "
+                                    f"(node {node.name!r})")
+            lower(node, self)
+        for index, value in enumerate(self.graph_outputs):
+            slot = self.slot_of(value)
+            storage = self.plan.storages[self.plan.slots[slot].storage]
+            if storage.kind == OUTPUT and storage.index == index:
+                continue
+            target = self._new_slot(None, PLAIN, self._storage(OUTPUT, _nbytes(value), index),
+                                    value.type.dtype, static_dims(value))
+            self.emit("Copy", [slot], [target], {}, f"{value.name}/output")
+        self.plan.output_slots = [self._output_slot(i) for i in range(len(self.graph_outputs))]
+        self.plan.place_arena()
+        return self.plan
+
+    def _output_slot(self, index: int) -> int:
+        for slot_id, slot in enumerate(self.plan.slots):
+            storage = self.plan.storages[slot.storage]
+            if storage.kind == OUTPUT and storage.index == index:
+                return slot_id
+        raise LoweringError(f"graph output {index} was never written")
+
+
+def _nbytes(value: Value) -> int:
+    return int(np.prod(static_dims(value), dtype=np.int64)) * itemsize(value.type.dtype)

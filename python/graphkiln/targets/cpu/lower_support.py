@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Whether the cpu target can run a node: a lowering exists for its op, the lowering's
+optional `supports(node)` predicate accepts it, and every tensor it touches has static
+dims and an element type the kernels handle."""
+
+from __future__ import annotations
+
+from ...ir import DType, Node, TensorType
+
+KERNEL_DTYPES = frozenset({DType.f32, DType.f64, DType.f16, DType.bf16, DType.i8, DType.i16,
+                           DType.i32, DType.i64, DType.u8, DType.u16, DType.u32, DType.u64,
+                           DType.bool})
+
+
+def _static_tensor(value) -> bool:
+    t = value.type
+    return (isinstance(t, TensorType) and t.dims is not None and t.dtype in KERNEL_DTYPES
+            and all(isinstance(d, int) for d in t.dims))
+
+
+def node_supported(node: Node, lowerings: dict) -> bool:
+    lower = lowerings.get(node.op)
+    if lower is None:
+        return False
+    values = [v for v in (*node.inputs, *node.outputs) if v is not None]
+    if not all(_static_tensor(v) for v in values):
+        return False
+    check = getattr(lower, "supports", None)
+    return check is None or bool(check(node))
+
+
+def supports(predicate):
+    """Decorator: attach `predicate(node) -> bool` to a lowering function."""
+    def attach(lower):
+        lower.supports = predicate
+        return lower
+    return attach

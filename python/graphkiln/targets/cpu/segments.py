@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""A specialized graph as segments run in order: plans for the C++ executor and, only with
+fallback='ref', runs of nodes the cpu target lacks, evaluated by the ref target."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import Graph, Node, Value
+from .lower import LoweringContext, LoweringError
+from .lower_support import node_supported
+from .table import LOWERINGS
+
+
+class Segment:
+    graph_inputs: list[Value] = []
+    graph_outputs: list[Value] = []
+    num_steps = 0
+    arena_bytes = 0
+    ref_nodes = 0
+
+    def run(self, env: dict) -> None:
+        raise NotImplementedError
+
+
+class PlanSegment(Segment):
+    def __init__(self, nodes: list[Node], inputs: list[Value], outputs: list[Value],
+                 threads: int):
+        from ..._native import load_core
+
+        plan = LoweringContext(nodes, inputs, outputs, LOWERINGS).lower_all()
+        self.inputs, self.outputs = inputs, outputs
+        self.input_dtypes = [v.type.dtype.numpy for v in inputs]
+        specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
+                               for s in slots]
+        self.executor = load_core().Executor(plan.executor_steps(), plan.constants,
+                                             plan.arena_bytes, specs(plan.input_slots),
+                                             specs(plan.output_slots), threads)
+        self.plan = plan
+        self.num_steps = len(plan.steps)
+        self.arena_bytes = plan.arena_bytes
+
+    def run(self, env: dict) -> None:
+        arrays = [np.ascontiguousarray(env[v], dtype=dt)
+                  for v, dt in zip(self.inputs, self.input_dtypes)]
+        env.update(zip(self.outputs, self.executor.run(arrays)))
+
+
+class RefSegment(Segment):
+    def __init__(self, nodes: list[Node]):
+        self.nodes = nodes
+        self.ref_nodes = len(nodes)
+
+    def run(self, env: dict) -> None:
+        from ..ref.target import evaluate
+
+        for node in self.nodes:
+            args = [None if v is None else (env[v] if v in env else v.constant)
+                    for v in node.inputs]
+            for value, result in zip(node.outputs, evaluate(node, args)):
+                if value is not None:
+                    env[value] = result
+
+
+def split_segments(graph: Graph, fallback: bool, threads: int) -> list[Segment]:
+    nodes = [n for n in graph.nodes if n.op != "Constant"]
+    runs: list[tuple[bool, list[Node]]] = []
+    for node in nodes:
+        native = node_supported(node, LOWERINGS)
+        if not native and not fallback:
+            raise LoweringError(f"the cpu target cannot run {node.op} node {node.name!r} "
+                                "(no kernel, or dynamic shapes); compile(..., fallback='ref') "
+                                "runs it on ref")
+        if runs and runs[-1][0] == native:
+            runs[-1][1].append(node)
+        else:
+            runs.append((native, [node]))
+    if len(runs) <= 1 and (not runs or runs[0][0]):
+        segments: list[Segment] = [PlanSegment(nodes, list(graph.inputs), list(graph.outputs),
+                                               threads)]
+    else:
+        segments = _mixed(graph, runs, threads)
+    for s in segments:
+        s.graph_inputs, s.graph_outputs = list(graph.inputs), list(graph.outputs)
+    return segments
+
+
+def _mixed(graph: Graph, runs, threads: int) -> list[Segment]:
+    later_reads: list[set[Value]] = []
+    reads: set[Value] = set(graph.outputs)
+    for _, run_nodes in reversed(runs):
+        later_reads.append(set(reads))
+        for n in run_nodes:
+            reads.update(v for v in n.inputs if v is not None)
+    later_reads.reverse()
+    segments: list[Segment] = []
+    for (native, run_nodes), after in zip(runs, later_reads):
+        if not native:
+            segments.append(RefSegment(run_nodes))
+            continue
+        produced = {v for n in run_nodes for v in n.outputs if v is not None}
+        inputs: list[Value] = []
+        for n in run_nodes:
+            for v in n.inputs:
+                if v is not None and v not in produced and v.constant is None and v not in inputs:
+                    inputs.append(v)
+        outputs = [v for n in run_nodes for v in n.outputs if v is not None and v in after]
+        segments.append(PlanSegment(run_nodes, inputs, outputs, threads))
+    return segments

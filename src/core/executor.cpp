@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+#include "core/executor.hpp"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+
+namespace graphkiln {
+
+namespace {
+constexpr size_t kArenaAlign = 64;
+}
+
+Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constants,
+                   int64_t arena_bytes, int num_threads)
+    : constants_(std::move(constants)), arena_bytes_(arena_bytes), num_threads_(num_threads) {
+  if (arena_bytes_ < 0) throw std::invalid_argument("negative arena size");
+  if (arena_bytes_ > 0) {
+    const size_t size = (static_cast<size_t>(arena_bytes_) + kArenaAlign - 1) / kArenaAlign *
+                        kArenaAlign;
+    arena_ = static_cast<unsigned char*>(std::aligned_alloc(kArenaAlign, size));
+    if (!arena_)
+      throw std::bad_alloc();
+  }
+  set_num_threads(num_threads_);
+  steps_.reserve(steps.size());
+  for (auto& s : steps) {
+    if (s.inputs.size() != s.spec.inputs.size() || s.outputs.size() != s.spec.outputs.size())
+      throw std::invalid_argument("step '" + s.spec.name + "': tensor references and "
+                                  "descriptions differ in number");
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      const TensorRef& r = s.inputs[i];
+      if (s.spec.has_input(i) && r.storage == Storage::constant) {
+        if (r.index < 0 || r.index >= static_cast<int64_t>(constants_.size()))
+          throw std::invalid_argument("step '" + s.spec.name + "': bad constant index");
+        s.spec.inputs[i].constant =
+            static_cast<const unsigned char*>(constants_[r.index]) + r.offset;
+      }
+    }
+    for (const TensorRef& r : s.outputs)
+      if (r.storage == Storage::constant || r.storage == Storage::input)
+        throw std::invalid_argument("step '" + s.spec.name + "' writes a constant or an input");
+    Step step;
+    step.kernel = make_kernel(s.spec);
+    step.inputs = std::move(s.inputs);
+    step.outputs = std::move(s.outputs);
+    step.present = s.spec.present;
+    step.present.resize(step.inputs.size(), true);
+    step.in_ptrs.resize(step.inputs.size());
+    step.out_ptrs.resize(step.outputs.size());
+    steps_.push_back(std::move(step));
+  }
+}
+
+Executor::~Executor() { std::free(arena_); }
+
+void Executor::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  set_num_threads(num_threads_);
+  auto resolve = [&](const TensorRef& r) -> unsigned char* {
+    switch (r.storage) {
+      case Storage::arena: return arena_ + r.offset;
+      case Storage::constant:
+        return const_cast<unsigned char*>(static_cast<const unsigned char*>(constants_[r.index])) +
+               r.offset;
+      case Storage::input:
+        return const_cast<unsigned char*>(static_cast<const unsigned char*>(inputs[r.index])) +
+               r.offset;
+      case Storage::output: return static_cast<unsigned char*>(outputs[r.index]) + r.offset;
+    }
+    return nullptr;
+  };
+  for (Step& step : steps_) {
+    for (size_t i = 0; i < step.inputs.size(); ++i)
+      step.in_ptrs[i] = step.present[i] ? resolve(step.inputs[i]) : nullptr;
+    for (size_t i = 0; i < step.outputs.size(); ++i) step.out_ptrs[i] = resolve(step.outputs[i]);
+    step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data());
+  }
+}
+
+void set_num_threads(int n) {
+  if (n > 0) omp_set_num_threads(n);
+}
+
+int max_threads() { return omp_get_max_threads(); }
+
+}  // namespace graphkiln

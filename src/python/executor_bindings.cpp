@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// graphkiln._core.Executor: builds the plan written by targets/cpu/lower.py and runs it
+// with numpy arrays in and out, the GIL released while kernels run.
+#include "python/executor_bindings.hpp"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/executor.hpp"
+
+namespace py = pybind11;
+
+namespace graphkiln {
+
+namespace {
+
+struct ArraySpec {
+  py::dtype dtype;
+  std::vector<int64_t> shape;
+};
+
+TensorInfo tensor_info(const py::dict& d) {
+  TensorInfo t;
+  t.dtype = dtype_from_name(d["dtype"].cast<std::string>());
+  t.dims = d["dims"].cast<std::vector<int64_t>>();
+  t.strides = d["strides"].cast<std::vector<int64_t>>();
+  if (t.strides.size() != t.dims.size()) throw std::invalid_argument("strides and dims differ");
+  return t;
+}
+
+TensorRef tensor_ref(const py::dict& d) {
+  auto ref = d["ref"].cast<std::tuple<int, int64_t, int64_t>>();
+  TensorRef r;
+  const int storage = std::get<0>(ref);
+  if (storage < 0 || storage > 3) throw std::invalid_argument("bad storage kind");
+  r.storage = static_cast<Storage>(storage);
+  r.index = std::get<1>(ref);
+  r.offset = std::get<2>(ref);
+  return r;
+}
+
+StepSpec step_spec(const py::dict& d, int num_threads) {
+  StepSpec s;
+  s.spec.kernel = d["kernel"].cast<std::string>();
+  s.spec.name = d["name"].cast<std::string>();
+  s.spec.num_threads = num_threads;
+  s.spec.attrs = Attrs(d["attrs"].cast<std::map<std::string, AttrValue>>());
+  for (const py::handle& item : d["inputs"].cast<py::list>()) {
+    if (item.is_none()) {
+      s.spec.inputs.emplace_back();
+      s.spec.present.push_back(false);
+      s.inputs.emplace_back();
+      continue;
+    }
+    const py::dict t = py::reinterpret_borrow<py::dict>(item);
+    s.spec.inputs.push_back(tensor_info(t));
+    s.spec.present.push_back(true);
+    s.inputs.push_back(tensor_ref(t));
+  }
+  for (const py::handle& item : d["outputs"].cast<py::list>()) {
+    const py::dict t = py::reinterpret_borrow<py::dict>(item);
+    s.spec.outputs.push_back(tensor_info(t));
+    s.outputs.push_back(tensor_ref(t));
+  }
+  return s;
+}
+
+class PyExecutor {
+ public:
+  PyExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
+             const py::list& inputs, const py::list& outputs, int num_threads) {
+    std::vector<const void*> pointers;
+    for (const py::handle& c : constants) {
+      auto array = py::array::ensure(c, py::array::c_style);
+      if (!array) throw std::invalid_argument("a plan constant is not an array");
+      constants_.push_back(array);
+      pointers.push_back(array.data());
+    }
+    for (const py::handle& spec : inputs) inputs_.push_back(array_spec(spec));
+    for (const py::handle& spec : outputs) outputs_.push_back(array_spec(spec));
+    std::vector<StepSpec> specs;
+    for (const py::handle& step : steps)
+      specs.push_back(step_spec(py::reinterpret_borrow<py::dict>(step), num_threads));
+    executor_ = std::make_unique<Executor>(std::move(specs), std::move(pointers), arena_bytes,
+                                           num_threads);
+  }
+
+  py::list run(const py::list& arrays) {
+    if (arrays.size() != inputs_.size())
+      throw std::invalid_argument("expected " + std::to_string(inputs_.size()) + " inputs, got " +
+                                  std::to_string(arrays.size()));
+    std::vector<py::array> held;
+    std::vector<const void*> in_ptrs;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      py::array a = py::reinterpret_borrow<py::array>(arrays[i]);
+      check_input(i, a);
+      held.push_back(a);
+      in_ptrs.push_back(a.data());
+    }
+    py::list results;
+    std::vector<void*> out_ptrs;
+    for (const ArraySpec& spec : outputs_) {
+      py::array a(spec.dtype, spec.shape);
+      out_ptrs.push_back(a.mutable_data());
+      results.append(a);
+    }
+    {
+      py::gil_scoped_release release;
+      executor_->run(in_ptrs, out_ptrs);
+    }
+    return results;
+  }
+
+  int64_t arena_bytes() const { return executor_->arena_bytes(); }
+  size_t num_steps() const { return executor_->num_steps(); }
+  int num_threads() const { return executor_->num_threads(); }
+
+ private:
+  static ArraySpec array_spec(const py::handle& spec) {
+    auto pair = spec.cast<std::pair<py::object, std::vector<int64_t>>>();
+    return {py::dtype::from_args(pair.first), pair.second};
+  }
+
+  void check_input(size_t i, const py::array& a) const {
+    const ArraySpec& spec = inputs_[i];
+    bool ok = a.dtype().is(spec.dtype) || a.dtype().equal(spec.dtype);
+    ok = ok && (a.flags() & py::array::c_style) && a.ndim() == static_cast<ssize_t>(spec.shape.size());
+    for (size_t d = 0; ok && d < spec.shape.size(); ++d) ok = a.shape(d) == spec.shape[d];
+    if (!ok)
+      throw std::invalid_argument("input " + std::to_string(i) + " does not match the plan "
+                                  "(dtype, shape or C-contiguity)");
+  }
+
+  std::vector<py::array> constants_;
+  std::vector<ArraySpec> inputs_, outputs_;
+  std::unique_ptr<Executor> executor_;
+};
+
+}  // namespace
+
+void bind_executor(py::module_& m) {
+  py::class_<PyExecutor>(m, "Executor",
+                         "A CPU plan built into kernels: run(list of arrays) -> list of arrays")
+      .def(py::init<const py::list&, const py::list&, int64_t, const py::list&, const py::list&,
+                    int>(),
+           py::arg("steps"), py::arg("constants"), py::arg("arena_bytes"), py::arg("inputs"),
+           py::arg("outputs"), py::arg("num_threads"))
+      .def("run", &PyExecutor::run, py::arg("inputs"))
+      .def_property_readonly("arena_bytes", &PyExecutor::arena_bytes)
+      .def_property_readonly("num_steps", &PyExecutor::num_steps)
+      .def_property_readonly("num_threads", &PyExecutor::num_threads);
+  m.def("cpu_kernels", &registered_kernels, "Names of the CPU kernels compiled in");
+  m.def("max_threads", &max_threads, "OpenMP's thread count for the calling thread");
+}
+
+}  // namespace graphkiln
