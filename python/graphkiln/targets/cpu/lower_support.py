@@ -19,10 +19,14 @@ def _static_tensor(value) -> bool:
             and all(isinstance(d, int) for d in t.dims))
 
 
-def node_supported(node: Node, lowerings: dict) -> bool:
+def node_supported(node: Node, lowerings: dict, static: bool = True) -> bool:
+    """`static=False` (a graph with dynamic inputs, before its plan per shape): only
+    whether a lowering exists."""
     lower = lowerings.get(node.op)
     if lower is None:
         return False
+    if not static:
+        return True
     values = [v for v in (*node.inputs, *node.outputs) if v is not None]
     if not all(_static_tensor(v) for v in values):
         return False

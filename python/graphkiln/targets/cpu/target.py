@@ -44,14 +44,12 @@ class CpuTarget(Target):
         return CpuExecutable(graph, fallback == "ref")
 
 
-def supported(node: Node) -> bool:
+def unsupported_nodes(graph: Graph) -> list[Node]:
     from .lower_support import node_supported
 
-    return node.op == "Constant" or node_supported(node, LOWERINGS)
-
-
-def unsupported_nodes(graph: Graph) -> list[Node]:
-    return [n for n in graph.nodes if not supported(n)]
+    static = _static(graph.inputs)
+    return [n for n in graph.nodes
+            if n.op != "Constant" and not node_supported(n, LOWERINGS, static)]
 
 
 class CpuExecutable(Executable):
