@@ -38,6 +38,10 @@ AMD_ALL = ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx110
            "gfx1200", "gfx1201")
 NVIDIA_ALL = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 # Provided by the machine's driver or ROCm / CUDA install, never bundled into a wheel.
+# Shipped by a dependency wheel (onednn-cpu-gomp puts it in <prefix>/lib; graphkiln._core's
+# RPATH and graphkiln/_native.py find it there): never bundled. libgomp neither: libdnnl uses
+# the system's GNU OpenMP, and a second, bundled copy would give two thread pools.
+DEPENDENCY_LIBS = ("libdnnl.so*", "libgomp.so*")
 SYSTEM_GPU_LIBS = ("libamdhip64.so*", "libhsa-runtime64.so*", "libhiprtc.so*", "libamd_comgr.so*",
                    "librocblas.so*", "libhipblas.so*", "libhipblaslt.so*", "librocm_smi64.so*",
                    "libcuda.so*", "libcudart.so*", "libcublas.so*", "libcublasLt.so*",
@@ -173,7 +177,7 @@ def repair(wheel: Path, out: Path, enabled: bool = True) -> Path:
         return out / wheel.name
     with tempfile.TemporaryDirectory() as tmp:
         argv = ["auditwheel", "repair", "-w", tmp, str(wheel)]
-        for lib in SYSTEM_GPU_LIBS:
+        for lib in SYSTEM_GPU_LIBS + DEPENDENCY_LIBS:
             argv += ["--exclude", lib]
         print("+", " ".join(argv), flush=True)
         subprocess.run(argv, check=True)

@@ -92,7 +92,12 @@ class Program:
 
         if self.compiled_graph is None:
             raise GraphkilnError("the program is not compiled")
-        return compile_stats(self.graph, self.compiled_graph, self.pass_records, self.compile_ms)
+        stats = compile_stats(self.graph, self.compiled_graph, self.pass_records,
+                              self.compile_ms)
+        plan_summary = getattr(self._executable, "plan_summary", None)
+        if plan_summary is not None:
+            stats["plan"] = plan_summary()
+        return stats
 
 
 def check_feeds(graph: Graph, feeds) -> list:

@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""graphkiln's cpu target against onnxruntime's CPU provider, same models, same threads.
+
+    PYTHONPATH=python python benchmarks/cpu_vs_onnxruntime.py --dir /work/models \\
+        --record benchmarks/results/cpu_vs_onnxruntime.md
+
+The models are NAME.onnx + NAME.npz (feeds `input:<name>`, onnxruntime's outputs
+`output:<name>`) made by tools/export_real_models.py (it needs torch; see
+benchmarks/README.md for its own environment). For each model:
+  - compile on graphkiln's cpu target (GRAPHKILN_NUM_THREADS = --threads) and open an
+    onnxruntime session (intra_op_num_threads = --threads, one inter-op thread, default
+    graph optimizations), both on the same file;
+  - check graphkiln's outputs against onnxruntime's (allclose rtol 1e-4, atol 1e-4*max);
+  - warm both up, then time --runs runs of each, interleaved (gk, ort, gk, ort, ...) so both
+    see the same machine state; report the medians and the ratio graphkiln / onnxruntime
+    (below 1: graphkiln is faster). The geometric mean of the ratios closes the table.
+onnxruntime is the peer here, never part of graphkiln.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+DEFAULT_MODELS = ["resnet50", "resnet50_b8", "mobilenet_v3_small", "efficientnet_b0",
+                  "densenet121", "convnext_tiny", "vit_b_16", "bert", "gpt2"]
+
+
+def load_case(folder: str, name: str):
+    data = np.load(os.path.join(folder, f"{name}.npz"))
+    feeds = {k[len("input:"):]: data[k] for k in data.files if k.startswith("input:")}
+    expected = [data[k] for k in data.files if k.startswith("output:")]
+    return os.path.join(folder, f"{name}.onnx"), feeds, expected
+
+
+def max_error(got, expected) -> tuple[bool, float]:
+    worst, ok = 0.0, True
+    for g, e in zip(got, expected):
+        g, e = np.asarray(g), np.asarray(e)
+        scale = float(np.max(np.abs(e))) if e.size else 0.0
+        ok &= g.shape == e.shape and bool(np.allclose(g, e, rtol=1e-4, atol=1e-4 * scale))
+        if e.size:
+            worst = max(worst, float(np.max(np.abs(g.astype(np.float64) - e)) / max(scale, 1e-30)))
+    return ok, worst
+
+
+def bench_model(folder, name, threads, runs, warmup):
+    import onnxruntime as ort
+
+    import graphkiln
+
+    path, feeds, expected = load_case(folder, name)
+    start = time.perf_counter()
+    program = graphkiln.parse_onnx(path).compile("cpu")
+    compile_s = time.perf_counter() - start
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    ok, err = max_error(program.run(feeds), expected)
+    for _ in range(warmup):
+        program.run(feeds)
+        session.run(None, feeds)
+    gk_times, ort_times = [], []
+    for _ in range(runs):
+        t = time.perf_counter()
+        program.run(feeds)
+        gk_times.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        session.run(None, feeds)
+        ort_times.append(time.perf_counter() - t)
+    gk_ms, ort_ms = 1e3 * float(np.median(gk_times)), 1e3 * float(np.median(ort_times))
+    return {"model": name, "graphkiln_ms": gk_ms, "onnxruntime_ms": ort_ms,
+            "ratio": gk_ms / ort_ms, "match": ok, "max_rel_err": err, "compile_s": compile_s}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", default=os.environ.get("GRAPHKILN_MODELS", "models"),
+                        help="folder with NAME.onnx and NAME.npz (default: $GRAPHKILN_MODELS or models)")
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                        help="comma-separated model names (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for both (default: graphkiln's default, the physical cores)")
+    parser.add_argument("--runs", type=int, default=20, help="timed runs each (default 20)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed runs each (default 3)")
+    parser.add_argument("--record", help="also write the table (markdown) to this file")
+    args = parser.parse_args(argv)
+    if args.threads is None:
+        from graphkiln.targets.cpu.threads import physical_cores
+
+        args.threads = physical_cores()
+    os.environ["GRAPHKILN_NUM_THREADS"] = str(args.threads)
+    import onnxruntime as ort
+
+    import graphkiln
+
+    lines = [f"# graphkiln cpu vs onnxruntime {ort.__version__} (CPU provider)", "",
+             f"- date: {datetime.date.today()}; machine: {platform.processor() or platform.machine()}, "
+             f"{os.cpu_count()} logical CPUs; threads for both: {args.threads}",
+             f"- graphkiln {graphkiln.__version__}; median of {args.runs} interleaved runs after "
+             f"{args.warmup} warm-up runs each",
+             f"- command: `{' '.join(['python', *sys.argv])}`", "",
+             "| model | graphkiln ms | onnxruntime ms | ratio gk/ort | matches ort | max err / max|out| | compile s |",
+             "| --- | ---: | ---: | ---: | --- | ---: | ---: |"]
+    for line in lines:
+        print(line, flush=True)
+    ratios, failures = [], 0
+    for name in [m for m in args.models.split(",") if m]:
+        try:
+            r = bench_model(args.dir, name, args.threads, args.runs, args.warmup)
+        except Exception as exc:  # noqa: BLE001 - report and go on with the next model
+            failures += 1
+            line = f"| {name} | failed: {type(exc).__name__}: {str(exc)[:200]} | | | | | |"
+        else:
+            ratios.append(r["ratio"])
+            failures += not r["match"]
+            line = (f"| {name} | {r['graphkiln_ms']:.2f} | {r['onnxruntime_ms']:.2f} | "
+                    f"{r['ratio']:.3f} | {'yes' if r['match'] else 'NO'} | {r['max_rel_err']:.1e} | "
+                    f"{r['compile_s']:.2f} |")
+        lines.append(line)
+        print(line, flush=True)
+    if ratios:
+        geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        summary = [f"", f"geomean ratio graphkiln / onnxruntime: {geomean:.3f} over {len(ratios)} models; "
+                        f"worst: {max(ratios):.3f}"]
+        lines += summary
+        for line in summary:
+            print(line)
+    if args.record:
+        with open(args.record, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
