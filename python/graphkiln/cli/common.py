@@ -34,8 +34,19 @@ def add_model_args(parser: argparse.ArgumentParser, optional: bool = False) -> N
 def add_target_arg(parser: argparse.ArgumentParser) -> None:
     from ..targets import available_targets
 
-    parser.add_argument("--target", default="ref", choices=available_targets(),
-                        help="where to run (default: ref)")
+    parser.add_argument("--target", default=None, choices=available_targets(),
+                        help="where to run: ref (numpy, the oracle) or cpu (the C++ core); "
+                             "default: cpu when graphkiln's C++ core loads, else ref")
+
+
+def resolve_target(args) -> str:
+    """--target, or the default: cpu when the C++ core loads, else ref."""
+    if getattr(args, "target", None):
+        return args.target
+    from ..targets.registry import default_target
+
+    args.target = default_target()
+    return args.target
 
 
 def is_saved_program(path: str | None) -> bool:

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from .common import (add_model_args, add_target_arg, describe_array, describe_source, load_program,
+from .common import (resolve_target, add_model_args, add_target_arg, describe_array, describe_source, load_program,
                      make_inputs)
 
 
@@ -28,19 +28,32 @@ def _add_compile_args(p):
     p.add_argument("--optimize", action=argparse.BooleanOptionalAction, default=None,
                    help="ref only: run the full optimization pipeline (default: on for "
                         "compile, off for run/perf/verify)")
+    p.add_argument("--fallback", choices=["ref"], default=None,
+                   help="cpu only: run the ops the cpu target has no kernel for on ref "
+                        "(default: such ops are an error naming them)")
 
 
 def _compile(prog, args, default_optimize: bool, **kwargs):
     options = {}
-    if args.target == "ref":
+    target = resolve_target(args)
+    if target == "ref":
         options["optimize"] = default_optimize if args.optimize is None else args.optimize
-    return prog.compile(args.target, **options, **kwargs)
+    elif args.optimize is not None:
+        raise SystemExit(f"graphkiln: --optimize applies to --target ref only ({target} always "
+                         "runs the full pipeline)")
+    if getattr(args, "fallback", None):
+        if target != "cpu":
+            raise SystemExit("graphkiln: --fallback applies to --target cpu only")
+        options["fallback"] = args.fallback
+    return prog.compile(target, **options, **kwargs)
 
 
 def _ready(prog, args, default_optimize: bool):
     """(program, reused): a loaded compiled program as it is (no compiling again), unless
     --optimize is given or --target names another target; else the program compiled."""
-    if prog.is_compiled and args.optimize is None and args.target == prog.target.name:
+    if (prog.is_compiled and args.optimize is None
+            and args.target in (None, prog.target.name)):
+        args.target = prog.target.name
         return prog, True
     return _compile(prog, args, default_optimize), False
 

@@ -25,3 +25,14 @@ def get_target(name) -> Target:
         raise ValueError(f"unknown target {name!r}; available: {', '.join(available_targets())}")
     module, cls = _TARGETS[name]
     return getattr(importlib.import_module(module), cls)()
+
+
+def default_target() -> str:
+    """cpu when graphkiln's C++ core loads here, else ref."""
+    try:
+        from .._native import load_core
+
+        load_core()
+    except ImportError:
+        return "ref"
+    return "cpu"
