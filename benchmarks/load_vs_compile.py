@@ -4,9 +4,10 @@
 """Loading a saved compiled program against importing and compiling the model again.
 
     PYTHONPATH=python python benchmarks/load_vs_compile.py [--dir /work/models] [--models a,b]
+        [--target ref|cpu]
 
-Models come from tools/export_real_models.py. Per model: import + compile (optimize=True) on
-ref, median of --repeat; the compiled program is saved (msgpack) and loaded --repeat times
+Models come from tools/export_real_models.py. Per model: import + compile (ref with
+optimize=True, or cpu: passes, lowering, kernels built and weights packed), median of --repeat; the compiled program is saved (msgpack) and loaded --repeat times
 (median), once more with verify_data=True (CRC-32 of every tensor byte); the ratio is
 compile / load. The loaded program is run once on the recorded input and must give outputs
 bit-identical to the compiled one's, so a fast but wrong load cannot look good here.
@@ -36,8 +37,9 @@ def timed(fn, repeat: int):
     return statistics.median(times), result
 
 
-def measure(path: str, repeat: int, folder: str) -> dict:
-    compile_s, prog = timed(lambda: graphkiln.parse_onnx(path).compile("ref", optimize=True), repeat)
+def measure(path: str, repeat: int, folder: str, target: str) -> dict:
+    options = {"optimize": True} if target == "ref" else {}
+    compile_s, prog = timed(lambda: graphkiln.parse_onnx(path).compile(target, **options), repeat)
     saved = os.path.join(folder, os.path.basename(path)[:-5] + ".gkp")
     start = time.perf_counter()
     graphkiln.save(prog, saved)
@@ -62,10 +64,12 @@ def main() -> int:
     parser.add_argument("--dir", default="/work/models")
     parser.add_argument("--models", default="")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--target", default="ref", choices=["ref", "cpu"])
     args = parser.parse_args()
     names = args.models.split(",") if args.models else [
         os.path.basename(p)[:-5] for p in sorted(glob.glob(os.path.join(args.dir, "*.onnx")))]
-    print(f"graphkiln {graphkiln.__version__}, ref target, optimize=True, median of {args.repeat}; "
+    label = "ref target, optimize=True" if args.target == "ref" else f"{args.target} target"
+    print(f"graphkiln {graphkiln.__version__}, {label}, median of {args.repeat}; "
           "load = graphkiln.load of the saved msgpack file (page cache warm)")
     print("| model | file MiB | import+compile s | save s | load ms | load+verify_data ms | "
           "compile/load | outputs bit-identical |")
@@ -73,7 +77,7 @@ def main() -> int:
     worst = None
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
-            r = measure(os.path.join(args.dir, name + ".onnx"), args.repeat, folder)
+            r = measure(os.path.join(args.dir, name + ".onnx"), args.repeat, folder, args.target)
             ratio = r["compile_s"] / r["load_s"]
             worst = ratio if worst is None else min(worst, ratio)
             print(f"| {name} | {r['mib']:.1f} | {r['compile_s']:.3f} | {r['save_s']:.3f} | "
