@@ -9,3 +9,24 @@ def build_info() -> dict[str, object]:
 def gpu_probe_info() -> dict[str, object]:
     """runtime_version, driver_version, device_count, kernel_ran, error. Initializes the GPU
     runtime; raises RuntimeError in a CPU-only build."""
+
+class Executor:
+    """A cpu plan built into kernels (targets/cpu/plan.py writes its arguments)."""
+
+    def __init__(self, steps: list[dict], constants: list, arena_bytes: int,
+                 inputs: list[tuple], outputs: list[tuple], num_threads: int) -> None: ...
+    def run(self, inputs: list) -> list:
+        """C-contiguous arrays of the planned dtypes and shapes in; new arrays out. The GIL
+        is released while the kernels run."""
+    @property
+    def arena_bytes(self) -> int: ...
+    @property
+    def num_steps(self) -> int: ...
+    @property
+    def num_threads(self) -> int: ...
+
+def cpu_kernels() -> list[str]:
+    """Names of the CPU kernels compiled in."""
+
+def max_threads() -> int:
+    """OpenMP's thread count for the calling thread."""
