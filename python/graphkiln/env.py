@@ -9,6 +9,8 @@ import os
 VARIABLES = {
     "GRAPHKILN_NUM_THREADS": "threads for the cpu target (default: physical cores)",
     "GRAPHKILN_CORE_DIR": "development: load graphkiln._core from this CMake build folder",
+    "GRAPHKILN_ONEDNN_IMPL": "1 prints the oneDNN implementation each cpu kernel chose when "
+                             "it is built (read by the C++ core)",
     "GRAPHKILN_TRACE_COMPILE": "1 prints the IR after each compiler pass, with its time",
     "GRAPHKILN_DISABLE_PASSES": "comma-separated pass names the pass manager skips",
     "GRAPHKILN_TUNING_DB": "path of the kernel-tuning database",

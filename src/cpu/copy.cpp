@@ -10,14 +10,15 @@ namespace {
 
 class CopyKernel : public Kernel {
  public:
-  explicit CopyKernel(const KernelSpec& spec) : in_(spec.inputs[0]), out_(spec.outputs[0]) {}
+  explicit CopyKernel(const KernelSpec& spec)
+      : copy_(dtype_size(spec.inputs[0].dtype), spec.outputs[0].dims, spec.inputs[0].strides,
+              spec.outputs[0].strides) {}
   void run(const void* const* inputs, void* const* outputs) override {
-    strided_copy(inputs[0], outputs[0], dtype_size(in_.dtype), out_.dims, in_.strides,
-                 out_.strides);
+    copy_.run(inputs[0], outputs[0]);
   }
 
  private:
-  TensorInfo in_, out_;
+  StridedCopy copy_;  // planned once
 };
 
 std::unique_ptr<Kernel> make_copy(const KernelSpec& spec) {

@@ -2,16 +2,19 @@
 // Copyright graphkiln authors
 #include "cpu/strided_copy.hpp"
 
+#include <emmintrin.h>
 #include <omp.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <stdexcept>
 
 namespace graphkiln {
 
 namespace {
-constexpr int64_t kParallelElems = 32768;
+constexpr int kMaxRank = 64;
 }
 
 // Drop size-1 dims, order dims by destination stride (largest first) and merge dims that
@@ -42,8 +45,11 @@ StridedCopy::StridedCopy(size_t elem_size, const std::vector<int64_t>& dims,
     dst_.push_back(d[i]);
   }
   if (size_.empty()) size_ = {1}, src_ = {1}, dst_ = {1};
+  if (size_.size() > static_cast<size_t>(kMaxRank))
+    throw std::invalid_argument("strided copy of more than 64 dims");
   const int rank = static_cast<int>(size_.size());
-  if (rank >= 2 && dst_[rank - 1] == 1 && src_[rank - 1] != 1 && size_[rank - 1] >= 4) {
+  if (rank >= 2 && rank <= kMaxRank && dst_[rank - 1] == 1 && src_[rank - 1] != 1 &&
+      size_[rank - 1] >= 2) {
     for (int i = rank - 2; i >= 0; --i)
       if (src_[i] == 1 && size_[i] >= 4) {
         tile_ = i;
@@ -68,6 +74,70 @@ void StridedCopy::extent(const std::vector<int64_t>& dims, const std::vector<int
   }
 }
 
+namespace {
+
+// dst[r * rd + c] = src[r + c * ss] for r in [r0, r1), c in [c0, c1)
+template <typename T>
+inline void transpose_scalar(const T* src, T* dst, int64_t r0, int64_t r1, int64_t c0,
+                             int64_t c1, int64_t ss, int64_t rd) {
+  for (int64_t r = r0; r < r1; ++r) {
+    T* d = dst + r * rd;
+    const T* s = src + r;
+    for (int64_t c = c0; c < c1; ++c) d[c] = s[c * ss];
+  }
+}
+
+template <typename T>
+inline void transpose_tile(const T* src, T* dst, int64_t r0, int64_t r1, int64_t c0,
+                           int64_t c1, int64_t ss, int64_t rd) {
+  transpose_scalar(src, dst, r0, r1, c0, c1, ss, rd);
+}
+
+// 4-byte elements: 4x4 blocks through SSE registers (any x86-64), scalar edges
+template <>
+inline void transpose_tile<uint32_t>(const uint32_t* src, uint32_t* dst, int64_t r0,
+                                     int64_t r1, int64_t c0, int64_t c1, int64_t ss,
+                                     int64_t rd) {
+  const int64_t r4 = r0 + (r1 - r0) / 4 * 4, c4 = c0 + (c1 - c0) / 4 * 4;
+  const float* s = reinterpret_cast<const float*>(src);
+  float* d = reinterpret_cast<float*>(dst);
+  for (int64_t c = c0; c < c4; c += 4)
+    for (int64_t r = r0; r < r4; r += 4) {
+      __m128 a0 = _mm_loadu_ps(s + c * ss + r);
+      __m128 a1 = _mm_loadu_ps(s + (c + 1) * ss + r);
+      __m128 a2 = _mm_loadu_ps(s + (c + 2) * ss + r);
+      __m128 a3 = _mm_loadu_ps(s + (c + 3) * ss + r);
+      _MM_TRANSPOSE4_PS(a0, a1, a2, a3);
+      _mm_storeu_ps(d + r * rd + c, a0);
+      _mm_storeu_ps(d + (r + 1) * rd + c, a1);
+      _mm_storeu_ps(d + (r + 2) * rd + c, a2);
+      _mm_storeu_ps(d + (r + 3) * rd + c, a3);
+    }
+  if (r4 < r1) transpose_scalar(src, dst, r4, r1, c0, c1, ss, rd);
+  if (c4 < c1) transpose_scalar(src, dst, r0, r4, c4, c1, ss, rd);
+}
+
+// 8-byte elements: 2x2 blocks
+template <>
+inline void transpose_tile<uint64_t>(const uint64_t* src, uint64_t* dst, int64_t r0,
+                                     int64_t r1, int64_t c0, int64_t c1, int64_t ss,
+                                     int64_t rd) {
+  const int64_t r2 = r0 + (r1 - r0) / 2 * 2, c2 = c0 + (c1 - c0) / 2 * 2;
+  const double* s = reinterpret_cast<const double*>(src);
+  double* d = reinterpret_cast<double*>(dst);
+  for (int64_t c = c0; c < c2; c += 2)
+    for (int64_t r = r0; r < r2; r += 2) {
+      const __m128d a0 = _mm_loadu_pd(s + c * ss + r);
+      const __m128d a1 = _mm_loadu_pd(s + (c + 1) * ss + r);
+      _mm_storeu_pd(d + r * rd + c, _mm_unpacklo_pd(a0, a1));
+      _mm_storeu_pd(d + (r + 1) * rd + c, _mm_unpackhi_pd(a0, a1));
+    }
+  if (r2 < r1) transpose_scalar(src, dst, r2, r1, c0, c1, ss, rd);
+  if (c2 < c1) transpose_scalar(src, dst, r0, r2, c2, c1, ss, rd);
+}
+
+}  // namespace
+
 template <typename T>
 void StridedCopy::run_typed(const T* src, T* dst) const {
   const int rank = static_cast<int>(size_.size());
@@ -77,10 +147,11 @@ void StridedCopy::run_typed(const T* src, T* dst) const {
   for (int i = 0; i < rank - 1; ++i) outer *= size_[i];
   if (tile_ >= 0) {
     // tiles of (rows of dim tile_, contiguous in the source) x (inner, contiguous in dst)
-    constexpr int64_t B = 16;
+    constexpr int64_t B = 32;
+    const int64_t BR = inner >= B ? B : 256 / inner;  // taller tiles for a narrow inner dim
     const int64_t rows = size_[tile_], rd = dst_[tile_];
     const int64_t batches = outer / rows;
-    const int64_t tiles_r = (rows + B - 1) / B, tiles_c = (inner + B - 1) / B;
+    const int64_t tiles_r = (rows + BR - 1) / BR, tiles_c = (inner + B - 1) / B;
     const int64_t tiles = tiles_r * tiles_c;
     const int nb = static_cast<int>(batch_.size());
 #pragma omp parallel for schedule(static) if (outer * inner > kParallelElems)
@@ -94,36 +165,47 @@ void StridedCopy::run_typed(const T* src, T* dst) const {
         so += idx * src_[i];
         doff += idx * dst_[i];
       }
-      const int64_t r0 = (t / tiles_c) * B, c0 = (t % tiles_c) * B;
-      const int64_t r1 = std::min(rows, r0 + B), c1 = std::min(inner, c0 + B);
-      for (int64_t r = r0; r < r1; ++r) {
-        T* d = dst + doff + r * rd;
-        const T* s = src + so + r;
-        for (int64_t c = c0; c < c1; ++c) d[c] = s[c * ss];
-      }
+      const int64_t r0 = (t / tiles_c) * BR, c0 = (t % tiles_c) * B;
+      const int64_t r1 = std::min(rows, r0 + BR), c1 = std::min(inner, c0 + B);
+      transpose_tile(src + so, dst + doff, r0, r1, c0, c1, ss, rd);
     }
     return;
   }
-#pragma omp parallel for schedule(static) if (outer * inner > kParallelElems)
-  for (int64_t o = 0; o < outer; ++o) {
-    int64_t rem = o, so = 0, doff = 0;
+  // rows of the innermost dim; each thread walks its share of rows with an index counter
+  const int nth = (outer * inner > kParallelElems && outer > 1) ? omp_get_max_threads() : 1;
+#pragma omp parallel num_threads(nth) if (nth > 1)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t begin = outer * t / nt, end = outer * (t + 1) / nt;
+    int64_t idx[kMaxRank];
+    int64_t rem = begin, so = 0, doff = 0;
     for (int i = rank - 2; i >= 0; --i) {
-      const int64_t idx = rem % size_[i];
+      idx[i] = rem % size_[i];
       rem /= size_[i];
-      so += idx * src_[i];
-      doff += idx * dst_[i];
+      so += idx[i] * src_[i];
+      doff += idx[i] * dst_[i];
     }
-    const T* s = src + so;
-    T* d = dst + doff;
-    if (ss == 1 && ds == 1) {
-      std::memcpy(d, s, sizeof(T) * inner);
-    } else if (ss == 0 && ds == 1) {
-      const T v = *s;
-      for (int64_t k = 0; k < inner; ++k) d[k] = v;
-    } else if (ds == 1) {
-      for (int64_t k = 0; k < inner; ++k) d[k] = s[k * ss];
-    } else {
-      for (int64_t k = 0; k < inner; ++k) d[k * ds] = s[k * ss];
+    for (int64_t o = begin; o < end; ++o) {
+      const T* s = src + so;
+      T* d = dst + doff;
+      if (ss == 1 && ds == 1) {
+        std::memcpy(d, s, sizeof(T) * inner);
+      } else if (ss == 0 && ds == 1) {
+        const T v = *s;
+        for (int64_t k = 0; k < inner; ++k) d[k] = v;
+      } else if (ds == 1) {
+        for (int64_t k = 0; k < inner; ++k) d[k] = s[k * ss];
+      } else {
+        for (int64_t k = 0; k < inner; ++k) d[k * ds] = s[k * ss];
+      }
+      for (int i = rank - 2; i >= 0; --i) {  // next row
+        so += src_[i];
+        doff += dst_[i];
+        if (++idx[i] < size_[i]) break;
+        so -= idx[i] * src_[i];
+        doff -= idx[i] * dst_[i];
+        idx[i] = 0;
+      }
     }
   }
 }

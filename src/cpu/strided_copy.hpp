@@ -17,6 +17,8 @@ class StridedCopy {
   StridedCopy(size_t elem_size, const std::vector<int64_t>& dims,
               const std::vector<int64_t>& src_strides, const std::vector<int64_t>& dst_strides);
   void run(const void* src, void* dst) const;
+  // copies of more elements than this run in parallel (OpenMP)
+  static constexpr int64_t kParallelElems = 32768;
 
   // the lowest and highest element offsets touched, relative to the base pointers
   static void extent(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,

@@ -45,6 +45,8 @@ TensorRef tensor_ref(const py::dict& d) {
   return r;
 }
 
+}  // namespace
+
 StepSpec step_spec(const py::dict& d, int num_threads) {
   StepSpec s;
   s.spec.kernel = d["kernel"].cast<std::string>();
@@ -70,6 +72,8 @@ StepSpec step_spec(const py::dict& d, int num_threads) {
   }
   return s;
 }
+
+namespace {
 
 class PyExecutor {
  public:

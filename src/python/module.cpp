@@ -46,6 +46,9 @@ PYBIND11_MODULE(_core, m) {
   }, "What this build contains: version, compiler, GPU platform, the GPU ISAs compiled in and "
      "the HIP / CUDA version they were compiled with. Calls no GPU runtime.");
   graphkiln::bind_executor(m);
+#ifdef GRAPHKILN_WITH_GPU
+  graphkiln::bind_gpu_executor(m);
+#endif  // GRAPHKILN_WITH_GPU
   m.def("gpu_probe_info", &gpu_probe_info,
         "GPU runtime and driver versions, device count, and whether the probe kernel ran. "
         "Initializes the GPU runtime: call graphkiln.check_gpu_compatibility() first.");

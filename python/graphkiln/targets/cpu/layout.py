@@ -27,6 +27,21 @@ def _is_pointwise(node: Node) -> bool:
     return node.op in POINTWISE or (node.op == "Fused" and node.attrs.get("kind") == "pointwise")
 
 
+# Readers that take channels-last data as it is (the others get a reorder to plain).
+CHANNELS_LAST_READERS = frozenset({"Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
+                                   "GlobalMaxPool", "Concat", "Transpose"})
+
+
+def _reads_channels_last(node: Node) -> bool:
+    if node.op == "Fused":
+        return node.attrs.get("kind") in ("conv", "pointwise")
+    return node.op in CHANNELS_LAST_READERS or node.op in POINTWISE
+
+
+def _is_nhwc_to_nchw(node: Node) -> bool:
+    return node.op == "Transpose" and tuple(node.attrs.get("perm") or ()) == (0, 3, 1, 2)
+
+
 def channels_last_values(nodes: list[Node], outputs: set[Value],
                          readers: dict[Value, list[Node]]) -> set[Value]:
     chosen: set[Value] = set()
@@ -35,7 +50,8 @@ def channels_last_values(nodes: list[Node], outputs: set[Value],
         if not _candidate(out) or out in outputs:
             continue
         kind = node.attrs.get("kind") if node.op == "Fused" else None
-        if node.op in PRODUCERS or kind == "conv":
+        if node.op in PRODUCERS or kind == "conv" or _is_nhwc_to_nchw(node):
+            # a Transpose (0,3,1,2) of plain NHWC data is that data seen channels-last
             chosen.add(out)
         elif _is_pointwise(node):
             if any(v in chosen and v.type.dims == out.type.dims for v in node.inputs):
@@ -43,4 +59,9 @@ def channels_last_values(nodes: list[Node], outputs: set[Value],
         elif node.op == "Concat" and node.attrs.get("axis") in (1, -3):
             if all(v in chosen for v in node.inputs if v is not None):
                 chosen.add(out)
+    # Keep channels-last only where some reader takes it (else it costs a reorder).
+    for node in reversed(nodes):
+        for out in node.outputs:
+            if out in chosen and not any(_reads_channels_last(r) for r in readers.get(out, [])):
+                chosen.discard(out)
     return chosen

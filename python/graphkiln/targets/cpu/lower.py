@@ -66,8 +66,12 @@ def _plain(value):
 
 class LoweringContext:
     def __init__(self, nodes: list[Node], inputs: list[Value], outputs: list[Value],
-                 lowerings: dict[str, Callable]):
+                 lowerings: dict[str, Callable], channels_last: bool = True,
+                 target: str = "cpu"):
+        """`channels_last=False` keeps every tensor plain (the gpu target's kernels read
+        NCHW); `target` names the target in errors."""
         self.plan = Plan()
+        self.target = target
         self.lowerings = lowerings
         self.nodes = nodes
         self.graph_outputs = list(outputs)
@@ -82,7 +86,8 @@ class LoweringContext:
                 if v is not None:
                     readers.setdefault(v, []).append(node)
         self.readers = readers
-        self.channels_last = channels_last_values(nodes, set(outputs), readers)
+        self.channels_last = (channels_last_values(nodes, set(outputs), readers)
+                              if channels_last else set())
         for index, v in enumerate(inputs):
             storage = self._storage(INPUT, _nbytes(v), index)
             self.plan.input_slots.append(self._new_slot(v, PLAIN, storage))
@@ -144,7 +149,7 @@ class LoweringContext:
     def constant(self, array: np.ndarray, value: Value | None = None,
                  dtype: DType | None = None) -> int:
         """A constant slot holding `array` (C-contiguous); bound to `value` when given."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         self.plan.constants.append(array)
         storage = self._storage(CONSTANT, array.nbytes, len(self.plan.constants) - 1)
         if value is not None:
@@ -152,12 +157,19 @@ class LoweringContext:
         return self._new_slot(None, PLAIN, storage, dtype or DType.from_numpy(array.dtype),
                               array.shape)
 
-    def alias(self, value: Value | None, slot: int, dims=None) -> int:
-        """A view of `slot`'s bytes (same data, `value`'s dims or `dims`); plain data only."""
+    def alias(self, value: Value | None, slot: int, dims=None, layout: str | None = None) -> int:
+        """A view of `slot`'s bytes: `value`'s dims (or `dims`), the same layout unless
+        `layout` says how the view reads the bytes (e.g. NHWC plain data seen as NCHW
+        channels-last)."""
         src = self.plan.slots[slot]
+        layout = layout or src.layout
         if value is not None:
-            return self._new_slot(value, src.layout, src.storage, byte_offset=src.byte_offset)
-        return self._new_slot(None, src.layout, src.storage, src.dtype, dims, src.byte_offset)
+            return self._new_slot(value, layout, src.storage, byte_offset=src.byte_offset)
+        return self._new_slot(None, layout, src.storage, src.dtype, dims, src.byte_offset)
+
+    def bind(self, value: Value, slot: int) -> None:
+        """Make `value` live in `slot` (e.g. a Fused node's output in its body's result)."""
+        self._slot[value] = slot
 
     def is_graph_output(self, value: Value) -> bool:
         return value in self._output_index
@@ -177,7 +189,7 @@ class LoweringContext:
                 continue
             lower = self.lowerings.get(node.op)
             if lower is None:
-                raise LoweringError(f"the cpu target has no kernel for {node.op} "
+                raise LoweringError(f"the {self.target} target has no kernel for {node.op} "
                                     f"(node {node.name!r})")
             lower(node, self)
         for index, value in enumerate(self.graph_outputs):

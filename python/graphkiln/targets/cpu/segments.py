@@ -42,7 +42,7 @@ class PlanSegment(Segment):
         self.arena_bytes = plan.arena_bytes
 
     def run(self, env: dict) -> None:
-        arrays = [np.ascontiguousarray(env[v], dtype=dt)
+        arrays = [np.asarray(env[v], dtype=dt, order="C")
                   for v, dt in zip(self.inputs, self.input_dtypes)]
         env.update(zip(self.outputs, self.executor.run(arrays)))
 

@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
-from . import lower_basic
+from . import (lower_basic, lower_conv, lower_data, lower_fused, lower_matmul,
+               lower_pointwise, lower_reduce)
 
 LOWERINGS: dict = {}
-for _module in (lower_basic,):
+for _module in (lower_basic, lower_conv, lower_data, lower_matmul, lower_fused,
+                lower_pointwise, lower_reduce):
     overlap = set(LOWERINGS) & set(_module.LOWERINGS)
     if overlap:
         raise RuntimeError(f"ops lowered twice: {sorted(overlap)}")

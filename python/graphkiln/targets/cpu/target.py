@@ -70,7 +70,7 @@ class CpuExecutable(Executable):
         return segments
 
     def run(self, inputs) -> list:
-        arrays = [np.ascontiguousarray(a) for a in inputs]
+        arrays = [np.asarray(a, order="C") for a in inputs]
         segments = self._segments(tuple(a.shape for a in arrays))
         graph_inputs = segments[0].graph_inputs if segments else []
         env: dict[Value, object] = dict(zip(graph_inputs, arrays))

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// "Conv": 1-D/2-D/3-D convolution through oneDNN, with groups, dilations, explicit pads, an
+// optional bias and a post-op epilogue (cpu/onednn_post_ops.hpp).
+//   inputs: X, W, B? and then the binary post-ops' operands
+//   attrs:  strides, dilations, pads_begin, pads_end (explicit, from Python), group, post_*
+// Source and destination may be plain or channels-last (their strides say which). When the
+// given layouts would make oneDNN fall back to a slow implementation, the kernel computes
+// in channels-last buffers of its own and reorders around the convolution. Constant weights
+// are reordered once, at build time, into the layout the primitive chose.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cpu/onednn_common.hpp"
+#include "cpu/onednn_post_ops.hpp"
+
+namespace graphkiln {
+namespace {
+
+using tag = dnnl::memory::format_tag;
+
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size());
+  int64_t step = 1;
+  strides[1] = step;
+  step *= dims[1];
+  for (size_t i = dims.size(); i-- > 2;) {
+    strides[i] = step;
+    step *= dims[i];
+  }
+  strides[0] = step;
+  return strides;
+}
+
+bool slow_impl(const std::string& impl) {
+  return impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos;
+}
+
+class ConvKernel : public Kernel {
+ public:
+  explicit ConvKernel(const KernelSpec& spec)
+      : post_(std::make_unique<OnednnPostOps>(spec, spec.outputs[0].dims)) {
+    const TensorInfo& x = spec.inputs[0];
+    const TensorInfo& w = spec.inputs[1];
+    const TensorInfo& y = spec.outputs[0];
+    int64_t group = spec.attrs.get_int("group", 1);
+    size_t n = x.dims.size() - 2;
+    auto strides = spec.attrs.get_ints("strides", std::vector<int64_t>(n, 1));
+    auto dilations = spec.attrs.get_ints("dilations", std::vector<int64_t>(n, 1));
+    auto pads_begin = spec.attrs.get_ints("pads_begin", std::vector<int64_t>(n, 0));
+    auto pads_end = spec.attrs.get_ints("pads_end", std::vector<int64_t>(n, 0));
+    if (strides.size() != n || dilations.size() != n || pads_begin.size() != n ||
+        pads_end.size() != n)
+      spec_error(spec, "window attributes do not match the spatial rank");
+    dnnl::memory::dims d_strides(strides.begin(), strides.end()), d_dil(n),
+        d_pb(pads_begin.begin(), pads_begin.end()), d_pe(pads_end.begin(), pads_end.end());
+    for (size_t i = 0; i < n; ++i) d_dil[i] = dilations[i] - 1;
+
+    // Weights as oneDNN wants them: (G, O/G, I/G, k...) when grouped.
+    std::vector<int64_t> wdims = w.dims;
+    if (group > 1) {
+      wdims.insert(wdims.begin(), group);
+      wdims[1] /= group;
+    }
+    dnnl::memory::desc w_user = onednn_desc(w.dtype, wdims, row_major_strides(wdims));
+    dnnl::memory::desc w_any(dnnl::memory::dims(wdims.begin(), wdims.end()),
+                             onednn_type(w.dtype), tag::any);
+    bool has_bias = spec.has_input(2);
+    dnnl::memory::desc b_md;
+    if (has_bias) b_md = onednn_desc(spec.inputs[2]);
+
+    auto make_pd = [&](const dnnl::memory::desc& src, const dnnl::memory::desc& dst,
+                       const OnednnPostOps& post) {
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      if (!post.empty()) attr.set_post_ops(post.ops());
+      if (has_bias)
+        return dnnl::convolution_forward::primitive_desc(
+            onednn_engine(), dnnl::prop_kind::forward_inference,
+            dnnl::algorithm::convolution_direct, src, w_any, b_md, dst, d_strides, d_dil, d_pb,
+            d_pe, attr);
+      return dnnl::convolution_forward::primitive_desc(
+          onednn_engine(), dnnl::prop_kind::forward_inference,
+          dnnl::algorithm::convolution_direct, src, w_any, dst, d_strides, d_dil, d_pb, d_pe,
+          attr);
+    };
+
+    dnnl::memory::desc src_user = onednn_desc(x), dst_user = onednn_desc(y);
+    dnnl::memory::desc src_md = src_user, dst_md = dst_user;
+    dnnl::convolution_forward::primitive_desc pd;
+    bool found = false;
+    std::string direct = "none";
+    try {
+      pd = make_pd(src_md, dst_md, *post_);
+      direct = pd.impl_info_str();
+      found = !slow_impl(direct);
+    } catch (const dnnl::error&) {
+    }
+    if (!found && x.dtype == DType::f32) {
+      // channels-last on both sides: oneDNN's fast kernels take it
+      dnnl::memory::desc src_cl = onednn_desc(x.dtype, x.dims, channels_last_strides(x.dims));
+      dnnl::memory::desc dst_cl = onednn_desc(y.dtype, y.dims, channels_last_strides(y.dims));
+      try {
+        auto post_cl = std::make_unique<OnednnPostOps>(spec, y.dims, true);
+        auto alt = make_pd(src_cl, dst_cl, *post_cl);
+        if (!pd || !slow_impl(alt.impl_info_str())) {
+          pd = alt;
+          post_ = std::move(post_cl);
+          src_md = src_cl;
+          dst_md = dst_cl;
+        }
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (!pd) spec_error(spec, "oneDNN has no convolution for these arguments");
+    impl_ = pd.impl_info_str();
+    prim_ = dnnl::convolution_forward(pd);
+
+    auto& eng = onednn_engine();
+    src_user_ = dnnl::memory(src_user, eng, DNNL_MEMORY_NONE);
+    dst_user_ = dnnl::memory(dst_user, eng, DNNL_MEMORY_NONE);
+    if (src_md != src_user) {
+      src_ = dnnl::memory(src_md, eng);
+      src_reorder_ = dnnl::reorder(src_user_, src_);
+    } else {
+      src_ = src_user_;
+    }
+    if (dst_md != dst_user) {
+      dst_ = dnnl::memory(dst_md, eng);
+      dst_reorder_ = dnnl::reorder(dst_, dst_user_);
+    } else {
+      dst_ = dst_user_;
+    }
+    if (w.constant != nullptr) {
+      weights_ = onednn_reorder_constant(w_user, w.constant, pd.weights_desc());
+    } else if (pd.weights_desc() != w_user) {
+      w_user_ = dnnl::memory(w_user, eng, DNNL_MEMORY_NONE);
+      weights_ = dnnl::memory(pd.weights_desc(), eng);
+      w_reorder_ = dnnl::reorder(w_user_, weights_);
+    } else {
+      weights_ = dnnl::memory(w_user, eng, DNNL_MEMORY_NONE);
+      weights_from_input_ = true;
+    }
+    scratchpad_ = dnnl::memory(pd.scratchpad_desc(), eng);
+    args_[DNNL_ARG_SRC] = src_;
+    args_[DNNL_ARG_WEIGHTS] = weights_;
+    args_[DNNL_ARG_DST] = dst_;
+    args_[DNNL_ARG_SCRATCHPAD] = scratchpad_;
+    if (has_bias) {
+      bias_ = dnnl::memory(b_md, eng, DNNL_MEMORY_NONE);
+      args_[DNNL_ARG_BIAS] = bias_;
+    }
+    post_->add_args(args_);
+    if (std::getenv("GRAPHKILN_ONEDNN_IMPL"))
+      std::fprintf(stderr, "Conv %s: %s%s%s (direct: %s; x %s, y %s)\n", spec.name.c_str(),
+                   (impl_ + " scratch=" + std::to_string(pd.scratchpad_desc().get_size())).c_str(),
+                   src_md != src_user ? " +src reorder" : "",
+                   dst_md != dst_user ? " +dst reorder" : "", direct.c_str(),
+                   x.is_channels_last() ? "channels-last" : "plain",
+                   y.is_channels_last() ? "channels-last" : "plain");
+  }
+
+  void run(const void* const* inputs, void* const* outputs) override {
+    src_user_.set_data_handle(const_cast<void*>(inputs[0]));
+    dst_user_.set_data_handle(outputs[0]);
+    if (bias_) bias_.set_data_handle(const_cast<void*>(inputs[2]));
+    if (w_reorder_) w_user_.set_data_handle(const_cast<void*>(inputs[1]));
+    if (weights_from_input_) weights_.set_data_handle(const_cast<void*>(inputs[1]));
+    post_->bind(inputs, stream_);
+    if (src_reorder_) src_reorder_.execute(stream_, src_user_, src_);
+    if (w_reorder_) w_reorder_.execute(stream_, w_user_, weights_);
+    prim_.execute(stream_, args_);
+    if (dst_reorder_) dst_reorder_.execute(stream_, dst_, dst_user_);
+    stream_.wait();
+  }
+
+ private:
+  std::unique_ptr<OnednnPostOps> post_;
+  std::string impl_;
+  dnnl::convolution_forward prim_;
+  dnnl::stream stream_{onednn_engine()};
+  dnnl::memory src_user_, dst_user_, src_, dst_, w_user_, weights_, bias_, scratchpad_;
+  dnnl::reorder src_reorder_, dst_reorder_, w_reorder_;
+  bool weights_from_input_ = false;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
+std::unique_ptr<Kernel> make_conv(const KernelSpec& spec) {
+  if (spec.inputs.size() < 2 || spec.outputs.size() != 1) spec_error(spec, "takes X, W[, B]");
+  const TensorInfo& x = spec.inputs[0];
+  const TensorInfo& w = spec.inputs[1];
+  if (x.rank() < 3 || x.rank() > 5 || w.rank() != x.rank())
+    spec_error(spec, "X and W must be 3-D to 5-D tensors of the same rank");
+  if (x.dtype != DType::f32 || w.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32)
+    spec_error(spec, "only f32 is supported");
+  return std::make_unique<ConvKernel>(spec);
+}
+
+}  // namespace
+
+GRAPHKILN_REGISTER_KERNEL("Conv", make_conv);
+
+}  // namespace graphkiln

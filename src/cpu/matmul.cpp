@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// "MatMul": one oneDNN matmul primitive (f32) for MatMul, Gemm and their fused epilogues.
+// The Python lowering describes the problem as oneDNN sees it (equal-rank views of A, B and
+// the output, transposes as strides, batch broadcast as dims of 1):
+//   a_dims/a_strides, b_dims/b_strides, y_dims/y_strides  views (default: the tensors' own)
+//   bias_arg   kernel input holding a bias of dims (1, ..., 1, N), or -1
+//   post_ops, post_alpha, post_beta, post_arg   the epilogue (see onednn_post_ops.hpp)
+// A constant B is packed at build time in the layout the primitive prefers.
+#include <cstdlib>
+#include <cstdio>
+#include <memory>
+#include <unordered_map>
+
+#include "core/kernel.hpp"
+#include "cpu/onednn_common.hpp"
+#include "cpu/onednn_post_ops.hpp"
+
+namespace graphkiln {
+namespace {
+
+using tag = dnnl::memory::format_tag;
+
+struct View {
+  std::vector<int64_t> dims, strides;
+};
+
+View view_of(const KernelSpec& spec, const std::string& prefix, const TensorInfo& t) {
+  View v{spec.attrs.get_ints(prefix + "_dims", t.dims),
+         spec.attrs.get_ints(prefix + "_strides", t.strides)};
+  if (v.dims.size() != v.strides.size()) spec_error(spec, prefix + ": dims and strides differ");
+  return v;
+}
+
+class MatMulKernel : public Kernel {
+ public:
+  explicit MatMulKernel(const KernelSpec& spec) : stream_(onednn_engine()) {
+    const TensorInfo& a = spec.inputs[0];
+    const TensorInfo& b = spec.inputs[1];
+    const TensorInfo& y = spec.outputs[0];
+    if (a.dtype != DType::f32 || b.dtype != DType::f32 || y.dtype != DType::f32)
+      spec_error(spec, "only f32 is supported");
+    View av = view_of(spec, "a", a), bv = view_of(spec, "b", b), yv = view_of(spec, "y", y);
+    size_t rank = yv.dims.size();
+    if (rank < 2 || av.dims.size() != rank || bv.dims.size() != rank)
+      spec_error(spec, "views of A, B and Y must have one rank >= 2");
+    post_ops_ = std::make_unique<OnednnPostOps>(spec, yv.dims);
+
+    dnnl::engine& eng = onednn_engine();
+    auto src_md = onednn_desc(DType::f32, av.dims, av.strides);
+    auto dst_md = onednn_desc(DType::f32, yv.dims, yv.strides);
+    auto b_user_md = onednn_desc(DType::f32, bv.dims, bv.strides);
+    b_constant_ = b.constant != nullptr;
+    dnnl::memory::desc wei_md =
+        b_constant_ ? dnnl::memory::desc(dnnl::memory::dims(bv.dims.begin(), bv.dims.end()),
+                                         dnnl::memory::data_type::f32, tag::any)
+                    : b_user_md;
+    bias_arg_ = static_cast<int>(spec.attrs.get_int("bias_arg", -1));
+    dnnl::memory::desc bias_md;
+    if (bias_arg_ >= 0) {
+      if (!spec.has_input(bias_arg_) || spec.inputs[bias_arg_].dtype != DType::f32 ||
+          spec.inputs[bias_arg_].numel() != yv.dims.back())
+        spec_error(spec, "bias must be f32 with N elements");
+      std::vector<int64_t> dims(rank, 1), strides(rank, yv.dims.back());
+      dims.back() = yv.dims.back();
+      strides.back() = 1;
+      bias_md = onednn_desc(DType::f32, dims, strides);
+    }
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (!post_ops_->empty()) attr.set_post_ops(post_ops_->ops());
+    dnnl::matmul::primitive_desc pd;
+    try {
+      pd = bias_arg_ >= 0 ? dnnl::matmul::primitive_desc(eng, src_md, wei_md, bias_md, dst_md, attr)
+                          : dnnl::matmul::primitive_desc(eng, src_md, wei_md, dst_md, attr);
+    } catch (const dnnl::error& e) {
+      spec_error(spec, std::string("oneDNN matmul rejected the problem: ") + e.what());
+    }
+    impl_ = pd.impl_info_str();
+    if (std::getenv("GRAPHKILN_ONEDNN_IMPL"))
+      std::fprintf(stderr, "graphkiln MatMul %s: %s\n", spec.name.c_str(), impl_.c_str());
+    primitive_ = dnnl::matmul(pd);
+
+    src_ = dnnl::memory(pd.src_desc(), eng, DNNL_MEMORY_NONE);
+    dst_ = dnnl::memory(pd.dst_desc(), eng, DNNL_MEMORY_NONE);
+    if (b_constant_)
+      wei_ = onednn_reorder_constant(b_user_md, b.constant, pd.weights_desc());
+    else
+      wei_ = dnnl::memory(pd.weights_desc(), eng, DNNL_MEMORY_NONE);
+    scratchpad_ = dnnl::memory(pd.scratchpad_desc(), eng);
+    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_},
+             {DNNL_ARG_SCRATCHPAD, scratchpad_}};
+    if (bias_arg_ >= 0) {
+      bias_ = dnnl::memory(pd.bias_desc(), eng, DNNL_MEMORY_NONE);
+      args_[DNNL_ARG_BIAS] = bias_;
+    }
+    post_ops_->add_args(args_);
+  }
+
+  void run(const void* const* inputs, void* const* outputs) override {
+    src_.set_data_handle(const_cast<void*>(inputs[0]));
+    if (!b_constant_) wei_.set_data_handle(const_cast<void*>(inputs[1]));
+    if (bias_arg_ >= 0) bias_.set_data_handle(const_cast<void*>(inputs[bias_arg_]));
+    dst_.set_data_handle(outputs[0]);
+    post_ops_->bind(inputs);
+    primitive_.execute(stream_, args_);
+    stream_.wait();
+  }
+
+ private:
+  dnnl::stream stream_;
+  std::unique_ptr<OnednnPostOps> post_ops_;
+  dnnl::primitive primitive_;
+  dnnl::memory src_, wei_, dst_, bias_, scratchpad_;
+  std::unordered_map<int, dnnl::memory> args_;
+  bool b_constant_ = false;
+  int bias_arg_ = -1;
+  std::string impl_;
+};
+
+std::unique_ptr<Kernel> make_matmul(const KernelSpec& spec) {
+  if (spec.inputs.size() < 2 || spec.outputs.size() != 1)
+    spec_error(spec, "takes A, B (and epilogue operands) and one output");
+  return std::make_unique<MatMulKernel>(spec);
+}
+
+}  // namespace
+
+GRAPHKILN_REGISTER_KERNEL("MatMul", make_matmul);
+
+}  // namespace graphkiln

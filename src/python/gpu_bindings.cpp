@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// graphkiln._core.GpuExecutor (only in builds with GPU_TARGETS): builds the plan written by
+// targets/gpu on the device and runs it. Inputs are numpy arrays (copied to the device) or
+// device arrays read in place, through __cuda_array_interface__ or __dlpack__; outputs are
+// numpy arrays. The GIL is released while the device works.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpu/executor.hpp"
+#include "python/executor_bindings.hpp"
+
+namespace py = pybind11;
+
+namespace graphkiln {
+
+namespace {
+
+struct ArraySpec {
+  py::dtype dtype;
+  std::vector<int64_t> shape;
+  size_t nbytes = 0;
+};
+
+// DLPack's C ABI (stable since v0.5), declared here to need no header.
+struct DLDevice { int32_t device_type, device_id; };
+struct DLDataType { uint8_t code, bits; uint16_t lanes; };
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor*);
+};
+constexpr int32_t kDLCUDA = 2, kDLROCM = 10;
+
+// A device input and what keeps it alive for the run.
+struct DeviceInput {
+  const void* data = nullptr;
+  py::object owner;
+};
+
+std::string typestr(const py::dtype& d) {
+  return std::string(1, d.byteorder() == '>' ? '>' : '<') + d.kind() + std::to_string(d.itemsize());
+}
+
+bool contiguous(const std::vector<int64_t>& shape, const int64_t* strides, int64_t itemsize,
+                bool in_bytes) {
+  if (!strides) return true;
+  int64_t expect = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    const int64_t s = in_bytes ? strides[d] / itemsize : strides[d];
+    if (shape[d] != 1 && s != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
+class PyGpuExecutor {
+ public:
+  PyGpuExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
+                const py::list& inputs, const py::list& outputs, bool builtin_blas) {
+    std::vector<gpu::HostBuffer> host;
+    for (const py::handle& c : constants) {
+      auto array = py::array::ensure(c, py::array::c_style);
+      if (!array) throw std::invalid_argument("a plan constant is not an array");
+      constants_.push_back(array);
+      host.push_back({array.data(), static_cast<size_t>(array.nbytes())});
+    }
+    std::vector<size_t> in_bytes, out_bytes;
+    for (const py::handle& spec : inputs) {
+      inputs_.push_back(array_spec(spec));
+      in_bytes.push_back(inputs_.back().nbytes);
+    }
+    for (const py::handle& spec : outputs) {
+      outputs_.push_back(array_spec(spec));
+      out_bytes.push_back(outputs_.back().nbytes);
+    }
+    std::vector<StepSpec> specs;
+    for (const py::handle& step : steps)
+      specs.push_back(step_spec(py::reinterpret_borrow<py::dict>(step), 1));
+    executor_ = std::make_unique<gpu::GpuExecutor>(std::move(specs), host, arena_bytes,
+                                                   std::move(in_bytes), std::move(out_bytes),
+                                                   builtin_blas);
+  }
+
+  py::list run(const py::list& arrays) {
+    if (arrays.size() != inputs_.size())
+      throw std::invalid_argument("expected " + std::to_string(inputs_.size()) + " inputs, got " +
+                                  std::to_string(arrays.size()));
+    std::vector<py::object> held;
+    std::vector<gpu::InputBuffer> buffers;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      py::object item = py::reinterpret_borrow<py::object>(arrays[i]);
+      DeviceInput dev = device_input(i, item);
+      if (dev.data) {
+        held.push_back(dev.owner);
+        buffers.push_back({dev.data, true});
+        continue;
+      }
+      py::array a = py::reinterpret_borrow<py::array>(item);
+      check_host_input(i, a);
+      held.push_back(a);
+      buffers.push_back({a.data(), false});
+    }
+    py::list results;
+    std::vector<void*> out_ptrs;
+    for (const ArraySpec& spec : outputs_) {
+      py::array a(spec.dtype, spec.shape);
+      out_ptrs.push_back(a.mutable_data());
+      results.append(a);
+    }
+    {
+      py::gil_scoped_release release;
+      executor_->run(buffers, out_ptrs);
+    }
+    return results;
+  }
+
+  int64_t arena_bytes() const { return executor_->arena_bytes(); }
+  size_t num_steps() const { return executor_->num_steps(); }
+  size_t workspace_bytes() const { return executor_->workspace_bytes(); }
+  size_t device_bytes() const { return executor_->device_bytes(); }
+  std::string device() const { return executor_->device_name(); }
+  std::string blas() const { return executor_->blas_backend(); }
+
+ private:
+  static ArraySpec array_spec(const py::handle& spec) {
+    auto pair = spec.cast<std::pair<py::object, std::vector<int64_t>>>();
+    ArraySpec s{py::dtype::from_args(pair.first), pair.second, 0};
+    size_t n = static_cast<size_t>(s.dtype.itemsize());
+    for (int64_t d : s.shape) n *= static_cast<size_t>(d);
+    s.nbytes = n;
+    return s;
+  }
+
+  std::string mismatch(size_t i) const {
+    return "input " + std::to_string(i) + " does not match the plan (dtype, shape or "
+           "C-contiguity)";
+  }
+
+  void check_shape(size_t i, const std::vector<int64_t>& shape) const {
+    if (shape != inputs_[i].shape) throw std::invalid_argument(mismatch(i));
+  }
+
+  // __cuda_array_interface__ first, then __dlpack__; {nullptr} for host arrays.
+  DeviceInput device_input(size_t i, const py::object& item) const {
+    if (py::isinstance<py::array>(item)) return {};
+    const ArraySpec& spec = inputs_[i];
+    if (py::hasattr(item, "__cuda_array_interface__")) {
+      py::dict cai = item.attr("__cuda_array_interface__");
+      check_shape(i, cai["shape"].cast<std::vector<int64_t>>());
+      if (cai["typestr"].cast<std::string>() != typestr(spec.dtype))
+        throw std::invalid_argument(mismatch(i) + ": dtype " + cai["typestr"].cast<std::string>());
+      if (cai.contains("strides") && !cai["strides"].is_none()) {
+        auto strides = cai["strides"].cast<std::vector<int64_t>>();
+        if (!contiguous(spec.shape, strides.data(), spec.dtype.itemsize(), true))
+          throw std::invalid_argument(mismatch(i) + ": not C-contiguous");
+      }
+      auto data = cai["data"].cast<std::pair<uintptr_t, bool>>();
+      return {reinterpret_cast<const void*>(data.first), item};
+    }
+    if (py::hasattr(item, "__dlpack__")) {
+      py::object capsule = item.attr("__dlpack__")();
+      auto* managed = static_cast<DLManagedTensor*>(
+          PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+      if (!managed) throw py::error_already_set();
+      const DLTensor& t = managed->dl_tensor;
+      if (t.device.device_type != kDLCUDA && t.device.device_type != kDLROCM)
+        return {};  // a host tensor: numpy's path handles it
+      std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
+      check_shape(i, shape);
+      const char kind = t.dtype.code == 0 ? 'i' : t.dtype.code == 1 ? 'u' : t.dtype.code == 2 ? 'f' : 'b';
+      if (kind != spec.dtype.kind() || t.dtype.bits != spec.dtype.itemsize() * 8 || t.dtype.lanes != 1)
+        throw std::invalid_argument(mismatch(i) + ": DLPack dtype differs");
+      if (!contiguous(shape, t.strides, 1, false))
+        throw std::invalid_argument(mismatch(i) + ": not C-contiguous");
+      // the capsule owns the tensor until its destructor runs the deleter; keep it for the run
+      return {static_cast<const unsigned char*>(t.data) + t.byte_offset, capsule};
+    }
+    return {};
+  }
+
+  void check_host_input(size_t i, const py::array& a) const {
+    const ArraySpec& spec = inputs_[i];
+    bool ok = a.dtype().is(spec.dtype) || a.dtype().equal(spec.dtype);
+    ok = ok && (a.flags() & py::array::c_style) &&
+         a.ndim() == static_cast<ssize_t>(spec.shape.size());
+    for (size_t d = 0; ok && d < spec.shape.size(); ++d) ok = a.shape(d) == spec.shape[d];
+    if (!ok) throw std::invalid_argument(mismatch(i));
+  }
+
+  std::vector<py::array> constants_;
+  std::vector<ArraySpec> inputs_, outputs_;
+  std::unique_ptr<gpu::GpuExecutor> executor_;
+};
+
+}  // namespace
+
+void bind_gpu_executor(py::module_& m) {
+  py::class_<PyGpuExecutor>(m, "GpuExecutor",
+                            "A GPU plan built into kernels: run(list of arrays) -> list of "
+                            "numpy arrays; device inputs (__cuda_array_interface__, "
+                            "__dlpack__) are read in place")
+      .def(py::init<const py::list&, const py::list&, int64_t, const py::list&, const py::list&,
+                    bool>(),
+           py::arg("steps"), py::arg("constants"), py::arg("arena_bytes"), py::arg("inputs"),
+           py::arg("outputs"), py::arg("builtin_blas") = false)
+      .def("run", &PyGpuExecutor::run, py::arg("inputs"))
+      .def_property_readonly("arena_bytes", &PyGpuExecutor::arena_bytes)
+      .def_property_readonly("num_steps", &PyGpuExecutor::num_steps)
+      .def_property_readonly("workspace_bytes", &PyGpuExecutor::workspace_bytes)
+      .def_property_readonly("device_bytes", &PyGpuExecutor::device_bytes)
+      .def_property_readonly("device", &PyGpuExecutor::device)
+      .def_property_readonly("blas", &PyGpuExecutor::blas);
+  m.def("gpu_kernels", &gpu::gpu_kernel_names, "Names of the GPU kernels compiled in");
+}
+
+}  // namespace graphkiln
