@@ -31,7 +31,7 @@ __attribute__((always_inline)) static inline float exp(float x) {
   p = p * r + 5.0000001201e-1f;
   float y = p * r * r + r + 1.0f;
   int32_t ni = as_int(t) - 0x4B400000;
-  float scale = as_float((ni + 126) << 23);  // 2^(n-1): n = 128 stays finite
+  float scale = as_float(static_cast<int32_t>(static_cast<uint32_t>(ni + 126) << 23));  // 2^(n-1)
   float result = y * scale * 2.0f;
   result = x < -86.5f ? 0.0f : result;
   result = x > 88.72f ? __builtin_inff() : result;

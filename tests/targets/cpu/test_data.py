@@ -609,3 +609,11 @@ def test_gather_scalar_index_graph_input():
                        {"y": None}, dtypes={"i": np.int64})
     for i in (0, -1, 3):
         exact(model, {"x": data((4, 5), 91), "i": np.array(i, np.int64)})
+
+
+def test_nhwc_input_transposed_for_a_conv_is_a_channels_last_view():
+    model = onnx_model([node("Transpose", ["x"], ["t"], perm=[0, 3, 1, 2]),
+                        node("Conv", ["t", "w"], ["y"], pads=[1, 1, 1, 1])],
+                       {"x": (1, 7, 6, 5)}, {"y": None}, {"w": rand((4, 5, 3, 3), seed=92)})
+    check_cpu(model, {"x": rand((1, 7, 6, 5), seed=93)}, rtol=1e-4, atol=1e-5)
+    assert "CopyRegions" not in _kernels(model)

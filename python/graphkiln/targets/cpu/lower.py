@@ -157,15 +157,17 @@ class LoweringContext:
         return self._new_slot(None, PLAIN, storage, dtype or DType.from_numpy(array.dtype),
                               array.shape)
 
-    def alias(self, value: Value | None, slot: int, dims=None, layout: str | None = None) -> int:
+    def alias(self, value: Value | None, slot: int, dims=None, layout: str | None = None,
+              byte_offset: int = 0) -> int:
         """A view of `slot`'s bytes: `value`'s dims (or `dims`), the same layout unless
         `layout` says how the view reads the bytes (e.g. NHWC plain data seen as NCHW
-        channels-last)."""
+        channels-last), starting `byte_offset` bytes after the slot's start."""
         src = self.plan.slots[slot]
         layout = layout or src.layout
+        offset = src.byte_offset + byte_offset
         if value is not None:
-            return self._new_slot(value, layout, src.storage, byte_offset=src.byte_offset)
-        return self._new_slot(None, layout, src.storage, src.dtype, dims, src.byte_offset)
+            return self._new_slot(value, layout, src.storage, byte_offset=offset)
+        return self._new_slot(None, layout, src.storage, src.dtype, dims, offset)
 
     def bind(self, value: Value, slot: int) -> None:
         """Make `value` live in `slot` (e.g. a Fused node's output in its body's result)."""

@@ -26,7 +26,7 @@ from ...ir.ops.indexing import slice_bounds
 from ...ir.ops.tensor import shape_range
 from .lower import LoweringContext, LoweringError, static_dims
 from .lower_support import supports
-from .plan import CHANNELS_LAST, PLAIN, itemsize
+from .plan import CHANNELS_LAST, PLAIN, itemsize, layout_strides
 
 ANY = (PLAIN, CHANNELS_LAST)
 
@@ -69,30 +69,25 @@ def _row_major(dims) -> list[int]:
     return out[::-1]
 
 
-def _contiguous(dims, strides) -> bool:
-    """Whether the view (dims, strides) is row-major over its dims of size > 1."""
-    expected = 1
-    for d, s in reversed(list(zip(dims, strides))):
-        if d == 1:
-            continue
-        if s != expected:
-            return False
-        expected *= d
-    return True
+def _matches(dims, strides, expected) -> bool:
+    """Whether the view (dims, strides) has the `expected` strides on its dims of size > 1."""
+    return all(s == e for d, s, e in zip(dims, strides, expected) if d != 1)
 
 
 def _alias(ctx: LoweringContext, value, src: int, dims, strides, offset: int) -> bool:
     """Make `value` a zero-copy view of slot `src` when the view (dims, strides, element
-    offset) is contiguous; not for graph outputs (written into the caller's array)."""
-    if ctx.is_graph_output(value) or not _contiguous(dims, strides):
+    offset) is the plain layout of `value`, or its channels-last layout where the layout
+    analysis chose that (a Transpose (0,3,1,2) of NHWC data); not for graph outputs
+    (written into the caller's array)."""
+    if ctx.is_graph_output(value) or int(np.prod(dims, dtype=np.int64)) == 0:
         return False
-    if int(np.prod(dims, dtype=np.int64)) == 0:
-        return False
-    slot = ctx.slot(src)
-    # LoweringContext.alias keeps the source's byte offset; a view needs its own
-    ctx._new_slot(value, PLAIN, slot.storage,
-                  byte_offset=slot.byte_offset + offset * itemsize(slot.dtype))
-    return True
+    layouts = ([CHANNELS_LAST] if value in ctx.channels_last else []) + [PLAIN]
+    for layout in layouts:
+        if _matches(dims, strides, layout_strides(tuple(dims), layout)):
+            ctx.alias(value, src, layout=layout,
+                      byte_offset=offset * itemsize(ctx.slot(src).dtype))
+            return True
+    return False
 
 
 def _copy_or_alias(ctx, node, src: int, dims, strides, offset: int = 0) -> None:
