@@ -168,7 +168,22 @@ function(graphkiln_add_gpu_sources target)
     return()
   endif()
   set(_src "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../src")
-  set(_sources "${_src}/gpu/probe.hip")
+  # One kernel family per file; registry.hip is the dispatch table that names them all.
+  set(_sources
+    "${_src}/gpu/probe.hip"
+    "${_src}/gpu/registry.hip"
+    "${_src}/gpu/executor.hip"
+    "${_src}/gpu/blas.hip"
+    "${_src}/gpu/copy.hip"
+    "${_src}/gpu/pointwise.hip"
+    "${_src}/gpu/gather.hip"
+    "${_src}/gpu/gemm.hip"
+    "${_src}/gpu/conv.hip"
+    "${_src}/gpu/pool.hip"
+    "${_src}/gpu/softmax.hip"
+    "${_src}/gpu/layer_norm.hip"
+    "${_src}/gpu/reduce.hip"
+    "${_src}/gpu/attention.hip")
   add_library(graphkiln_gpu STATIC ${_sources})
   target_include_directories(graphkiln_gpu PUBLIC "${_src}")
   if(GRAPHKILN_GPU_PLATFORM STREQUAL "nvidia")
@@ -176,9 +191,21 @@ function(graphkiln_add_gpu_sources target)
   endif()
   if(GRAPHKILN_GPU_PLATFORM STREQUAL "nvidia")
     find_package(CUDAToolkit REQUIRED)
-    target_link_libraries(graphkiln_gpu PUBLIC CUDA::cudart_static)
+    # cuBLAS is loaded at run time (src/gpu/blas.hip): the toolkit used to build need not
+    # carry it, and the wheel needs only the driver plus CUDA's or PyTorch's libcublas.
+    target_link_libraries(graphkiln_gpu PUBLIC CUDA::cudart_static ${CMAKE_DL_LIBS})
+    target_compile_options(graphkiln_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3>)
   else()
     target_link_libraries(graphkiln_gpu PUBLIC hip-lang::amdhip64)
+    find_package(rocblas CONFIG QUIET)
+    if(rocblas_FOUND)
+      target_link_libraries(graphkiln_gpu PRIVATE roc::rocblas)
+      target_compile_definitions(graphkiln_gpu PRIVATE GRAPHKILN_HAVE_ROCBLAS=1)
+      message(STATUS "graphkiln GPU BLAS: rocBLAS")
+    else()
+      message(STATUS "graphkiln GPU BLAS: rocBLAS not found (no rocblas-dev here); GEMMs use "
+                     "graphkiln's own tiled kernel")
+    endif()
   endif()
   target_compile_definitions(${target} PUBLIC GRAPHKILN_WITH_GPU=1)
   target_link_libraries(${target} PUBLIC graphkiln_gpu)

@@ -27,3 +27,32 @@ inline hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpy
 inline hipError_t hipGetLastError() { return cudaGetLastError(); }
 inline hipError_t hipDeviceSynchronize() { return cudaDeviceSynchronize(); }
 inline const char* hipGetErrorString(hipError_t e) { return cudaGetErrorString(e); }
+
+// Executor, kernels and BLAS glue.
+using hipStream_t = cudaStream_t;
+using hipDeviceProp_t = cudaDeviceProp;
+constexpr hipError_t hipErrorMemoryAllocation = cudaErrorMemoryAllocation;
+constexpr cudaMemcpyKind hipMemcpyHostToDevice = cudaMemcpyHostToDevice;
+constexpr cudaMemcpyKind hipMemcpyDeviceToDevice = cudaMemcpyDeviceToDevice;
+
+inline hipError_t hipGetDevice(int* d) { return cudaGetDevice(d); }
+inline hipError_t hipSetDevice(int d) { return cudaSetDevice(d); }
+inline hipError_t hipGetDeviceProperties(hipDeviceProp_t* p, int d) {
+  return cudaGetDeviceProperties(p, d);
+}
+inline hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total) {
+  return cudaMemGetInfo(free_bytes, total);
+}
+inline hipError_t hipStreamCreateWithFlags(hipStream_t* s, unsigned flags) {
+  return cudaStreamCreateWithFlags(s, flags);
+}
+constexpr unsigned hipStreamNonBlocking = cudaStreamNonBlocking;
+inline hipError_t hipStreamDestroy(hipStream_t s) { return cudaStreamDestroy(s); }
+inline hipError_t hipStreamSynchronize(hipStream_t s) { return cudaStreamSynchronize(s); }
+inline hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                                 hipStream_t s) {
+  return cudaMemcpyAsync(dst, src, bytes, kind, s);
+}
+inline hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStream_t s) {
+  return cudaMemsetAsync(dst, value, bytes, s);
+}

@@ -79,11 +79,31 @@ def build(tmp_path, targets, **env):
     return done.stdout
 
 
+def archive_isas(path: Path) -> set[str]:
+    """The GPU ISAs carried by the objects of a static library (every src/gpu kernel file)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from check_wheel import amd_isas, elf_sections, nvidia_isas
+
+    data, isas, at = path.read_bytes(), set(), 8  # "!<arch>\n", then 60-byte member headers
+    while at + 60 <= len(data):
+        size = int(data[at + 48:at + 58].decode().strip())
+        sections = elf_sections(data[at + 60:at + 60 + size])
+        if ".hip_fatbin" in sections:
+            isas |= amd_isas(sections[".hip_fatbin"])
+        if ".nv_fatbin" in sections:
+            isas |= nvidia_isas(sections[".nv_fatbin"])
+        at += 60 + size + (size & 1)
+    return isas
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) is not installed")
 def test_nvidia_compile_check(tmp_path):
     out = build(tmp_path, "sm_90")
     assert "graphkiln GPU platform: nvidia; ISAs: sm_90" in out
+    assert archive_isas(tmp_path / "build" / "libgraphkiln_gpu.a") == {"sm_90"}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) is not installed")
@@ -106,3 +126,4 @@ def rocm_device_libs() -> bool:
 def test_amd_compile_check(tmp_path):
     out = build(tmp_path, "gfx90a;gfx1030", HIP_PLATFORM="amd")
     assert "graphkiln GPU platform: amd; ISAs: gfx90a;gfx1030" in out
+    assert archive_isas(tmp_path / "build" / "libgraphkiln_gpu.a") == {"gfx90a", "gfx1030"}

@@ -11,6 +11,7 @@ from .base import Target
 _TARGETS = {
     "ref": ("graphkiln.targets.ref.target", "RefTarget"),
     "cpu": ("graphkiln.targets.cpu.target", "CpuTarget"),
+    "gpu": ("graphkiln.targets.gpu.target", "GpuTarget"),
 }
 
 
