@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -45,6 +46,8 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
         throw std::invalid_argument("step '" + s.spec.name + "' writes a constant or an input");
     Step step;
     step.kernel = make_kernel(s.spec);
+    step.kernel_name = s.spec.kernel;
+    step.node_name = s.spec.name;
     step.inputs = std::move(s.inputs);
     step.outputs = std::move(s.outputs);
     step.present = s.spec.present;
@@ -76,8 +79,22 @@ void Executor::run(const std::vector<const void*>& inputs, const std::vector<voi
     for (size_t i = 0; i < step.inputs.size(); ++i)
       step.in_ptrs[i] = step.present[i] ? resolve(step.inputs[i]) : nullptr;
     for (size_t i = 0; i < step.outputs.size(); ++i) step.out_ptrs[i] = resolve(step.outputs[i]);
+    if (!profiling_) {
+      step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data());
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
     step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data());
+    step.total_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    step.runs += 1;
   }
+}
+
+std::vector<Executor::StepTime> Executor::step_times() const {
+  std::vector<StepTime> out;
+  for (const Step& step : steps_) out.push_back({step.kernel_name, step.node_name, step.total_ms, step.runs});
+  return out;
 }
 
 void set_num_threads(int n) {

@@ -37,6 +37,15 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+
+  // Profiling: when on, run() adds each step's wall time to its total.
+  struct StepTime {
+    std::string kernel, name;
+    double total_ms = 0;
+    int64_t runs = 0;
+  };
+  void set_profiling(bool on) { profiling_ = on; }
+  std::vector<StepTime> step_times() const;
   int64_t arena_bytes() const { return arena_bytes_; }
   size_t num_steps() const { return steps_.size(); }
   int num_threads() const { return num_threads_; }
@@ -48,7 +57,11 @@ class Executor {
     std::vector<bool> present;
     std::vector<const void*> in_ptrs;
     std::vector<void*> out_ptrs;
+    std::string kernel_name, node_name;
+    double total_ms = 0;
+    int64_t runs = 0;
   };
+  bool profiling_ = false;
   std::vector<Step> steps_;
   std::vector<const void*> constants_;
   int64_t arena_bytes_;

@@ -121,6 +121,14 @@ class PyExecutor {
     return results;
   }
 
+  void set_profiling(bool on) { executor_->set_profiling(on); }
+  py::list step_times() const {
+    py::list out;
+    for (const auto& t : executor_->step_times())
+      out.append(py::make_tuple(t.kernel, t.name, t.total_ms, t.runs));
+    return out;
+  }
+
   int64_t arena_bytes() const { return executor_->arena_bytes(); }
   size_t num_steps() const { return executor_->num_steps(); }
   int num_threads() const { return executor_->num_threads(); }
@@ -156,6 +164,10 @@ void bind_executor(py::module_& m) {
            py::arg("steps"), py::arg("constants"), py::arg("arena_bytes"), py::arg("inputs"),
            py::arg("outputs"), py::arg("num_threads"))
       .def("run", &PyExecutor::run, py::arg("inputs"))
+      .def("set_profiling", &PyExecutor::set_profiling, py::arg("on"),
+           "time every step of the following runs")
+      .def("step_times", &PyExecutor::step_times,
+           "[(kernel, node name, total ms, runs)] per step, while profiling")
       .def_property_readonly("arena_bytes", &PyExecutor::arena_bytes)
       .def_property_readonly("num_steps", &PyExecutor::num_steps)
       .def_property_readonly("num_threads", &PyExecutor::num_threads);

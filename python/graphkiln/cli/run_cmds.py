@@ -135,6 +135,9 @@ def setup_perf(p):
     _add_input_args(p)
     p.add_argument("--runs", "-n", type=int, default=100, help="timed runs (default 100)")
     p.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
+    p.add_argument("--profile", action="store_true",
+                   help="cpu: also time every kernel call; print the time per kernel type and "
+                        "the slowest calls")
 
 
 def cmd_perf(args) -> int:
@@ -144,6 +147,11 @@ def cmd_perf(args) -> int:
     feeds = make_inputs(prog, args.input, args.seed)
     for _ in range(args.warmup):
         prog.run(feeds)
+    executable = prog._executable
+    if args.profile:
+        if not hasattr(executable, "set_profiling"):
+            raise SystemExit(f"graphkiln perf: --profile needs the cpu target, not {args.target}")
+        executable.set_profiling(True)
     times = []
     last_report = time.perf_counter()
     for i in range(args.runs):
@@ -164,7 +172,25 @@ def cmd_perf(args) -> int:
           f"min {ms.min():.3f}  max {ms.max():.3f}")
     print(f"throughput: {1e3 / np.median(ms):.2f} runs/s ({batch * 1e3 / np.median(ms):.2f} "
           f"items/s at batch {batch})")
+    if args.profile:
+        _print_profile(executable.step_times(), float(ms.mean()))
     return 0
+
+
+def _print_profile(step_times, mean_ms: float, top: int = 15) -> None:
+    """Per kernel type and per call: mean ms per run and share of the mean latency."""
+    by_kernel: dict[str, list] = {}
+    for kernel, _, total, runs in step_times:
+        entry = by_kernel.setdefault(kernel, [0.0, 0])
+        entry[0] += total / max(runs, 1)
+        entry[1] += 1
+    print("time per kernel type (ms per run, calls, share of latency):")
+    for kernel, (per_run, calls) in sorted(by_kernel.items(), key=lambda kv: -kv[1][0]):
+        print(f"  {kernel:<14} {per_run:9.3f}  x{calls:<4} {100 * per_run / mean_ms:5.1f}%")
+    print(f"slowest {top} calls (ms per run):")
+    calls = sorted(step_times, key=lambda t: -t[2] / max(t[3], 1))[:top]
+    for kernel, name, total, runs in calls:
+        print(f"  {total / max(runs, 1):9.3f}  {kernel:<14} {name}")
 
 
 def _batch_size(prog) -> int:

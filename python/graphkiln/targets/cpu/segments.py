@@ -23,6 +23,12 @@ class Segment:
     def run(self, env: dict) -> None:
         raise NotImplementedError
 
+    def set_profiling(self, on: bool) -> None:
+        pass
+
+    def step_times(self) -> list:
+        return []
+
 
 class PlanSegment(Segment):
     def __init__(self, nodes: list[Node], inputs: list[Value], outputs: list[Value],
@@ -40,6 +46,12 @@ class PlanSegment(Segment):
         self.plan = plan
         self.num_steps = len(plan.steps)
         self.arena_bytes = plan.arena_bytes
+
+    def set_profiling(self, on: bool) -> None:
+        self.executor.set_profiling(on)
+
+    def step_times(self) -> list:
+        return self.executor.step_times()
 
     def run(self, env: dict) -> None:
         arrays = [np.asarray(env[v], dtype=dt, order="C")

@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""A copy of a graph with dynamic input dims replaced by the shapes of one run, types
-re-inferred and shape computations folded away (the cpu target plans per input shape)."""
+"""A copy of a graph with dynamic input dims replaced by the shapes of one run (and, for the
+few small integer inputs that decide shapes, such as a Reshape's shape or a Slice's starts
+given as graph inputs, their values), types re-inferred and shape computations folded away:
+the cpu target makes a plan per such key."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ...ir import Graph, TensorType
 from ...ir.clone import clone_graph
@@ -12,7 +16,9 @@ from ...passes.context import PassContext
 from ...passes.manager import run_pipeline
 
 
-def specialize(graph: Graph, shapes: tuple) -> Graph:
+def specialize(graph: Graph, shapes: tuple, values: dict | None = None) -> Graph:
+    """`values`: graph input index -> array, read as a constant by the copy's nodes (the
+    input stays in the copy's inputs, unread)."""
     copy = clone_graph(graph)
     for value, shape in zip(copy.inputs, shapes):
         t = value.type
@@ -21,9 +27,43 @@ def specialize(graph: Graph, shapes: tuple) -> Graph:
         if t.dims is not None and len(t.dims) != len(shape):
             raise ValueError(f"input {value.name!r} has rank {len(t.dims)}, got shape {shape}")
         value.type = TensorType(t.dtype, tuple(int(d) for d in shape))
+    if values:
+        replace = {copy.inputs[i]: copy.constant(np.asarray(a), copy.inputs[i].name + "_value")
+                   for i, a in values.items()}
+        constants = [copy.nodes.pop() for _ in replace]  # Graph.constant appends at the end
+        copy.nodes[:0] = constants[::-1]
+        for node in copy.nodes:
+            node.inputs = [replace.get(v, v) for v in node.inputs]
+        copy.outputs = [replace.get(v, v) for v in copy.outputs]
     fold_constants.refresh_types(copy)
     from ..ref.target import evaluate
 
     run_pipeline(copy, [fold_constants, eliminate_dead_code], PassContext(evaluate=evaluate),
                  trace=False)
     return copy
+
+
+SMALL_VALUE_ELEMENTS = 64
+
+
+def shape_deciding_inputs(graph: Graph, unsupported: list) -> list[int]:
+    """Indices of small integer graph inputs that the unsupported nodes read, directly or
+    through other nodes: planning on their values may make those nodes static."""
+    index = {v: i for i, v in enumerate(graph.inputs)}
+    found: set[int] = set()
+    seen: set = set()
+    stack = [v for n in unsupported for v in n.inputs if v is not None]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in index:
+            t = v.type
+            if (isinstance(t, TensorType) and np.dtype(t.dtype.numpy).kind in "iu" and t.dims is not None
+                    and all(isinstance(d, int) for d in t.dims)
+                    and int(np.prod(t.dims, dtype=np.int64)) <= SMALL_VALUE_ELEMENTS):
+                found.add(index[v])
+        elif v.producer is not None:
+            stack.extend(w for w in v.producer.inputs if w is not None)
+    return sorted(found)

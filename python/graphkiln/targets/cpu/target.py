@@ -9,13 +9,15 @@ numpy kernels between plans."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from ...ir import Graph, Node, TensorType, Value
 from ..base import Executable, Target
 from .lower import LoweringError, static_dims
 from .segments import Segment, split_segments
-from .specialize import specialize
+from .specialize import shape_deciding_inputs, specialize
 from .table import LOWERINGS
 from .threads import num_threads
 
@@ -35,7 +37,7 @@ class CpuTarget(Target):
         if fallback not in (None, "ref"):
             raise ValueError(f"fallback={fallback!r}: accepted values are None and 'ref'")
         if fallback is None:
-            missing = unsupported_nodes(graph)
+            missing = unsupported_nodes(graph, static=False)
             if missing:
                 ops = sorted({n.op for n in missing})
                 raise LoweringError(
@@ -44,39 +46,93 @@ class CpuTarget(Target):
         return CpuExecutable(graph, fallback == "ref")
 
 
-def unsupported_nodes(graph: Graph) -> list[Node]:
+def unsupported_nodes(graph: Graph, static: bool = True) -> list[Node]:
+    """Nodes the cpu target cannot run; with static=False, only those of ops it has no
+    lowering for at all."""
     from .lower_support import node_supported
 
-    static = _static(graph.inputs)
     return [n for n in graph.nodes
             if n.op != "Constant" and not node_supported(n, LOWERINGS, static)]
 
 
+MAX_PLANS = 32  # plans kept per program (least recently used dropped first)
+
+
 class CpuExecutable(Executable):
+    """Plans keyed by the input shapes and, for the small integer inputs that decide shapes
+    (found on the first plan), their values."""
+
     def __init__(self, graph: Graph, fallback: bool):
         self.graph = graph
         self.fallback = fallback
         self.threads = num_threads()
-        self._plans: dict[tuple, list[Segment]] = {}
+        self.profiling = False
+        self.value_inputs: list[int] = []
+        self._plans: OrderedDict[tuple, list[Segment]] = OrderedDict()
         if _static(graph.inputs):
-            self._segments(tuple(static_dims(v) for v in graph.inputs))
+            shapes = tuple(static_dims(v) for v in graph.inputs)
+            if not self._needs_values(self.graph, shapes):
+                self._segments(shapes, None)
 
-    def _segments(self, shapes: tuple) -> list[Segment]:
-        segments = self._plans.get(shapes)
-        if segments is None:
-            graph = self.graph if _static(self.graph.inputs) else specialize(self.graph, shapes)
-            segments = split_segments(graph, self.fallback, self.threads)
-            self._plans[shapes] = segments
+    def _needs_values(self, graph: Graph, shapes: tuple) -> bool:
+        """Whether some node runs natively only once small integer inputs are known: then
+        remember those inputs (plans are made per value at run time)."""
+        if self.fallback:
+            return False
+        specialized = graph if _static(graph.inputs) else specialize(graph, shapes)
+        missing = unsupported_nodes(specialized)
+        if not missing:
+            return False
+        self.value_inputs = shape_deciding_inputs(specialized, missing)
+        if not self.value_inputs:
+            ops = sorted({n.op for n in missing})
+            raise LoweringError(f"the cpu target cannot run {', '.join(ops)} (first: node "
+                                f"{missing[0].name!r}: no kernel for these attributes or "
+                                "dynamic shapes); compile(..., fallback='ref') runs it on ref")
+        return True
+
+    def _segments(self, shapes: tuple, arrays) -> list[Segment]:
+        values = {i: arrays[i] for i in self.value_inputs} if arrays is not None else {}
+        key = (shapes, tuple(np.asarray(a).tobytes() for a in values.values()))
+        segments = self._plans.get(key)
+        if segments is not None:
+            self._plans.move_to_end(key)
+            return segments
+        if _static(self.graph.inputs) and not values:
+            graph = self.graph
+        else:
+            graph = specialize(self.graph, shapes, values)
+        segments = split_segments(graph, self.fallback, self.threads)
+        for segment in segments:
+            segment.set_profiling(self.profiling)
+        self._plans[key] = segments
+        if len(self._plans) > MAX_PLANS:
+            self._plans.popitem(last=False)
         return segments
 
     def run(self, inputs) -> list:
         arrays = [np.asarray(a, order="C") for a in inputs]
-        segments = self._segments(tuple(a.shape for a in arrays))
+        shapes = tuple(a.shape for a in arrays)
+        if not self._plans and not self.value_inputs:
+            self._needs_values(self.graph, shapes)
+        segments = self._segments(shapes, arrays)
         graph_inputs = segments[0].graph_inputs if segments else []
         env: dict[Value, object] = dict(zip(graph_inputs, arrays))
         for segment in segments:
             segment.run(env)
-        return [env[v] for v in segments[-1].graph_outputs] if segments else []
+        outputs = segments[-1].graph_outputs if segments else []
+        return [env[v] if v in env else np.asarray(v.constant) for v in outputs]
+
+    def set_profiling(self, on: bool) -> None:
+        """Time every kernel call of the following runs (see step_times)."""
+        self.profiling = on
+        for segments in self._plans.values():
+            for s in segments:
+                s.set_profiling(on)
+
+    def step_times(self) -> list[tuple[str, str, float, int]]:
+        """(kernel, node name, total ms, runs) per kernel call of every plan, while profiling."""
+        return [t for segments in self._plans.values() for s in segments for t in s.step_times()]
 
     def plan_summary(self) -> dict:
         """Steps, kernels and arena bytes of the plans built so far (for stats)."""
