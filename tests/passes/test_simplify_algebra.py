@@ -44,3 +44,15 @@ graph main(%x: f32[1,3], %y: f32[4,3]) {
   %z: f32[4,3] = Add(%x, %y)
   return %z
 }""")
+
+
+def test_cast_like_becomes_cast():
+    check_pass(simplify_algebra, """
+graph main(%x: f32[2], %like: i64[3]) {
+  %y: i64[2] = CastLike(%x, %like)
+  return %y
+}""", """
+graph main(%x: f32[2], %like: i64[3]) {
+  %y: i64[2] = Cast(%x) {to = i64}
+  return %y
+}""")

@@ -44,15 +44,20 @@ def run(graph: Graph, ctx) -> Graph:
 def refresh_types(graph: Graph) -> None:
     """Re-run type inference in order: constants made by folding can make dims static."""
     for node in graph.nodes:
-        if node.op == "Constant":
-            continue
-        try:
-            types = infer_outputs(get_schema(node.op), node)
-        except Exception:  # noqa: BLE001 - keep the types the node had
-            continue
-        for value, t in zip(node.outputs, types):
-            if value is not None and t is not None:
-                value.type = t
+        refresh_node_types(node)
+
+
+def refresh_node_types(node: Node) -> None:
+    """Re-infer one node's output types from its inputs' (kept when inference fails)."""
+    if node.op == "Constant":
+        return
+    try:
+        types = infer_outputs(get_schema(node.op), node)
+    except Exception:  # noqa: BLE001 - keep the types the node had
+        return
+    for value, t in zip(node.outputs, types):
+        if value is not None and t is not None:
+            value.type = t
 
 
 def _fold(node: Node, ctx) -> list | None:

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """Remove operations that do nothing at inference: identities, x*1, x+0, Dropout, casts
-to the same type, and broadcasts an elementwise consumer would do anyway."""
+to the same type, and broadcasts an elementwise consumer would do anyway; CastLike becomes
+the Cast it stands for."""
 
 from __future__ import annotations
 
@@ -47,6 +48,14 @@ def cast(node: Node, rw: Rewriter):
     return None
 
 
+# CastLike(x, like) -> Cast(x, to=dtype of like)   (same saturate / round_mode attributes)
+def cast_like(node: Node, rw: Rewriter):
+    like = node.inputs[1]
+    if like is None or not isinstance(like.type, TensorType):
+        return None
+    return rw.emit_node("Cast", [node.inputs[0]], {**node.attrs, "to": like.type.dtype}).outputs
+
+
 # Add(Expand(x, s), y) -> Add(x, y)   when broadcasting x against y gives the same shape
 def drop_expand(node: Node, rw: Rewriter):
     for pos, v in enumerate(node.inputs):
@@ -80,6 +89,7 @@ RULES = [
     ("Div", _neutral(1.0, (1,))),
     ("Pow", _neutral(1.0, (1,))),
     ("Cast", cast),
+    ("CastLike", cast_like),
 ] + [(op, drop_expand) for op in BROADCASTING_OPS]
 
 

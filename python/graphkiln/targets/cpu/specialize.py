@@ -34,13 +34,49 @@ def specialize(graph: Graph, shapes: tuple, values: dict | None = None) -> Graph
         copy.nodes[:0] = constants[::-1]
         for node in copy.nodes:
             node.inputs = [replace.get(v, v) for v in node.inputs]
+            if node.op == "Fused":
+                _inline_constant_inputs(node, set(replace.values()))
         copy.outputs = [replace.get(v, v) for v in copy.outputs]
-    fold_constants.refresh_types(copy)
+    _refresh_types(copy)
     from ..ref.target import evaluate
 
     run_pipeline(copy, [fold_constants, eliminate_dead_code], PassContext(evaluate=evaluate),
                  trace=False)
     return copy
+
+
+def _refresh_types(graph: Graph) -> None:
+    """Type inference again, in order, Fused bodies included (their inputs take the outer
+    values' types first)."""
+    for node in graph.nodes:
+        if node.op == "Fused":
+            body = node.attrs["body"]
+            for inner, outer in zip(body.inputs, node.inputs):
+                inner.type = outer.type
+            _refresh_types(body)
+        fold_constants.refresh_node_types(node)
+
+
+def _inline_constant_inputs(fused, constants: set) -> None:
+    """Inputs of a Fused node that became constants become Constant nodes of its body, so
+    that the body's ops see them as constants (e.g. a reduction's axes)."""
+    body = fused.attrs["body"]
+    keep_outer, keep_inner, inlined = [], [], []
+    for outer, inner in zip(fused.inputs, body.inputs):
+        if outer in constants:
+            const = body.constant(outer.constant, inner.name + "_value")
+            inlined.append((inner, const, body.nodes.pop()))
+        else:
+            keep_outer.append(outer)
+            keep_inner.append(inner)
+    if not inlined:
+        return
+    mapping = {inner: const for inner, const, _ in inlined}
+    for node in body.nodes:
+        node.inputs = [mapping.get(v, v) for v in node.inputs]
+    body.outputs = [mapping.get(v, v) for v in body.outputs]
+    body.nodes[:0] = [node for _, _, node in inlined]
+    fused.inputs, body.inputs = keep_outer, keep_inner
 
 
 SMALL_VALUE_ELEMENTS = 64
