@@ -153,6 +153,12 @@ elseif(GRAPHKILN_GPU_PLATFORM STREQUAL "nvidia")
   # -real: SASS for exactly the ISAs asked for, no PTX, so a wheel carries what its label says.
   set(CMAKE_CUDA_ARCHITECTURES ${_gk_arch_numbers})
   set(CMAKE_CUDA_RUNTIME_LIBRARY Static)  # the wheel then needs only the driver (libcuda)
+  # nvcc's host compiler is the C++ compiler: another g++ first on PATH (seen on the lent
+  # GPU machine) can default to another std::string ABI, and the module then crashes when
+  # host and CUDA objects pass strings.
+  if(NOT CMAKE_CUDA_HOST_COMPILER AND NOT DEFINED ENV{CUDAHOSTCXX})
+    set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}")
+  endif()
   enable_language(CUDA)
 endif()
 # The module links with the C++ compiler like the CPU build (pybind11 may use GCC's LTO,

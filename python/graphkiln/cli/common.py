@@ -125,7 +125,9 @@ def random_value(t, rng: np.random.Generator):
     if t.dtype is DType.bool:
         return rng.random(shape) < 0.5
     if t.dtype.is_int:
-        return rng.integers(0, 10, shape).astype(t.dtype.numpy)
+        # 0 or 1: integer inputs are mostly indices (token ids, token types, masks), and
+        # those two are in range of any table
+        return rng.integers(0, 2, shape).astype(t.dtype.numpy)
     if t.dtype is DType.str:
         return np.full(shape, "graphkiln", dtype=object)
     raise SystemExit(f"graphkiln: cannot make a random input of type {t}")
