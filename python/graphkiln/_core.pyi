@@ -30,3 +30,30 @@ def cpu_kernels() -> list[str]:
 
 def max_threads() -> int:
     """OpenMP's thread count for the calling thread."""
+
+# Only in builds with GPU_TARGETS (targets/gpu builds it; see src/gpu/executor.hpp):
+class GpuExecutor:
+    """A gpu plan built into GPU kernels: one device arena, constants uploaded once, one
+    stream. run() takes numpy arrays (copied in) or device arrays with
+    __cuda_array_interface__ / __dlpack__ (read in place) and returns numpy arrays."""
+
+    def __init__(self, steps: list[dict], constants: list, arena_bytes: int,
+                 inputs: list[tuple], outputs: list[tuple], builtin_blas: bool = False) -> None: ...
+    def run(self, inputs: list) -> list: ...
+    @property
+    def arena_bytes(self) -> int: ...
+    @property
+    def num_steps(self) -> int: ...
+    @property
+    def workspace_bytes(self) -> int: ...
+    @property
+    def device_bytes(self) -> int: ...
+    @property
+    def device(self) -> str:
+        """GPU 0 'NVIDIA H200'"""
+    @property
+    def blas(self) -> str:
+        """cuBLAS, rocBLAS, or graphkiln's tiled kernel (and why)."""
+
+def gpu_kernels() -> list[str]:
+    """Names of the GPU kernels compiled in (GPU builds only)."""

@@ -5,36 +5,40 @@
 import json
 
 import numpy as np
+import pytest
 
 import graphkiln
 from graphkiln.cli.common import EXAMPLE_MODEL
 from graphkiln.cli.main import main
 
 
-def test_compile_save_run_read(tmp_path, capsys):
+@pytest.mark.parametrize("target, options, rerun", [
+    ("ref", {"optimize": True}, ["--target", "ref", "--optimize"]),
+    ("cpu", {}, ["--target", "cpu"])])
+def test_compile_save_run_read(tmp_path, capsys, target, options, rerun):
     saved = tmp_path / "model.gkp"
-    assert main(["compile", EXAMPLE_MODEL, "-o", str(saved)]) == 0
+    assert main(["compile", EXAMPLE_MODEL, "--target", target, "-o", str(saved)]) == 0
     assert "saved the compiled program" in capsys.readouterr().out
     assert saved.read_bytes().startswith(b"GKILNM")
     loaded = graphkiln.load(saved)
-    assert loaded.is_compiled and loaded.options == {"optimize": True}
+    assert loaded.is_compiled and loaded.options == options and loaded.target.name == target
 
     x = np.random.default_rng(5).standard_normal((1, 3, 32, 32)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     out_saved, out_onnx = tmp_path / "saved.npz", tmp_path / "onnx.npz"
     assert main(["run", str(saved), "--input", f"image={tmp_path / 'x.npy'}", "--save", str(out_saved)]) == 0
     assert "saved program" in capsys.readouterr().out
-    assert main(["run", EXAMPLE_MODEL, "--optimize", "--input", f"image={tmp_path / 'x.npy'}",
+    assert main(["run", EXAMPLE_MODEL, *rerun, "--input", f"image={tmp_path / 'x.npy'}",
                  "--save", str(out_onnx)]) == 0
     capsys.readouterr()
     assert np.load(out_saved)["probabilities"].tobytes() == np.load(out_onnx)["probabilities"].tobytes()
 
     assert main(["read", str(saved), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["magic"] == "graphkiln" and doc["compiled"]["target"] == "ref"
+    assert doc["magic"] == "graphkiln" and doc["compiled"]["target"] == target
     assert main(["read", str(saved)]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("# saved program compiled for ref") and "Fused(" in text
+    assert text.startswith(f"# saved program compiled for {target}") and "Fused(" in text
     assert main(["perf", str(saved), "--runs", "2", "--warmup", "0"]) == 0
     assert "latency ms" in capsys.readouterr().out
     assert main(["params", str(saved)]) == 0
@@ -44,7 +48,7 @@ def test_compile_save_run_read(tmp_path, capsys):
 
 def test_json_format_and_detection_by_magic(tmp_path, capsys):
     saved = tmp_path / "model.onnx"   # a misleading name: the content decides
-    assert main(["compile", EXAMPLE_MODEL, "-o", str(saved), "--format", "json"]) == 0
+    assert main(["compile", EXAMPLE_MODEL, "--target", "ref", "-o", str(saved), "--format", "json"]) == 0
     assert saved.read_text().startswith('{\n "magic": "graphkiln"')
     capsys.readouterr()
     assert main(["run", str(saved)]) == 0

@@ -55,6 +55,8 @@ def _ready(prog, args, default_optimize: bool):
             and args.target in (None, prog.target.name)):
         args.target = prog.target.name
         return prog, True
+    if prog.is_compiled and args.target is None:  # recompile for the target it was saved for
+        args.target = prog.target.name
     return _compile(prog, args, default_optimize), False
 
 

@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Pointwise ops and Fused nodes on the gpu target.
+
+Every pointwise op, alone or as a run of fused body nodes, becomes one `Pointwise` step
+written by the cpu target's emit_pointwise (targets/cpu/lower_pointwise.py): the same
+register program runs on both targets (src/gpu/pointwise.hip interprets it on the device).
+A Fused node of another kind (conv, gemm, matmul, reduce) is lowered body node by body node:
+its anchor through the gpu table, each run of pointwise nodes as one program per value the
+rest of the body (or the graph) reads."""
+
+from __future__ import annotations
+
+from ...ir import Node, Value
+from ..cpu.lower import LoweringContext, LoweringError
+from ..cpu.lower_pointwise import HANDLED, emit_pointwise, node_supported
+
+
+def emit_program(nodes: list[Node], result: Value, ctx: LoweringContext, name: str,
+                 out_slot: int | None = None) -> int:
+    """One Pointwise step computing `result` from the nodes it needs among `nodes`."""
+    produced = {v: n for n in nodes for v in n.outputs if v is not None}
+    needed: set[Node] = set()
+    stack = [result]
+    while stack:
+        node = produced.get(stack.pop())
+        if node is not None and node not in needed:
+            needed.add(node)
+            stack.extend(v for v in node.inputs if v is not None)
+    members = [n for n in nodes if n in needed]
+    bindings = {}
+    for n in members:
+        for v in n.inputs:
+            if v is not None and v not in produced and v.constant is None:
+                bindings[v] = ctx.input(v)
+    out = ctx.output(result) if out_slot is None else out_slot
+    emit_pointwise(ctx, members, bindings, result, out, name)
+    return out
+
+
+def lower_pointwise(node: Node, ctx: LoweringContext) -> None:
+    emit_program([node], node.outputs[0], ctx, node.name)
+
+
+lower_pointwise.supports = node_supported
+
+
+def _as_cast(node: Node) -> Node:
+    """CastLike(x, like) is Cast(x, to=like's dtype)."""
+    attrs = {k: v for k, v in node.attrs.items()}
+    attrs["to"] = node.inputs[1].type.dtype
+    return Node("Cast", [node.inputs[0]], list(node.outputs), attrs, node.name)
+
+
+def lower_cast_like(node: Node, ctx: LoweringContext) -> None:
+    emit_program([_as_cast(node)], node.outputs[0], ctx, node.name)
+
+
+lower_cast_like.supports = lambda node: node_supported(_as_cast(node))
+
+
+def lower_fused(node: Node, ctx: LoweringContext) -> None:
+    from .table import LOWERINGS
+
+    body = node.attrs["body"]
+    for inner, outer in zip(body.inputs, node.inputs):
+        ctx.bind(inner, ctx.slot_of(outer))
+    nodes = [n for n in body.nodes if n.op != "Constant"]
+    result = body.outputs[0]
+    out_value = node.outputs[0]
+    readers: dict[Value, list[Node]] = {}
+    for n in nodes:
+        for v in n.inputs:
+            if v is not None:
+                readers.setdefault(v, []).append(n)
+    group: list[Node] = []
+    written: list[bool] = []
+
+    def flush():
+        members = set(group)
+        for n in group:
+            v = n.outputs[0]
+            if v is result:
+                ctx.bind(v, emit_program(group, v, ctx, node.name, ctx.output(out_value)))
+                written.append(True)
+            elif any(r not in members for r in readers.get(v, [])):
+                emit_program(group, v, ctx, f"{node.name}/{v.name}")
+        group.clear()
+
+    for n in nodes:
+        if n.op in HANDLED:
+            group.append(n)
+            continue
+        flush()
+        lower = LOWERINGS.get(n.op)
+        if lower is None:
+            raise LoweringError(f"the gpu target has no kernel for {n.op} (in fused node "
+                                f"{node.name!r})")
+        lower(n, ctx)
+    flush()
+    if not written:  # the body ended in a non-pointwise node
+        ctx.bind(out_value, ctx.slot_of(result))
+
+
+def _fused_supported(node: Node) -> bool:
+    from ..cpu.lower_support import node_supported as lowerable
+    from .table import LOWERINGS
+
+    for n in node.attrs["body"].nodes:
+        if n.op == "Constant":
+            continue
+        if n.op in HANDLED:
+            if not node_supported(n):
+                return False
+        elif not lowerable(n, LOWERINGS):
+            return False
+    return True
+
+
+lower_fused.supports = _fused_supported
+
+LOWERINGS = {op: lower_pointwise for op in sorted(HANDLED)}
+LOWERINGS["Fused"] = lower_fused
+LOWERINGS["CastLike"] = lower_cast_like

@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""IR op -> gpu lowering function, merged from the lower_<family>.py modules."""
+
+from __future__ import annotations
+
+from . import lower_attention, lower_linalg, lower_pointwise, lower_reduce, lower_tensor
+
+LOWERINGS: dict = {}
+for _module in (lower_tensor, lower_pointwise, lower_linalg, lower_reduce, lower_attention):
+    overlap = set(LOWERINGS) & set(_module.LOWERINGS)
+    if overlap:
+        raise RuntimeError(f"ops lowered twice: {sorted(overlap)}")
+    LOWERINGS.update(_module.LOWERINGS)

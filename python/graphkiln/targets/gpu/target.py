@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""The gpu target: the device check first (graphkiln.device.require_gpu), the full pass
+pipeline, then a plan per input shape lowered by the cpu target's LoweringContext with the
+gpu lowering table (plain layouts everywhere) and run by graphkiln._core.GpuExecutor: one
+device arena, constants uploaded once, one stream; per run inputs in, kernels, outputs out,
+one sync. An op without a GPU kernel is a compile-time error naming it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import Graph, Node, TensorType, Value
+from ..base import Executable, Target
+from ..cpu.lower import LoweringContext, LoweringError, static_dims
+from ..cpu.lower_support import node_supported
+from ..cpu.plan import Plan
+from ..cpu.specialize import specialize
+from .specialize import parameter_inputs, specialize_values
+from .table import LOWERINGS
+
+
+class GpuTarget(Target):
+    name = "gpu"
+    options = {"blas": "'builtin' runs matrix products on graphkiln's own kernel instead of "
+                       "the vendor BLAS (default 'vendor': cuBLAS / rocBLAS when found)"}
+
+    def passes(self, options: dict) -> list:
+        from ...passes.pipelines import FULL
+
+        return list(FULL)
+
+    def compile(self, graph: Graph, options: dict) -> "GpuExecutable":
+        from ...device import require_gpu
+
+        blas = options.get("blas", "vendor")
+        if blas not in ("vendor", "builtin"):
+            raise ValueError(f"blas={blas!r}: accepted values are 'vendor' and 'builtin'")
+        require_gpu()
+        missing = unsupported_nodes(graph)
+        if missing:
+            ops = sorted({n.op for n in missing})
+            raise LoweringError(f"the gpu target has no kernel for {', '.join(ops)} (first: "
+                                f"node {missing[0].name!r})")
+        return GpuExecutable(graph, blas == "builtin")
+
+
+def unsupported_nodes(graph: Graph) -> list[Node]:
+    """Nodes the gpu target cannot run; for a graph whose plans depend on input shapes or
+    parameter values, only whether a lowering exists (the rest is checked per plan)."""
+    static = _static(graph.inputs) and not parameter_inputs(graph)
+    return [n for n in graph.nodes
+            if n.op != "Constant" and not node_supported(n, LOWERINGS, static)]
+
+
+def lower_plan(graph: Graph) -> Plan:
+    """The gpu plan of a graph with static shapes, after the gpu passes (no device needed)."""
+    nodes = [n for n in graph.nodes if n.op != "Constant"]
+    for node in nodes:
+        if not node_supported(node, LOWERINGS):
+            raise LoweringError(f"the gpu target cannot run {node.op} node {node.name!r} "
+                                "(no kernel, or an attribute, dtype or shape it refuses)")
+    return LoweringContext(nodes, list(graph.inputs), list(graph.outputs), LOWERINGS,
+                           channels_last=False, target="gpu").lower_all()
+
+
+class GpuPlan:
+    """One plan built on the device for one set of input shapes."""
+
+    def __init__(self, graph: Graph, builtin_blas: bool):
+        from ..._native import load_core
+
+        plan = lower_plan(graph)
+        specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
+                               for s in slots]
+        self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
+        self.executor = load_core().GpuExecutor(plan.executor_steps(), plan.constants,
+                                                plan.arena_bytes, specs(plan.input_slots),
+                                                specs(plan.output_slots), builtin_blas)
+        self.plan = plan
+
+
+class GpuExecutable(Executable):
+    def __init__(self, graph: Graph, builtin_blas: bool = False, plan_factory=None):
+        """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device;
+        tests pass a numpy model of the kernels)."""
+        self.graph = graph
+        self.builtin_blas = builtin_blas
+        self.plan_factory = plan_factory or GpuPlan
+        self.parameters = parameter_inputs(graph)
+        self._plans: dict[tuple, GpuPlan] = {}
+        if _static(graph.inputs) and not self.parameters:
+            self._plan(tuple(static_dims(v) for v in graph.inputs), {})
+
+    def _plan(self, shapes: tuple, values: dict) -> GpuPlan:
+        key = (shapes, tuple((i, v.tobytes()) for i, v in sorted(values.items())))
+        plan = self._plans.get(key)
+        if plan is None:
+            if values:
+                graph = specialize_values(self.graph, shapes, values)
+            elif _static(self.graph.inputs):
+                graph = self.graph
+            else:
+                graph = specialize(self.graph, shapes)
+            plan = self.plan_factory(graph, self.builtin_blas)
+            self._plans[key] = plan
+        return plan
+
+    def run(self, inputs) -> list:
+        """numpy arrays, or device arrays (__cuda_array_interface__ / __dlpack__) read in
+        place; returns numpy arrays."""
+        values = {i: np.asarray(inputs[i]) for i in self.parameters}
+        rest = [a for i, a in enumerate(inputs) if i not in values]
+        shapes = tuple(tuple(int(d) for d in _shape(a)) for a in rest)
+        plan = self._plan(shapes, values)
+        # np.asarray keeps rank 0 (np.ascontiguousarray would make it rank 1)
+        arrays = [a if _on_device(a) else np.asarray(a, dtype=dt, order="C")
+                  for a, dt in zip(rest, plan.input_dtypes)]
+        return plan.executor.run(arrays)
+
+    def plan_summary(self) -> dict:
+        out = {"plans": len(self._plans)}
+        for plan in self._plans.values():
+            out.update(steps=plan.executor.num_steps, arena_bytes=plan.executor.arena_bytes,
+                       device_bytes=plan.executor.device_bytes, blas=plan.executor.blas,
+                       device=plan.executor.device)
+        return out
+
+
+def _on_device(a) -> bool:
+    return not isinstance(a, np.ndarray) and (hasattr(a, "__cuda_array_interface__")
+                                              or hasattr(a, "__dlpack_device__"))
+
+
+def _shape(a):
+    return a.shape if hasattr(a, "shape") else np.shape(a)
+
+
+def _static(values: list[Value]) -> bool:
+    return all(isinstance(v.type, TensorType) and v.type.dims is not None
+               and all(isinstance(d, int) for d in v.type.dims) for v in values)

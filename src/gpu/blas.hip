@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+#include "gpu/common.hpp"
+#include "gpu/blas.hpp"
+
+#include <stdexcept>
+
+#include "gpu/kernel.hpp"
+
+#if defined(__CUDACC__) && !defined(__HIP__)
+#include <dlfcn.h>
+#define GRAPHKILN_BLAS_CUBLAS 1
+#elif defined(GRAPHKILN_HAVE_ROCBLAS)
+#include <rocblas/rocblas.h>
+#define GRAPHKILN_BLAS_ROCBLAS 1
+#endif  // vendor BLAS
+
+namespace graphkiln {
+namespace gpu {
+
+namespace {
+
+// ---- graphkiln's own SGEMM: 64x64 tiles, 16-deep K slices, 4x4 outputs a thread ----------
+constexpr int kTile = 64, kSlice = 16, kThreads = 256;
+
+__global__ void sgemm_tiled(GemmArgs g) {
+  __shared__ float as[kSlice][kTile + 4];
+  __shared__ float bs[kSlice][kTile + 4];
+  const int64_t batch = blockIdx.z;
+  const float* a = g.a + batch * g.stride_a;
+  const float* b = g.b + batch * g.stride_b;
+  float* c = g.c + batch * g.stride_c;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  float acc[4][4] = {};
+  for (int64_t k0 = 0; k0 < g.k; k0 += kSlice) {
+    for (int i = threadIdx.x; i < kSlice * kTile; i += kThreads) {
+      const int kk = i / kTile, mm = i % kTile;
+      const int64_t row = row0 + mm, kidx = k0 + kk, col = col0 + mm;
+      float av = 0.f, bv = 0.f;
+      if (row < g.m && kidx < g.k) av = g.trans_a ? a[kidx * g.lda + row] : a[row * g.lda + kidx];
+      if (col < g.n && kidx < g.k) bv = g.trans_b ? b[col * g.ldb + kidx] : b[kidx * g.ldb + col];
+      as[kk][mm] = av;
+      bs[kk][mm] = bv;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kSlice; ++kk) {
+      float ar[4], br[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) ar[i] = as[kk][ty * 4 + i];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) br[j] = bs[kk][tx * 4 + j];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += ar[i] * br[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int64_t row = row0 + ty * 4 + i;
+    if (row >= g.m) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t col = col0 + tx * 4 + j;
+      if (col >= g.n) continue;
+      float* out = c + row * g.ldc + col;
+      *out = g.alpha * acc[i][j] + (g.beta == 0.f ? 0.f : g.beta * *out);
+    }
+  }
+}
+
+#if defined(GRAPHKILN_BLAS_CUBLAS)
+// The few cuBLAS entry points graphkiln calls, declared here: the CUDA toolkit used to build
+// need not carry cuBLAS, and the library is found at run time (CUDA's or PyTorch's copy).
+using CublasHandle = void*;
+struct Cublas {
+  int (*create)(CublasHandle*) = nullptr;
+  int (*destroy)(CublasHandle) = nullptr;
+  int (*set_stream)(CublasHandle, cudaStream_t) = nullptr;
+  int (*sgemm_strided_batched)(CublasHandle, int, int, int, int, int, const float*, const float*,
+                               int, long long, const float*, int, long long, const float*,
+                               float*, int, long long, int) = nullptr;
+  std::string error;
+};
+
+const Cublas& cublas() {
+  static const Cublas lib = [] {
+    Cublas c;
+    void* so = nullptr;
+    for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+      so = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (so) break;
+    }
+    if (!so) {
+      c.error = "libcublas.so.13/.12 not found on the library path";
+      return c;
+    }
+    c.create = reinterpret_cast<decltype(c.create)>(dlsym(so, "cublasCreate_v2"));
+    c.destroy = reinterpret_cast<decltype(c.destroy)>(dlsym(so, "cublasDestroy_v2"));
+    c.set_stream = reinterpret_cast<decltype(c.set_stream)>(dlsym(so, "cublasSetStream_v2"));
+    c.sgemm_strided_batched = reinterpret_cast<decltype(c.sgemm_strided_batched)>(
+        dlsym(so, "cublasSgemmStridedBatched"));
+    if (!c.create || !c.destroy || !c.set_stream || !c.sgemm_strided_batched)
+      c.error = "libcublas lacks an entry point graphkiln uses";
+    return c;
+  }();
+  return lib;
+}
+#endif  // GRAPHKILN_BLAS_CUBLAS
+
+}  // namespace
+
+Blas::Blas(hipStream_t stream, bool builtin) : stream_(stream) {
+  backend_ = "graphkiln tiled sgemm";
+  if (builtin) return;
+#if defined(GRAPHKILN_BLAS_CUBLAS)
+  const Cublas& lib = cublas();
+  if (!lib.error.empty()) {
+    backend_ += " (cuBLAS not used: " + lib.error + ")";
+    return;
+  }
+  if (lib.create(&handle_) != 0) throw std::runtime_error("cublasCreate failed");
+  if (lib.set_stream(handle_, stream_) != 0) throw std::runtime_error("cublasSetStream failed");
+  backend_ = "cuBLAS";
+#elif defined(GRAPHKILN_BLAS_ROCBLAS)
+  rocblas_handle h = nullptr;
+  if (rocblas_create_handle(&h) != rocblas_status_success)
+    throw std::runtime_error("rocblas_create_handle failed");
+  rocblas_set_stream(h, stream_);
+  handle_ = h;
+  backend_ = "rocBLAS";
+#else
+  backend_ += " (this build has no vendor BLAS: rocBLAS headers were not found)";
+#endif  // vendor BLAS
+}
+
+Blas::~Blas() {
+  if (!handle_) return;
+#if defined(GRAPHKILN_BLAS_CUBLAS)
+  cublas().destroy(handle_);
+#elif defined(GRAPHKILN_BLAS_ROCBLAS)
+  rocblas_destroy_handle(static_cast<rocblas_handle>(handle_));
+#endif  // vendor BLAS
+}
+
+void Blas::builtin_sgemm(const GemmArgs& g) {
+  for (int64_t b0 = 0; b0 < g.batch; b0 += 65535) {
+    GemmArgs part = g;
+    part.a += b0 * g.stride_a;
+    part.b += b0 * g.stride_b;
+    part.c += b0 * g.stride_c;
+    const unsigned nb = static_cast<unsigned>(std::min<int64_t>(65535, g.batch - b0));
+    const dim3 grid(static_cast<unsigned>((g.n + kTile - 1) / kTile),
+                    static_cast<unsigned>((g.m + kTile - 1) / kTile), nb);
+    sgemm_tiled<<<grid, kThreads, 0, stream_>>>(part);
+    check_launch("sgemm_tiled");
+  }
+}
+
+void Blas::sgemm(const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return;
+  if (!handle_) return builtin_sgemm(g);
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+#if defined(GRAPHKILN_BLAS_CUBLAS)
+  const int status = cublas().sgemm_strided_batched(
+      handle_, g.trans_b ? 1 : 0, g.trans_a ? 1 : 0, static_cast<int>(g.n),
+      static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha, g.b, static_cast<int>(g.ldb),
+      g.stride_b, g.a, static_cast<int>(g.lda), g.stride_a, &g.beta, g.c,
+      static_cast<int>(g.ldc), g.stride_c, static_cast<int>(g.batch));
+  if (status != 0)
+    throw std::runtime_error("cublasSgemmStridedBatched failed (status " +
+                             std::to_string(status) + ")");
+#elif defined(GRAPHKILN_BLAS_ROCBLAS)
+  const rocblas_status status = rocblas_sgemm_strided_batched(
+      static_cast<rocblas_handle>(handle_),
+      g.trans_b ? rocblas_operation_transpose : rocblas_operation_none,
+      g.trans_a ? rocblas_operation_transpose : rocblas_operation_none, g.n, g.m, g.k, &g.alpha,
+      g.b, g.ldb, g.stride_b, g.a, g.lda, g.stride_a, &g.beta, g.c, g.ldc, g.stride_c, g.batch);
+  if (status != rocblas_status_success)
+    throw std::runtime_error("rocblas_sgemm_strided_batched failed");
+#endif  // vendor BLAS
+}
+
+}  // namespace gpu
+}  // namespace graphkiln

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// GEMM and batched GEMM behind one interface: cuBLAS on NVIDIA (loaded at run time, so the
+// wheel needs only the driver and finds libcublas where CUDA or PyTorch installed it);
+// rocBLAS on AMD where its headers existed at build time; else graphkiln's own tiled kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gpu/common.hpp"
+
+namespace graphkiln {
+namespace gpu {
+
+struct GemmArgs {
+  // Row-major, per batch b: C = alpha * op(A) @ op(B) + beta * C, with op(A) [m, k] and
+  // op(B) [k, n]. ld* are row strides as stored (A is [k, m] when trans_a); stride_* the
+  // element distance between batches (0 broadcasts one matrix to every batch).
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  float alpha = 1.0f, beta = 0.0f;
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* c = nullptr;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
+class Blas {
+ public:
+  // builtin=true always uses graphkiln's own kernel (tests of that path)
+  Blas(hipStream_t stream, bool builtin = false);
+  ~Blas();
+  Blas(const Blas&) = delete;
+  Blas& operator=(const Blas&) = delete;
+
+  void sgemm(const GemmArgs& g);
+  std::string backend() const { return backend_; }
+
+ private:
+  void builtin_sgemm(const GemmArgs& g);
+  hipStream_t stream_;
+  void* handle_ = nullptr;  // the vendor library's handle, when one loaded
+  std::string backend_;
+};
+
+}  // namespace gpu
+}  // namespace graphkiln

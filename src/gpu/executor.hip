@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+#include "gpu/common.hpp"
+#include "gpu/executor.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "gpu/blas.hpp"
+#include "gpu/kernel.hpp"
+
+namespace graphkiln {
+namespace gpu {
+
+namespace {
+
+constexpr size_t kAlign = 256;
+
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+std::string current_device_name() {
+  int device = 0;
+  hipDeviceProp_t props;
+  if (hipGetDevice(&device) != hipSuccess || hipGetDeviceProperties(&props, device) != hipSuccess)
+    return "GPU ?";
+  return "GPU " + std::to_string(device) + " '" + props.name + "'";
+}
+
+// One device allocation; out of memory names the device, the bytes asked and what for.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(size_t nbytes, const std::string& what) : nbytes_(nbytes) {
+    if (nbytes == 0) return;
+    const hipError_t status = hipMalloc(&data_, nbytes);
+    if (status != hipSuccess) {
+      (void)hipGetLastError();
+      size_t free_bytes = 0, total = 0;
+      (void)hipMemGetInfo(&free_bytes, &total);
+      throw std::runtime_error(current_device_name() + ": out of memory allocating " +
+                               std::to_string(nbytes) + " bytes for " + what + " (" +
+                               std::to_string(free_bytes) + " of " + std::to_string(total) +
+                               " bytes free): " + hipGetErrorString(status));
+    }
+  }
+  ~DeviceBuffer() {
+    if (data_) (void)hipFree(data_);
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : data_(o.data_), nbytes_(o.nbytes_) { o.data_ = nullptr; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(nbytes_, o.nbytes_);
+    return *this;
+  }
+  unsigned char* get() const { return static_cast<unsigned char*>(data_); }
+  size_t size() const { return nbytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+};
+
+}  // namespace
+
+struct GpuExecutor::Impl {
+  struct Step {
+    std::string name;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<TensorRef> inputs, outputs;
+    std::vector<bool> present;
+    std::vector<const void*> in_ptrs;
+    std::vector<void*> out_ptrs;
+  };
+  std::string device;
+  hipStream_t stream = nullptr;
+  std::unique_ptr<Blas> blas;
+  DeviceBuffer arena, constants, workspace;
+  std::vector<size_t> constant_offsets;
+  std::vector<DeviceBuffer> inputs, outputs;
+  std::vector<size_t> input_bytes, output_bytes;
+  std::vector<Step> steps;
+  int64_t arena_bytes = 0;
+
+  ~Impl() {
+    if (stream) (void)hipStreamDestroy(stream);
+  }
+
+  unsigned char* resolve(const TensorRef& r, const std::vector<const void*>& run_inputs) {
+    switch (r.storage) {
+      case Storage::arena: return arena.get() + r.offset;
+      case Storage::constant: return constants.get() + constant_offsets[r.index] + r.offset;
+      case Storage::input:
+        return const_cast<unsigned char*>(static_cast<const unsigned char*>(run_inputs[r.index])) +
+               r.offset;
+      case Storage::output: return outputs[r.index].get() + r.offset;
+    }
+    return nullptr;
+  }
+};
+
+GpuExecutor::GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuffer>& constants,
+                         int64_t arena_bytes, std::vector<size_t> input_bytes,
+                         std::vector<size_t> output_bytes, bool builtin_blas)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.device = current_device_name();
+  if (arena_bytes < 0) throw std::invalid_argument("negative arena size");
+  m.arena_bytes = arena_bytes;
+  check(hipStreamCreateWithFlags(&m.stream, hipStreamNonBlocking), "hipStreamCreate");
+  m.blas = std::make_unique<Blas>(m.stream, builtin_blas);
+
+  size_t total = 0;
+  for (const HostBuffer& c : constants) {
+    m.constant_offsets.push_back(total);
+    total += round_up(c.nbytes);
+  }
+  m.constants = DeviceBuffer(total, "the plan's constants");
+  for (size_t i = 0; i < constants.size(); ++i)
+    if (constants[i].nbytes)
+      check(hipMemcpyAsync(m.constants.get() + m.constant_offsets[i], constants[i].data,
+                           constants[i].nbytes, hipMemcpyHostToDevice, m.stream),
+            "uploading the constants");
+  m.arena = DeviceBuffer(static_cast<size_t>(arena_bytes), "the activation arena");
+  m.input_bytes = std::move(input_bytes);
+  m.output_bytes = std::move(output_bytes);
+  for (size_t i = 0; i < m.input_bytes.size(); ++i)
+    m.inputs.emplace_back(m.input_bytes[i], "input " + std::to_string(i));
+  for (size_t i = 0; i < m.output_bytes.size(); ++i)
+    m.outputs.emplace_back(m.output_bytes[i], "output " + std::to_string(i));
+
+  size_t workspace = 0;
+  for (StepSpec& s : steps) {
+    if (s.inputs.size() != s.spec.inputs.size() || s.outputs.size() != s.spec.outputs.size())
+      throw std::invalid_argument("step '" + s.spec.name + "': tensor references and "
+                                  "descriptions differ in number");
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      const TensorRef& r = s.inputs[i];
+      if (!s.spec.has_input(i) || r.storage != Storage::constant) continue;
+      if (r.index < 0 || r.index >= static_cast<int64_t>(constants.size()))
+        throw std::invalid_argument("step '" + s.spec.name + "': bad constant index");
+      s.spec.inputs[i].constant = static_cast<const unsigned char*>(constants[r.index].data) +
+                                  r.offset;
+    }
+    for (const TensorRef& r : s.outputs)
+      if (r.storage == Storage::constant || r.storage == Storage::input)
+        throw std::invalid_argument("step '" + s.spec.name + "' writes a constant or an input");
+    Impl::Step step;
+    step.name = s.spec.kernel + " '" + s.spec.name + "'";
+    step.kernel = gpu::make_kernel(s.spec);
+    workspace = std::max(workspace, step.kernel->workspace_bytes());
+    step.inputs = std::move(s.inputs);
+    step.outputs = std::move(s.outputs);
+    step.present = s.spec.present;
+    step.present.resize(step.inputs.size(), true);
+    step.in_ptrs.resize(step.inputs.size());
+    step.out_ptrs.resize(step.outputs.size());
+    m.steps.push_back(std::move(step));
+  }
+  m.workspace = DeviceBuffer(workspace, "kernel scratch space");
+  check(hipStreamSynchronize(m.stream), "uploading the constants");
+}
+
+GpuExecutor::~GpuExecutor() = default;
+
+void GpuExecutor::run(const std::vector<InputBuffer>& inputs,
+                      const std::vector<void*>& host_outputs) {
+  Impl& m = *impl_;
+  if (inputs.size() != m.input_bytes.size() || host_outputs.size() != m.output_bytes.size())
+    throw std::invalid_argument("GpuExecutor.run: wrong number of inputs or outputs");
+  std::vector<const void*> device_inputs(inputs.size());
+  bool any_on_device = false;
+  for (const InputBuffer& in : inputs) any_on_device |= in.on_device;
+  // a device input may still be being written on its producer's stream
+  if (any_on_device) check(hipDeviceSynchronize(), "waiting for the device inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].on_device) {
+      device_inputs[i] = inputs[i].data;
+    } else {
+      if (m.input_bytes[i])
+        check(hipMemcpyAsync(m.inputs[i].get(), inputs[i].data, m.input_bytes[i],
+                             hipMemcpyHostToDevice, m.stream),
+              "copying an input to the device");
+      device_inputs[i] = m.inputs[i].get();
+    }
+  }
+  Context ctx{m.stream, m.blas.get(), m.workspace.get(), m.workspace.size()};
+  for (Impl::Step& step : m.steps) {
+    for (size_t i = 0; i < step.inputs.size(); ++i)
+      step.in_ptrs[i] = step.present[i] ? m.resolve(step.inputs[i], device_inputs) : nullptr;
+    for (size_t i = 0; i < step.outputs.size(); ++i)
+      step.out_ptrs[i] = m.resolve(step.outputs[i], device_inputs);
+    try {
+      step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data(), ctx);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(m.device + ": step " + step.name + " failed: " + e.what());
+    }
+  }
+  for (size_t i = 0; i < host_outputs.size(); ++i)
+    if (m.output_bytes[i])
+      check(hipMemcpyAsync(host_outputs[i], m.outputs[i].get(), m.output_bytes[i],
+                           hipMemcpyDeviceToHost, m.stream),
+            "copying an output to the host");
+  const hipError_t status = hipStreamSynchronize(m.stream);
+  if (status != hipSuccess)
+    throw std::runtime_error(m.device + ": running the plan failed: " +
+                             hipGetErrorString(status));
+}
+
+int64_t GpuExecutor::arena_bytes() const { return impl_->arena_bytes; }
+size_t GpuExecutor::num_steps() const { return impl_->steps.size(); }
+size_t GpuExecutor::workspace_bytes() const { return impl_->workspace.size(); }
+size_t GpuExecutor::device_bytes() const {
+  size_t n = impl_->arena.size() + impl_->constants.size() + impl_->workspace.size();
+  for (const auto& b : impl_->inputs) n += b.size();
+  for (const auto& b : impl_->outputs) n += b.size();
+  return n;
+}
+std::string GpuExecutor::device_name() const { return impl_->device; }
+std::string GpuExecutor::blas_backend() const { return impl_->blas->backend(); }
+
+std::vector<std::string> gpu_kernel_names() { return kernel_names(); }
+
+}  // namespace gpu
+}  // namespace graphkiln

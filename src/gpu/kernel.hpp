@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// The GPU kernel interface and its dispatch table. A kernel is built once per plan step from
+// the same KernelSpec the CPU kernels get (static shapes, attributes from the lowering) and
+// enqueues its work on the executor's stream; it never synchronizes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/kernel.hpp"
+#include "gpu/common.hpp"
+
+namespace graphkiln {
+namespace gpu {
+
+class Blas;
+
+// What a kernel may use while it runs: the executor's stream, its BLAS handle and one scratch
+// buffer shared by all steps (they run one after another on the stream).
+struct Context {
+  hipStream_t stream = nullptr;
+  Blas* blas = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // inputs[i] is null for an absent optional input; all pointers are device pointers
+  virtual void run(const void* const* inputs, void* const* outputs, Context& ctx) = 0;
+  virtual size_t workspace_bytes() const { return 0; }
+};
+
+using Factory = std::unique_ptr<Kernel> (*)(const KernelSpec&);
+
+std::unique_ptr<Kernel> make_kernel(const KernelSpec& spec);  // throws, naming the step
+std::vector<std::string> kernel_names();
+
+// Throws std::runtime_error("<what>: <runtime message>") when status is not hipSuccess.
+void check(hipError_t status, const char* what);
+// After a launch: the launch error, if any, as an exception naming the kernel.
+void check_launch(const char* kernel);
+
+inline unsigned blocks_for(int64_t n, int threads) {
+  int64_t b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 2147483647 ? 2147483647 : b));
+}
+
+// Up to this many dims in index arithmetic on the device.
+constexpr int kMaxRank = 8;
+
+// An N-d index map: out linear index -> element offset in one operand.
+struct Strides {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[kMaxRank] = {};
+};
+
+__device__ inline int64_t map_offset(const Strides& s, int64_t index) {
+  int64_t offset = 0;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    const int64_t dim = s.dims[d];
+    offset += (index % dim) * s.strides[d];
+    index /= dim;
+  }
+  return offset;
+}
+
+}  // namespace gpu
+}  // namespace graphkiln

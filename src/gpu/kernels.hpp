@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// The factories of the GPU kernel families (one .hip file each), for registry.hip.
+#pragma once
+
+#include "gpu/kernel.hpp"
+
+namespace graphkiln {
+namespace gpu {
+
+std::unique_ptr<Kernel> make_strided_copy(const KernelSpec& spec);  // copy.hip
+std::unique_ptr<Kernel> make_trilu(const KernelSpec& spec);         // copy.hip
+std::unique_ptr<Kernel> make_pointwise(const KernelSpec& spec);     // pointwise.hip
+std::unique_ptr<Kernel> make_gather(const KernelSpec& spec);        // gather.hip
+std::unique_ptr<Kernel> make_gather_elements(const KernelSpec& spec);  // gather.hip
+std::unique_ptr<Kernel> make_gemm(const KernelSpec& spec);          // gemm.hip
+std::unique_ptr<Kernel> make_conv(const KernelSpec& spec);          // conv.hip
+std::unique_ptr<Kernel> make_max_pool(const KernelSpec& spec);      // pool.hip
+std::unique_ptr<Kernel> make_average_pool(const KernelSpec& spec);  // pool.hip
+std::unique_ptr<Kernel> make_softmax(const KernelSpec& spec);       // softmax.hip
+std::unique_ptr<Kernel> make_log_softmax(const KernelSpec& spec);   // softmax.hip
+std::unique_ptr<Kernel> make_layer_norm(const KernelSpec& spec);    // layer_norm.hip
+std::unique_ptr<Kernel> make_reduce(const KernelSpec& spec);        // reduce.hip
+std::unique_ptr<Kernel> make_arg_reduce(const KernelSpec& spec);    // reduce.hip
+std::unique_ptr<Kernel> make_attention(const KernelSpec& spec);     // attention.hip
+
+}  // namespace gpu
+}  // namespace graphkiln

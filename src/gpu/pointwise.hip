@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// Pointwise: one generic kernel that interprets the register program the cpu target's
+// Pointwise kernel runs (targets/cpu/lower_pointwise.py writes it; src/cpu/pointwise_program.hpp
+// and pointwise_eval.inc define it), one output element per thread, so one Python lowering
+// feeds both targets:
+//   attrs "program":  5 ints per instruction [opcode, dst, a, b, c] (registers, -1 unused);
+//   attrs "params":   2 floats per instruction (p0, p1);
+//   attrs "num_regs", "result", "compute" ("f32" or "f64": the register type).
+// Registers 0..n_inputs-1 hold the inputs, broadcast to the output's shape and converted on
+// load; the result register is converted to the output dtype on store. The program and the
+// inputs' index maps live in device memory, uploaded when the plan is built.
+#include "gpu/common.hpp"
+
+#include <cstdint>
+
+#include "gpu/kernel.hpp"
+#include "gpu/kernels.hpp"
+
+namespace graphkiln {
+namespace gpu {
+
+namespace {
+
+constexpr int kMaxInputs = 16, kMaxRegs = 32;
+
+// Same numbers as PwOp in src/cpu/pointwise_program.hpp (tests/targets/gpu checks).
+enum PwOp : int {
+  kMov, kConst, kAdd, kSub, kMul, kDiv, kDivInt, kPow, kModFloor, kFmod, kMax, kMin,
+  kNeg, kAbs, kExp, kLog, kSqrt, kRecip, kFloor, kCeil, kRound, kSign, kSin, kCos, kTan,
+  kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh, kTanh, kSigmoid, kErf,
+  kRelu, kLeakyRelu, kElu, kSelu, kCelu, kHardSigmoid, kHardSwish, kSoftplus, kSoftsign,
+  kGelu, kGeluTanh, kMish, kSwish, kThresholdedRelu, kPRelu, kShrink,
+  kEqual, kLess, kLessEqual, kGreater, kGreaterEqual, kAnd, kOr, kXor, kNot, kIsNaN, kIsInf,
+  kWhere, kToF16, kToBF16, kToF32, kToInt, kToBool, kMulAdd,
+  kNumOps
+};
+
+struct Instr {
+  int op, dst, a, b, c;
+  double p0, p1;
+};
+
+struct InputDesc {
+  int dtype = 0;
+  int mode = 0;  // 0: same index as the output, 1: one element, 2: mapped
+  Strides map;
+};
+
+struct Desc {
+  int n_inputs = 0, n_instr = 0, result = 0, out_dtype = 0;
+  InputDesc in[kMaxInputs];
+};
+
+struct Pointers {
+  const void* in[kMaxInputs] = {};
+  void* out = nullptr;
+};
+
+__device__ inline float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = ldexpf(static_cast<float>(mant), -24);
+    return sign ? -v : v;
+  }
+  const uint32_t bits = exp == 31 ? (sign | 0x7f800000u | (mant << 13))
+                                  : (sign | ((exp + 112) << 23) | (mant << 13));
+  return __uint_as_float(bits);
+}
+
+__device__ inline uint16_t float_to_half(float f) {
+  const uint32_t x = __float_as_uint(f);
+  const uint32_t sign = (x >> 16) & 0x8000u, mag = x & 0x7fffffffu;
+  if (mag > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
+  if (mag >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (mag < 0x38800000u)
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(rintf(fabsf(f) * 16777216.0f)));
+  return static_cast<uint16_t>(sign | ((mag - (112u << 23) + 0xfffu + ((mag >> 13) & 1u)) >> 13));
+}
+
+__device__ inline float bf16_to_float(uint16_t h) { return __uint_as_float(uint32_t(h) << 16); }
+
+__device__ inline uint16_t float_to_bf16(float f) {
+  uint32_t x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x | 0x00400000u) >> 16);
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+// dtype codes: graphkiln::DType (f32, f64, f16, bf16, i8, i16, i32, i64, u8, u16, u32, u64, bool)
+template <typename T>
+__device__ inline T load(const void* p, int64_t i, int dtype) {
+  switch (dtype) {
+    case 0: return static_cast<T>(static_cast<const float*>(p)[i]);
+    case 1: return static_cast<T>(static_cast<const double*>(p)[i]);
+    case 2: return static_cast<T>(half_to_float(static_cast<const uint16_t*>(p)[i]));
+    case 3: return static_cast<T>(bf16_to_float(static_cast<const uint16_t*>(p)[i]));
+    case 4: return static_cast<T>(static_cast<const int8_t*>(p)[i]);
+    case 5: return static_cast<T>(static_cast<const int16_t*>(p)[i]);
+    case 6: return static_cast<T>(static_cast<const int32_t*>(p)[i]);
+    case 7: return static_cast<T>(static_cast<const int64_t*>(p)[i]);
+    case 8: return static_cast<T>(static_cast<const uint8_t*>(p)[i]);
+    case 9: return static_cast<T>(static_cast<const uint16_t*>(p)[i]);
+    case 10: return static_cast<T>(static_cast<const uint32_t*>(p)[i]);
+    case 11: return static_cast<T>(static_cast<const uint64_t*>(p)[i]);
+    default: return static_cast<T>(static_cast<const uint8_t*>(p)[i]);
+  }
+}
+
+template <typename T>
+__device__ inline void store(void* p, int64_t i, int dtype, T v) {
+  switch (dtype) {
+    case 0: static_cast<float*>(p)[i] = static_cast<float>(v); break;
+    case 1: static_cast<double*>(p)[i] = static_cast<double>(v); break;
+    case 2: static_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v)); break;
+    case 3: static_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v)); break;
+    case 4: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<int64_t>(v)); break;
+    case 5: static_cast<int16_t*>(p)[i] = static_cast<int16_t>(static_cast<int64_t>(v)); break;
+    case 6: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(static_cast<int64_t>(v)); break;
+    case 7: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
+    case 8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
+    case 9: static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(static_cast<int64_t>(v)); break;
+    case 10: static_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(static_cast<int64_t>(v)); break;
+    case 11: static_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(static_cast<int64_t>(v)); break;
+    default: static_cast<uint8_t*>(p)[i] = v != T(0) ? 1 : 0; break;
+  }
+}
+
+template <typename T>
+__device__ inline T softplus(T x) {
+  const T ax = x < T(0) ? -x : x;
+  return (x > T(0) ? x : T(0)) + log1p(exp(-ax));
+}
+
+template <typename T>
+__device__ inline T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
+
+// truncate, non-finite -> 0, wrap to `bits` (signed or not), as pw_to_int on the CPU
+template <typename T>
+__device__ inline T to_int(T x, int bits, bool is_signed) {
+  if (!(x == x) || x - x != T(0)) return T(0);
+  const T t = trunc(x);
+  if (bits >= 64) return t;
+  const int64_t v = static_cast<int64_t>(t);
+  const uint64_t mask = (uint64_t(1) << bits) - 1;
+  const uint64_t low = static_cast<uint64_t>(v) & mask;
+  if (is_signed && (low >> (bits - 1))) return T(static_cast<int64_t>(low) - (int64_t(1) << bits));
+  return T(static_cast<int64_t>(low));
+}
+
+template <typename T>
+__device__ T apply(const Instr& in, T a, T b, T c) {
+  const T p0 = static_cast<T>(in.p0), p1 = static_cast<T>(in.p1);
+  const T inf = static_cast<T>(INFINITY);
+  switch (in.op) {
+    case kMov: return a;
+    case kConst: return p0;
+    case kAdd: return a + b;
+    case kSub: return a - b;
+    case kMul: return a * b;
+    case kDiv: return a / b;
+    case kDivInt: return b == T(0) ? T(0) : trunc(a / b);
+    case kPow: return pow(a, b);
+    case kModFloor: {
+      const T r = fmod(a, b);
+      return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
+    }
+    case kFmod: return fmod(a, b);
+    case kMax: return (a > b || a != a) ? a : b;
+    case kMin: return (a < b || a != a) ? a : b;
+    case kNeg: return -a;
+    case kAbs: return fabs(a);
+    case kExp: return exp(a);
+    case kLog: return log(a);
+    case kSqrt: return sqrt(a);
+    case kRecip: return T(1) / a;
+    case kFloor: return floor(a);
+    case kCeil: return ceil(a);
+    case kRound: return rint(a);
+    case kSign: return a > T(0) ? T(1) : (a < T(0) ? T(-1) : a == T(0) ? T(0) : a);
+    case kSin: return sin(a);
+    case kCos: return cos(a);
+    case kTan: return tan(a);
+    case kAsin: return asin(a);
+    case kAcos: return acos(a);
+    case kAtan: return atan(a);
+    case kSinh: return sinh(a);
+    case kCosh: return cosh(a);
+    case kAsinh: return asinh(a);
+    case kAcosh: return acosh(a);
+    case kAtanh: return atanh(a);
+    case kTanh: return tanh(a);
+    case kSigmoid: return sigmoid(a);
+    case kErf: return erf(a);
+    case kRelu: return a < T(0) ? T(0) : a;
+    case kLeakyRelu: return a < T(0) ? a * p0 : a;
+    case kElu: return a > T(0) ? a : p0 * expm1(a);
+    case kSelu: return a > T(0) ? p1 * a : p1 * p0 * expm1(a);
+    case kCelu: {
+      const T neg = p0 * expm1(a / p0);
+      return (a > T(0) ? a : T(0)) + (neg < T(0) ? neg : T(0));
+    }
+    case kHardSigmoid: {
+      T v = a * p0 + p1;
+      v = v < T(0) ? T(0) : v;
+      return v > T(1) ? T(1) : v;
+    }
+    case kHardSwish: {
+      T v = a / T(6) + T(0.5);
+      v = v < T(0) ? T(0) : v;
+      v = v > T(1) ? T(1) : v;
+      return a * v;
+    }
+    case kSoftplus: return softplus(a);
+    case kSoftsign: return a / (T(1) + fabs(a));
+    case kGelu: return T(0.5) * a * (T(1) + erf(a * T(0.70710678118654752)));
+    case kGeluTanh:
+      return T(0.5) * a * (T(1) + tanh(T(0.79788456080286536) * (a + T(0.044715) * a * a * a)));
+    case kMish: return a * tanh(softplus(a));
+    case kSwish: return a * sigmoid(a * p0);
+    case kThresholdedRelu: return a > p0 ? a : T(0);
+    case kPRelu: return a < T(0) ? a * b : a;
+    case kShrink: return a < -p1 ? a + p0 : (a > p1 ? a - p0 : T(0));
+    case kEqual: return a == b ? T(1) : T(0);
+    case kLess: return a < b ? T(1) : T(0);
+    case kLessEqual: return a <= b ? T(1) : T(0);
+    case kGreater: return a > b ? T(1) : T(0);
+    case kGreaterEqual: return a >= b ? T(1) : T(0);
+    case kAnd: return (a != T(0) && b != T(0)) ? T(1) : T(0);
+    case kOr: return (a != T(0) || b != T(0)) ? T(1) : T(0);
+    case kXor: return ((a != T(0)) != (b != T(0))) ? T(1) : T(0);
+    case kNot: return a == T(0) ? T(1) : T(0);
+    case kIsNaN: return a != a ? T(1) : T(0);
+    case kIsInf: return ((p1 != T(0) && a == inf) || (p0 != T(0) && a == -inf)) ? T(1) : T(0);
+    case kWhere: return a != T(0) ? b : c;
+    case kToF16: return static_cast<T>(half_to_float(float_to_half(static_cast<float>(a))));
+    case kToBF16: {
+      const float f = static_cast<float>(a);
+      if ((__float_as_uint(f) & 0x7fffffffu) > 0x7f800000u) return a;
+      return static_cast<T>(bf16_to_float(float_to_bf16(f)));
+    }
+    case kToF32: return static_cast<T>(static_cast<float>(a));
+    case kToInt: return to_int(a, static_cast<int>(in.p0), in.p1 != 0);
+    case kToBool: return a != T(0) ? T(1) : T(0);
+    case kMulAdd: return a * b + c;
+    default: return static_cast<T>(NAN);
+  }
+}
+
+template <typename T>
+__global__ void pointwise_kernel(const Desc* __restrict__ desc, const Instr* __restrict__ code,
+                                 Pointers ptr, int64_t n) {
+  const int n_inputs = desc->n_inputs, n_instr = desc->n_instr;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    T r[kMaxRegs];
+    for (int k = 0; k < n_inputs; ++k) {
+      const InputDesc& in = desc->in[k];
+      const int64_t at = in.mode == 0 ? i : (in.mode == 1 ? 0 : map_offset(in.map, i));
+      r[k] = load<T>(ptr.in[k], at, in.dtype);
+    }
+    for (int k = 0; k < n_instr; ++k) {
+      const Instr& ins = code[k];
+      const T a = ins.a >= 0 ? r[ins.a] : T(0);
+      const T b = ins.b >= 0 ? r[ins.b] : T(0);
+      const T c = ins.c >= 0 ? r[ins.c] : T(0);
+      r[ins.dst] = apply<T>(ins, a, b, c);
+    }
+    store<T>(ptr.out, i, desc->out_dtype, r[desc->result]);
+  }
+}
+
+class Pointwise : public Kernel {
+ public:
+  explicit Pointwise(const KernelSpec& spec) {
+    const TensorInfo& out = spec.outputs.at(0);
+    if (!out.is_contiguous()) spec_error(spec, "needs a contiguous output");
+    n_ = out.numel();
+    Desc d;
+    d.n_inputs = static_cast<int>(spec.inputs.size());
+    if (d.n_inputs > kMaxInputs) spec_error(spec, "more than 16 inputs");
+    for (int k = 0; k < d.n_inputs; ++k) {
+      if (!spec.has_input(k)) spec_error(spec, "absent input");
+      describe_input(spec, spec.inputs[k], out, d.in[k]);
+    }
+    d.out_dtype = static_cast<int>(out.dtype);
+    const std::vector<int64_t> program = spec.attrs.get_ints("program");
+    const std::vector<double> params = spec.attrs.get_floats("params");
+    const int64_t num_regs = spec.attrs.get_int("num_regs");
+    if (num_regs > kMaxRegs) spec_error(spec, "more than 32 registers");
+    if (program.size() % 5 != 0 || params.size() != program.size() / 5 * 2)
+      spec_error(spec, "program and params differ in length");
+    std::vector<Instr> code(program.size() / 5);
+    for (size_t k = 0; k < code.size(); ++k) {
+      const int64_t* p = &program[5 * k];
+      code[k] = Instr{static_cast<int>(p[0]), static_cast<int>(p[1]), static_cast<int>(p[2]),
+                      static_cast<int>(p[3]), static_cast<int>(p[4]), params[2 * k],
+                      params[2 * k + 1]};
+      if (p[0] < 0 || p[0] >= kNumOps) spec_error(spec, "unknown opcode");
+      for (int r = 1; r < 5; ++r)
+        if (p[r] >= num_regs || (r == 1 && p[r] < 0)) spec_error(spec, "register out of range");
+    }
+    d.n_instr = static_cast<int>(code.size());
+    d.result = static_cast<int>(spec.attrs.get_int("result"));
+    if (d.result < 0 || d.result >= num_regs) spec_error(spec, "bad result register");
+    f64_ = spec.attrs.get_str("compute", "f32") == "f64";
+    const size_t bytes = sizeof(Desc) + code.size() * sizeof(Instr);
+    check(hipMalloc(&device_, bytes), "allocating a pointwise program");
+    check(hipMemcpy(device_, &d, sizeof(Desc), hipMemcpyHostToDevice), "uploading a program");
+    if (!code.empty())
+      check(hipMemcpy(static_cast<unsigned char*>(device_) + sizeof(Desc), code.data(),
+                      code.size() * sizeof(Instr), hipMemcpyHostToDevice),
+            "uploading a program");
+  }
+
+  ~Pointwise() override {
+    if (device_) (void)hipFree(device_);
+  }
+
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+    if (n_ == 0) return;
+    Pointers ptr;
+    for (int k = 0; k < kMaxInputs && inputs && k < n_inputs(); ++k) ptr.in[k] = inputs[k];
+    ptr.out = outputs[0];
+    const Desc* desc = static_cast<const Desc*>(device_);
+    const Instr* code = reinterpret_cast<const Instr*>(static_cast<unsigned char*>(device_) + sizeof(Desc));
+    if (f64_)
+      pointwise_kernel<double><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(desc, code, ptr, n_);
+    else
+      pointwise_kernel<float><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(desc, code, ptr, n_);
+    check_launch("pointwise_kernel");
+  }
+
+ private:
+  int n_inputs() const { return n_inputs_; }
+
+  void describe_input(const KernelSpec& spec, const TensorInfo& in, const TensorInfo& out,
+                      InputDesc& desc) {
+    ++n_inputs_;
+    if (in.rank() > out.rank()) spec_error(spec, "an input has a higher rank than the output");
+    desc.dtype = static_cast<int>(in.dtype);
+    const bool same = in.dims == out.dims && in.is_contiguous();
+    desc.mode = same ? 0 : (in.numel() == 1 ? 1 : 2);
+    if (desc.mode != 2) return;
+    // right-aligned broadcast: size-1 (or missing) dims read stride 0; runs of dims that
+    // stay contiguous together merge, so most maps have one or two dims
+    const int shift = out.rank() - in.rank();
+    std::vector<int64_t> dims, strides;
+    for (int d = 0; d < out.rank(); ++d) {
+      const int src = d - shift;
+      if (src >= 0 && in.dims[src] != 1 && in.dims[src] != out.dims[d])
+        spec_error(spec, "an input does not broadcast to the output");
+      const int64_t stride = (src < 0 || in.dims[src] == 1) ? 0 : in.strides[src];
+      if (out.dims[d] == 1) continue;
+      if (!dims.empty() && strides.back() == stride * out.dims[d]) {
+        dims.back() *= out.dims[d];
+        strides.back() = stride;
+      } else {
+        dims.push_back(out.dims[d]);
+        strides.push_back(stride);
+      }
+    }
+    if (dims.size() > static_cast<size_t>(kMaxRank)) spec_error(spec, "rank above 8");
+    desc.map.rank = static_cast<int>(dims.size());
+    for (int d = 0; d < desc.map.rank; ++d) {
+      desc.map.dims[d] = dims[d];
+      desc.map.strides[d] = strides[d];
+    }
+  }
+
+  void* device_ = nullptr;
+  int n_inputs_ = 0;
+  int64_t n_ = 0;
+  bool f64_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_pointwise(const KernelSpec& spec) {
+  return std::make_unique<Pointwise>(spec);
+}
+
+}  // namespace gpu
+}  // namespace graphkiln

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// MaxPool and AveragePool over the two spatial dims of NCHW f32 data (the lowering views
+// 1-D pooling as 2-D), one thread per output element. The output dims come from the IR.
+#include "gpu/common.hpp"
+
+#include <cstdint>
+
+#include "gpu/kernel.hpp"
+#include "gpu/kernels.hpp"
+
+namespace graphkiln {
+namespace gpu {
+
+namespace {
+
+struct PoolShape {
+  int64_t nc, h, w, oh, ow, kh, kw, sh, sw, ph0, pw0, ph1, pw1, dh, dw;
+  int include_pad;
+};
+
+template <bool kMax>
+__global__ void pool2d(const float* x, float* y, PoolShape s, int64_t total) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh, plane = i / (s.ow * s.oh);
+    const float* xp = x + plane * s.h * s.w;
+    float acc = kMax ? -INFINITY : 0.f;
+    int64_t count = 0;
+    for (int64_t ky = 0; ky < s.kh; ++ky) {
+      const int64_t iy = oy * s.sh - s.ph0 + ky * s.dh;
+      for (int64_t kx = 0; kx < s.kw; ++kx) {
+        const int64_t ix = ox * s.sw - s.pw0 + kx * s.dw;
+        const bool inside = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
+        if (inside) {
+          const float v = xp[iy * s.w + ix];
+          acc = kMax ? (v > acc || isnan(v) ? v : acc) : acc + v;
+          ++count;
+        } else if (!kMax && s.include_pad && iy < s.h + s.ph1 && ix < s.w + s.pw1) {
+          ++count;  // padding inside the padded bounds counts toward the divisor
+        }
+      }
+    }
+    y[i] = kMax ? acc : (count ? acc / static_cast<float>(count) : 0.f);
+  }
+}
+
+template <bool kMax>
+class Pool : public Kernel {
+ public:
+  explicit Pool(const KernelSpec& spec) {
+    const TensorInfo& x = spec.inputs.at(0);
+    const TensorInfo& y = spec.outputs.at(0);
+    if (x.rank() != 4 || y.rank() != 4 || x.dtype != DType::f32 || !x.is_contiguous())
+      spec_error(spec, "needs contiguous 4-D float32 data");
+    const auto k = spec.attrs.get_ints("kernel_shape");
+    const auto st = spec.attrs.get_ints("strides");
+    const auto p = spec.attrs.get_ints("pads");
+    const auto d = spec.attrs.get_ints("dilations");
+    if (k.size() != 2 || st.size() != 2 || p.size() != 4 || d.size() != 2)
+      spec_error(spec, "expects 2-D kernel_shape, strides, pads and dilations");
+    s_ = PoolShape{x.dims[0] * x.dims[1], x.dims[2], x.dims[3], y.dims[2], y.dims[3], k[0], k[1],
+                   st[0], st[1], p[0], p[1], p[2], p[3], d[0], d[1],
+                   static_cast<int>(spec.attrs.get_int("count_include_pad", 0))};
+    total_ = y.numel();
+  }
+
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+    if (total_ == 0) return;
+    pool2d<kMax><<<blocks_for(total_, 256), 256, 0, ctx.stream>>>(
+        static_cast<const float*>(inputs[0]), static_cast<float*>(outputs[0]), s_, total_);
+    check_launch("pool2d");
+  }
+
+ private:
+  PoolShape s_{};
+  int64_t total_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_max_pool(const KernelSpec& spec) {
+  return std::make_unique<Pool<true>>(spec);
+}
+std::unique_ptr<Kernel> make_average_pool(const KernelSpec& spec) {
+  return std::make_unique<Pool<false>>(spec);
+}
+
+}  // namespace gpu
+}  // namespace graphkiln

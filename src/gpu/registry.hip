@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// The GPU dispatch table: kernel name (as targets/gpu lowers to it) -> factory, one line each.
+#include "gpu/common.hpp"
+
+#include <map>
+#include <stdexcept>
+
+#include "gpu/kernel.hpp"
+#include "gpu/kernels.hpp"
+
+namespace graphkiln {
+namespace gpu {
+
+namespace {
+const std::map<std::string, Factory>& table() {
+  static const std::map<std::string, Factory> t = {
+      {"Copy", make_strided_copy},          {"StridedCopy", make_strided_copy},
+      {"Pointwise", make_pointwise},        {"Gather", make_gather},
+      {"Gemm", make_gemm},                  {"Conv", make_conv},
+      {"MaxPool", make_max_pool},           {"AveragePool", make_average_pool},
+      {"Softmax", make_softmax},            {"LogSoftmax", make_log_softmax},
+      {"LayerNormalization", make_layer_norm}, {"Reduce", make_reduce},
+      {"Attention", make_attention},        {"Trilu", make_trilu},
+      {"GatherElements", make_gather_elements}, {"ArgReduce", make_arg_reduce},
+  };
+  return t;
+}
+}  // namespace
+
+std::unique_ptr<Kernel> make_kernel(const KernelSpec& spec) {
+  auto it = table().find(spec.kernel);
+  if (it == table().end())
+    throw std::invalid_argument("the gpu target has no kernel '" + spec.kernel + "' (node '" +
+                                spec.name + "')");
+  try {
+    return it->second(spec);
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(spec.kernel + " '" + spec.name + "': " + e.what());
+  }
+}
+
+std::vector<std::string> kernel_names() {
+  std::vector<std::string> names;
+  for (const auto& item : table()) names.push_back(item.first);
+  return names;
+}
+
+void check(hipError_t status, const char* what) {
+  if (status != hipSuccess)
+    throw std::runtime_error(std::string(what) + ": " + hipGetErrorString(status));
+}
+
+void check_launch(const char* kernel) {
+  const hipError_t status = hipGetLastError();
+  if (status != hipSuccess)
+    throw std::runtime_error(std::string("launching ") + kernel + ": " +
+                             hipGetErrorString(status));
+}
+
+}  // namespace gpu
+}  // namespace graphkiln

@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Per-op verification of the gpu target against ref: on the device (marked gpu, skipped
+with the reason where no GPU is usable) and, everywhere, through the numpy model of the
+gpu kernels (so the lowering's strides, BLAS arguments and programs are checked in CI)."""
+
+import pytest
+
+from gpu_testing import check, requires_gpu
+from op_cases import CASES
+
+# float32 on the device: cuBLAS and fused kernels reassociate sums
+RTOL, ATOL = 2e-4, 2e-5
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_lowering_emulated(name):
+    model, feeds = CASES[name]()
+    check(model, feeds, on_device=False, rtol=RTOL, atol=ATOL)
+
+
+@requires_gpu
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gpu_matches_ref(name):
+    model, feeds = CASES[name]()
+    check(model, feeds, on_device=True, rtol=RTOL, atol=ATOL)
+
+
+@requires_gpu
+@pytest.mark.parametrize("name", ["matmul_batched", "gemm_transposes_bias", "conv_3x3_pad",
+                                  "conv_grouped", "attention_3d_heads", "mlp_block"])
+def test_gpu_builtin_gemm_matches_ref(name):
+    model, feeds = CASES[name]()
+    check(model, feeds, on_device=True, rtol=RTOL, atol=ATOL, blas="builtin")

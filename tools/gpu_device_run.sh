@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+#
+# Build graphkiln's NVIDIA flavour on the lent GPU machine and run the gpu target there:
+# the device probe, the gpu-marked tests (per-op against ref), and the real models exported
+# there with torch (tools/gpu_device_models.py), checked against onnxruntime's outputs at
+# rtol 1e-3. Run from the repository root, through the device tool, carrying `.whl` (the
+# oneDNN wheels for Python 3.12: see the download line in benchmarks/results/gpu_h200.md):
+#
+#   bash tools/gpu_device_run.sh                       # build from source (cmake, sm_90)
+#   bash tools/gpu_device_run.sh --prebuilt .gpucarry  # use a _core*.so built elsewhere
+#   bash tools/gpu_device_run.sh --fallback .gpucarry  # build; use that one if the build crashes
+#   ... --models resnet50,bert   --skip-models   --skip-conformance   --tests "-k attention"
+#
+# Logs go to $OUT (the device tool's folder) or /tmp/gk-out.
+set -uo pipefail
+
+PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
+SKIP_MODELS=0 TEST_ARGS="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prebuilt) PREBUILT="$2"; shift 2 ;;
+    --fallback) FALLBACK="$2"; shift 2 ;;
+    --models) MODELS="$2"; shift 2 ;;
+    --skip-models) SKIP_MODELS=1; shift ;;
+    --skip-conformance) CONFORMANCE=0; shift ;;
+    --tests) TEST_ARGS="$2"; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+OUT="${OUT:-/tmp/gk-out}"
+mkdir -p "$OUT"
+PREFIX=/tmp/gk
+step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
+python3 --version
+
+step "oneDNN wheels -> $PREFIX"
+python3 -m pip install -q --no-index --no-deps --prefix "$PREFIX" .whl/*.whl || exit 1
+DNNL_LIB=$(dirname "$(find "$PREFIX" -name 'libdnnl.so.3' | head -1)")
+CUBLAS_LIB=$(python3 -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'lib'))" 2>/dev/null)
+export LD_LIBRARY_PATH="$DNNL_LIB:${CUBLAS_LIB:-/usr/local/cuda/lib64}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+echo "libdnnl: $DNNL_LIB; cuBLAS searched in: ${CUBLAS_LIB:-} /usr/local/cuda/lib64"
+
+if [ -n "$PREBUILT" ]; then
+  step "prebuilt core from $PREBUILT"
+  export GRAPHKILN_CORE_DIR="$PWD/$PREBUILT"
+else
+  step "build (GPU_TARGETS=$GPU_TARGETS)"
+  export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+  echo "g++: $(command -v g++) ($(g++ -dumpfullversion)); nvcc: $CUDACXX; CXXFLAGS='${CXXFLAGS:-}' LDFLAGS='${LDFLAGS:-}'"
+  # build_core FOLDER GPU_TARGETS [cmake args...]: configure + build; 0 when the module imports
+  build_core() {
+    local dir="$1" targets="$2"; shift 2
+    local start; start=$(date +%s)
+    env -u CXXFLAGS -u CFLAGS -u CUDAFLAGS -u LDFLAGS -u CPPFLAGS \
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -Dpybind11_DIR="$(python3 -c 'import pybind11; print(pybind11.get_cmake_dir())')" \
+      -DPython_EXECUTABLE="$(command -v python3)" -DDNNL_DIR="$PREFIX/lib/cmake/dnnl" \
+      -DGPU_TARGETS="$targets" -DCMAKE_CXX_COMPILER=/usr/bin/g++ "$@" > "$dir.configure.log" 2>&1 \
+      || { tail -20 "$dir.configure.log"; return 1; }
+    cmake --build "$dir" -j "$(nproc)" > "$dir.build.log" 2>&1 \
+      || { grep -E "error|FAILED" "$dir.build.log" | head -20; return 1; }
+    echo "$dir ($targets $*): built in $(( $(date +%s) - start )) s"
+    GRAPHKILN_CORE_DIR="$dir" PYTHONPATH="$PWD/python" python3 -c \
+      "from graphkiln._native import load_core; print('  imports:', load_core().build_info())"
+  }
+  if build_core /tmp/gk-build "$GPU_TARGETS"; then
+    export GRAPHKILN_CORE_DIR=/tmp/gk-build
+  else
+    echo "THE CORE BUILT HERE CRASHES OR FAILS; trying variants to find out why"
+    build_core /tmp/gk-nolto "$GPU_TARGETS" -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=OFF \
+      && export GRAPHKILN_CORE_DIR=/tmp/gk-nolto
+    build_core /tmp/gk-cpu "" || echo "  the CPU-only build fails too"
+    if [ -z "${GRAPHKILN_CORE_DIR:-}" ] && [ -n "$FALLBACK" ]; then
+      echo "falling back to the core prebuilt in $FALLBACK"
+      export GRAPHKILN_CORE_DIR="$PWD/$FALLBACK"
+    fi
+  fi
+  tail -n 40 /tmp/gk-*.log > "$OUT/builds.log" 2>/dev/null
+fi
+export PYTHONPATH="$PWD/python"
+
+step "device check and probe"
+python3 - <<'PY'
+import graphkiln
+from graphkiln._native import load_core
+from graphkiln.device import check_gpu_compatibility
+core = load_core()
+print("build_info:", core.build_info())
+verdict = check_gpu_compatibility()
+print("device check:", verdict.status, "-", verdict.message)
+print("probe:", core.gpu_probe_info())
+print("gpu kernels:", ", ".join(core.gpu_kernels()))
+PY
+
+step "gpu tests (tests/targets/gpu)"
+# shellcheck disable=SC2086
+python3 -m pytest -q -p no:cacheprovider -rs tests/targets/gpu $TEST_ARGS 2>&1 | tee "$OUT/pytest.log" | tail -40
+
+if [ "$SKIP_MODELS" = 0 ]; then
+  step "export models with torch: $MODELS"
+  python3 tools/gpu_device_models.py --out /tmp/models --models "$MODELS" > "$OUT/export.log" 2>&1
+  grep -E '^\[' "$OUT/export.log" | cut -c1-200
+  step "real models on gpu vs onnxruntime (rtol 1e-3)"
+  python3 tools/check_real_models.py --dir /tmp/models --models "$MODELS" --target gpu \
+    --rtol 1e-3 --repeat 20 --record "$OUT/models.md" -v 2>&1 | tail -40
+  cat "$OUT/models.md"
+fi
+if [ "$SKIP_MODELS" = 0 ]; then
+  step "gpu timings (median of 50 runs after 5 warm-ups; numpy in and out)"
+  python3 - "$MODELS" <<'PY' | tee "$OUT/timings.md"
+import sys, time
+import numpy as np
+import graphkiln
+print("| model | median ms | min ms | plan steps | device MB | BLAS |")
+print("| --- | --- | --- | --- | --- | --- |")
+for name in sys.argv[1].split(","):
+    data = np.load(f"/tmp/models/{name}.npz")
+    feeds = {k[6:]: data[k] for k in data.files if k.startswith("input:")}
+    program = graphkiln.parse_onnx(f"/tmp/models/{name}.onnx")
+    program.compile("gpu")
+    for _ in range(5):
+        program.run(feeds)
+    times = []
+    for _ in range(50):
+        start = time.perf_counter()
+        program.run(feeds)
+        times.append((time.perf_counter() - start) * 1e3)
+    s = program._executable.plan_summary()
+    print(f"| {name} | {np.median(times):.3f} | {min(times):.3f} | {s['steps']} "
+          f"| {s['device_bytes'] / 2**20:.0f} | {s['blas']} |", flush=True)
+PY
+fi
+
+if [ "$CONFORMANCE" = 1 ]; then
+  step "ONNX node conformance cases on gpu"
+  python3 tools/conformance.py --target gpu --write-expected 2>&1 | tail -4
+  cp tests/conformance/expected_failures_gpu.txt "$OUT/"
+fi
+step "done"
