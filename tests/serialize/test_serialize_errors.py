@@ -202,3 +202,20 @@ def test_damaged_json_and_strings(rich):
         record["values"][0] = 9
 
     load_fails(edit_json(rich["json"], bad_int4), "outside")
+
+
+@pytest.mark.parametrize("fmt", ["msgpack", "json"])
+def test_gpu_program_for_another_architecture(saved, fmt, monkeypatch):
+    """A program compiled for one GPU ISA refuses to load where no GPU has it."""
+    monkeypatch.setenv("GRAPHKILN_FAKE_GPU_ARCH", "sm_90")
+
+    def to_gfx90a(doc):
+        doc["compiled"]["target"] = "gpu"
+        doc["compiled"]["options"] = {}
+        doc["compiled"]["gpu_arch"] = "gfx90a"
+
+    edit = edit_msgpack if fmt == "msgpack" else edit_json
+    message = load_fails(edit(saved[fmt], to_gfx90a), "gfx90a", "sm_90")
+    assert "compile the model again" in message.lower()
+    monkeypatch.setenv("GRAPHKILN_FAKE_GPU_ARCH", "none")
+    load_fails(edit(saved[fmt], to_gfx90a), "gfx90a", "none")

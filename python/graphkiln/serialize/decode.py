@@ -7,6 +7,7 @@ attribute must match the schema table. Types come from the file: no inference ru
 from __future__ import annotations
 
 from ..errors import CompileError, FormatError, GraphError
+from ..device import GpuCompatibilityError
 from ..ir import DType, Graph, Node, OptionalType, SequenceType, TensorType, Value, get_schema
 from ..ir.schema import ATTR_KINDS, REQUIRED
 from ..passes.manager import PassRecord
@@ -30,7 +31,8 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
     from ..targets import available_targets, get_target
 
     where = "compiled"
-    need_dict(compiled, where, ("target", "options", "graph", "passes", "compile_ms"))
+    need_dict(compiled, where, ("target", "options", "graph", "passes", "compile_ms"),
+              ("gpu_arch",))
     name = need_str(compiled["target"], f"{where}.target", limits)
     if name not in available_targets():
         raise FormatError(f"the program was compiled for target {name[:40]!r}, which this build "
@@ -48,14 +50,30 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
         records.append(PassRecord(need_str(item["name"], f"{at}.name", limits),
                                   need_float(item["ms"], f"{at}.ms"),
                                   need_int(item["nodes_after"], f"{at}.nodes_after", 0)))
+    if "gpu_arch" in compiled:
+        _check_gpu_arch(need_str(compiled["gpu_arch"], f"{where}.gpu_arch", limits))
     try:
         executable = target.compile(graph, dict(options))
+    except GpuCompatibilityError as exc:
+        raise FormatError(f"the program was compiled for target {name!r}, which cannot run "
+                          f"here: {exc}") from None
     except (CompileError, GraphError, ValueError) as exc:
         raise FormatError(f"the saved compiled graph does not lower on target {name!r}: {exc}") from None
     program.compiled_graph, program.pass_records = graph, records
     program.target, program.options = target, dict(options)
     program.compile_ms = need_float(compiled["compile_ms"], f"{where}.compile_ms")
     program._executable = executable
+
+
+def _check_gpu_arch(arch: str) -> None:
+    """A gpu program runs only on a GPU of the architecture it was compiled for."""
+    from ..device import devices
+
+    here = sorted({d.arch for d in devices()})
+    if arch not in here:
+        raise FormatError(f"the program was compiled for GPU architecture {arch[:40]!r}; this "
+                          f"machine's GPUs: {', '.join(here) or 'none'}. Compile the model again "
+                          "here (graphkiln compile MODEL --target gpu -o FILE)")
 
 
 def read_type(obj, where: str, limits: Limits, depth: int = 0):

@@ -41,6 +41,9 @@ def program_document(program, table: TensorTable) -> dict:
                         "nodes_after": int(r.nodes_after)} for r in program.pass_records],
             "compile_ms": float_to_document(program.compile_ms),
         }
+        arch = getattr(program._executable, "arch", None)
+        if arch:  # gpu: the ISA the program was compiled for
+            doc["compiled"]["gpu_arch"] = str(arch)
     return doc
 
 

@@ -36,13 +36,15 @@ class GpuTarget(Target):
         blas = options.get("blas", "vendor")
         if blas not in ("vendor", "builtin"):
             raise ValueError(f"blas={blas!r}: accepted values are 'vendor' and 'builtin'")
-        require_gpu()
+        verdict = require_gpu()
         missing = unsupported_nodes(graph)
         if missing:
             ops = sorted({n.op for n in missing})
             raise LoweringError(f"the gpu target has no kernel for {', '.join(ops)} (first: "
                                 f"node {missing[0].name!r})")
-        return GpuExecutable(graph, blas == "builtin")
+        executable = GpuExecutable(graph, blas == "builtin")
+        executable.arch = verdict.usable[0].arch if verdict.usable else None
+        return executable
 
 
 def unsupported_nodes(graph: Graph) -> list[Node]:
