@@ -353,4 +353,5 @@ def lower_fused_pointwise(node: Node, ctx: LoweringContext) -> None:
     emit_pointwise(ctx, body.nodes, bindings, body.outputs[0], out, node.name)
 
 
-LOWERINGS = {op: lower_pointwise_op for op in sorted(HANDLED)}
+# Cast: lower_cast.py (it sends the native casts back to lower_pointwise_op)
+LOWERINGS = {op: lower_pointwise_op for op in sorted(HANDLED) if op != "Cast"}

@@ -7,16 +7,18 @@ dims and an element type the kernels handle."""
 from __future__ import annotations
 
 from ...ir import DType, Node, TensorType
+from .plan import BYTE_DTYPES
 
 KERNEL_DTYPES = frozenset({DType.f32, DType.f64, DType.f16, DType.bf16, DType.i8, DType.i16,
                            DType.i32, DType.i64, DType.u8, DType.u16, DType.u32, DType.u64,
                            DType.bool})
 
 
-def _static_tensor(value) -> bool:
+def _static_tensor(value, byte_dtypes: bool = False) -> bool:
     t = value.type
-    return (isinstance(t, TensorType) and t.dims is not None and t.dtype in KERNEL_DTYPES
-            and all(isinstance(d, int) for d in t.dims))
+    dtype_ok = isinstance(t, TensorType) and (
+        t.dtype in KERNEL_DTYPES or (byte_dtypes and t.dtype in BYTE_DTYPES))
+    return dtype_ok and t.dims is not None and all(isinstance(d, int) for d in t.dims)
 
 
 def node_supported(node: Node, lowerings: dict, static: bool = True) -> bool:
@@ -28,7 +30,9 @@ def node_supported(node: Node, lowerings: dict, static: bool = True) -> bool:
     if not static:
         return True
     values = [v for v in (*node.inputs, *node.outputs) if v is not None]
-    if not all(_static_tensor(v) for v in values):
+    # a lowering with `byte_dtypes = True` also takes plan.BYTE_DTYPES (float8, int4, ...)
+    byte_dtypes = bool(getattr(lower, "byte_dtypes", False))
+    if not all(_static_tensor(v, byte_dtypes) for v in values):
         return False
     check = getattr(lower, "supports", None)
     return check is None or bool(check(node))

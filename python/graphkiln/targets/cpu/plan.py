@@ -15,6 +15,9 @@ from ...planner.memory import place_buffers
 
 ARENA, CONSTANT, INPUT, OUTPUT = 0, 1, 2, 3  # _core's Storage enum
 PLAIN, CHANNELS_LAST = "plain", "channels_last"
+# one-byte types the C++ core has no name for: kernels see their bytes as u8
+BYTE_DTYPES = frozenset({DType.f8e4m3fn, DType.f8e4m3fnuz, DType.f8e5m2, DType.f8e5m2fnuz,
+                         DType.f8e8m0, DType.f4e2m1, DType.i4, DType.u4, DType.i2, DType.u2})
 
 
 @dataclass
@@ -84,7 +87,8 @@ class Plan:
         slot = self.slots[slot_id]
         storage = self.storages[slot.storage]
         offset = slot.byte_offset + (storage.offset if storage.kind == ARENA else 0)
-        return {"dtype": slot.dtype.value, "dims": list(slot.dims),
+        dtype = "u8" if slot.dtype in BYTE_DTYPES else slot.dtype.value
+        return {"dtype": dtype, "dims": list(slot.dims),
                 "strides": list(slot.strides), "ref": (storage.kind, storage.index, offset)}
 
     def executor_steps(self) -> list[dict]:
