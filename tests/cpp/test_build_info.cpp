@@ -34,6 +34,8 @@ bool sanitizers_on() {
 
 }  // namespace
 
+int run_executor_checks(void (*check)(bool, const char*));  // test_executor.cpp
+
 int main() {
   const graphkiln::BuildInfo info = graphkiln::build_info();
   check(info.version == GRAPHKILN_TEST_EXPECTED_VERSION, "version is the project's version");
@@ -50,6 +52,8 @@ int main() {
   for (int i = 0; i < 1000; ++i) many.push_back(graphkiln::build_info());
   std::vector<graphkiln::BuildInfo> moved = std::move(many);
   check(moved.size() == 1000 && moved.back().version == info.version, "results copy and move");
+
+  run_executor_checks(check);
 
   std::printf("address sanitizer: %s\n", sanitizers_on() ? "on" : "off");
   std::printf("%s\n", failures ? "FAILED" : "all build_info checks passed");
