@@ -7,6 +7,8 @@
 //   q_strides, k_strides, v_strides, y_strides   4 element strides each (features: 1)
 //   mask_strides (4, 0 where broadcast), mask_len (keys at or past it are masked)
 //   scale, softcap, is_causal, left_window, right_window (-1: none)
+//   pos_offset: absolute position of query row 0 (past_key's length; causal frontier and
+//     windows use it, the mask rows do not)
 // Q K^T and P V are dnnl_sgemm calls on the block; the scores buffer of each thread is
 // allocated at build time.
 #include <oneapi/dnnl/dnnl.h>
@@ -135,6 +137,7 @@ class AttentionKernel : public Kernel {
     causal_ = a.get_int("is_causal", 0) != 0;
     left_ = a.get_int("left_window", -1);
     right_ = a.get_int("right_window", -1);
+    off_ = a.get_int("pos_offset", 0);
     if (kv_heads_ <= 0 || q_heads_ % kv_heads_ != 0)
       spec_error(spec, "kv heads must divide q heads");
     for (size_t i = 0; i < 3; ++i)
@@ -186,9 +189,9 @@ class AttentionKernel : public Kernel {
     // keys any row of the block may attend
     int64_t k0 = 0, k1 = kv_seq_;
     if (has_mask_) k1 = std::min(k1, mask_len_);
-    if (causal_) k1 = std::min(k1, i1);
-    if (right_ >= 0) k1 = std::min(k1, i1 - 1 + right_ + 1);
-    if (left_ >= 0) k0 = std::max<int64_t>(0, i0 - left_);
+    if (causal_) k1 = std::min(k1, off_ + i1);
+    if (right_ >= 0) k1 = std::min(k1, off_ + i1 - 1 + right_ + 1);
+    if (left_ >= 0) k0 = std::max<int64_t>(0, off_ + i0 - left_);
     const int64_t n = k1 - k0;
     if (n <= 0) {
       for (int64_t i = 0; i < rows; ++i)
@@ -222,11 +225,12 @@ class AttentionKernel : public Kernel {
         }
       }
       // per-row key limits (causal frontier and sliding window)
+      const int64_t qpos = off_ + pos;
       int64_t hi = k1;
-      if (causal_) hi = std::min(hi, pos + 1);
-      if (right_ >= 0) hi = std::min(hi, pos + right_ + 1);
+      if (causal_) hi = std::min(hi, qpos + 1);
+      if (right_ >= 0) hi = std::min(hi, qpos + right_ + 1);
       int64_t lo = k0;
-      if (left_ >= 0) lo = std::max(lo, pos - left_);
+      if (left_ >= 0) lo = std::max(lo, qpos - left_);
       for (int64_t j = k0; j < std::min(lo, k1); ++j) row[j - k0] = neg_inf;
       for (int64_t j = std::max(hi, k0); j < k1; ++j) row[j - k0] = neg_inf;
       softmax_(row, n);
@@ -240,7 +244,7 @@ class AttentionKernel : public Kernel {
   std::vector<int64_t> qs_, ks_, vs_, ys_, ms_;
   float scale_, softcap_;
   bool causal_, has_mask_ = false, mask_bool_ = false;
-  int64_t left_, right_, mask_len_ = 0;
+  int64_t left_, right_, mask_len_ = 0, off_ = 0;
   int threads_;
   int64_t block_;
   std::vector<float> scores_;

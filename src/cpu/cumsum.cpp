@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
 // CumSum along one axis, exclusive / reverse; sums in the element type in index order, like
-// numpy's cumsum (bit-exact with the ref target). The axis is the "axis" attribute
+// numpy's cumsum (bit-exact with the ref target). Attr prod=1: CumProd (products, numpy's
+// cumprod order). The axis is the "axis" attribute
 // (normalized by the lowering) or, when the attribute is absent, the i32/i64 axis input
 // read at run time (an axis out of range then throws before any parallel loop).
 #include <stdexcept>
@@ -10,13 +11,26 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/kernel.hpp"
 
 namespace graphkiln {
 namespace {
 
-template <typename T>
+template <typename T, bool Prod>
+inline T combine(T a, T b) {
+  if constexpr (Prod && std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;  // wraps like numpy, no signed-overflow UB
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else if constexpr (Prod) {
+    return a * b;
+  } else {
+    return a + b;
+  }
+}
+
+template <typename T, bool Prod>
 class CumSumKernel : public Kernel {
  public:
   CumSumKernel(const KernelSpec& spec, int axis)
@@ -49,12 +63,12 @@ class CumSumKernel : public Kernel {
       T* ys = y + first;
       if (n == 0) continue;
       if (exclusive_) {
-        for (int64_t i = 0; i < inner; ++i) ys[i] = T(0);
+        for (int64_t i = 0; i < inner; ++i) ys[i] = Prod ? T(1) : T(0);
         for (int64_t j = 1; j < n; ++j) {
           T* yj = ys + j * step;
           const T* prev = ys + (j - 1) * step;
           const T* xp = xs + (j - 1) * step;
-          for (int64_t i = 0; i < inner; ++i) yj[i] = prev[i] + xp[i];
+          for (int64_t i = 0; i < inner; ++i) yj[i] = combine<T, Prod>(prev[i], xp[i]);
         }
       } else {
         for (int64_t i = 0; i < inner; ++i) ys[i] = xs[i];
@@ -62,7 +76,7 @@ class CumSumKernel : public Kernel {
           T* yj = ys + j * step;
           const T* prev = ys + (j - 1) * step;
           const T* xj = xs + j * step;
-          for (int64_t i = 0; i < inner; ++i) yj[i] = prev[i] + xj[i];
+          for (int64_t i = 0; i < inner; ++i) yj[i] = combine<T, Prod>(prev[i], xj[i]);
         }
       }
     }
@@ -83,6 +97,19 @@ class CumSumKernel : public Kernel {
   int64_t outer_ = 1, inner_ = 1, n_ = 1;
 };
 
+template <bool Prod>
+std::unique_ptr<Kernel> make_typed(const KernelSpec& spec, int a) {
+  switch (spec.inputs[0].dtype) {
+    case DType::f32: return std::make_unique<CumSumKernel<float, Prod>>(spec, a);
+    case DType::f64: return std::make_unique<CumSumKernel<double, Prod>>(spec, a);
+    case DType::i32: return std::make_unique<CumSumKernel<int32_t, Prod>>(spec, a);
+    case DType::i64: return std::make_unique<CumSumKernel<int64_t, Prod>>(spec, a);
+    case DType::u32: return std::make_unique<CumSumKernel<uint32_t, Prod>>(spec, a);
+    case DType::u64: return std::make_unique<CumSumKernel<uint64_t, Prod>>(spec, a);
+    default: spec_error(spec, "dtype not supported");
+  }
+}
+
 std::unique_ptr<Kernel> make_cumsum(const KernelSpec& spec) {
   if (spec.outputs.size() != 1 || spec.inputs.empty()) spec_error(spec, "takes x, axis");
   const TensorInfo& x = spec.inputs[0];
@@ -98,15 +125,8 @@ std::unique_ptr<Kernel> make_cumsum(const KernelSpec& spec) {
              (spec.inputs[1].dtype != DType::i64 && spec.inputs[1].dtype != DType::i32)) {
     spec_error(spec, "needs an axis attribute or an i32/i64 axis input");
   }
-  switch (x.dtype) {
-    case DType::f32: return std::make_unique<CumSumKernel<float>>(spec, a);
-    case DType::f64: return std::make_unique<CumSumKernel<double>>(spec, a);
-    case DType::i32: return std::make_unique<CumSumKernel<int32_t>>(spec, a);
-    case DType::i64: return std::make_unique<CumSumKernel<int64_t>>(spec, a);
-    case DType::u32: return std::make_unique<CumSumKernel<uint32_t>>(spec, a);
-    case DType::u64: return std::make_unique<CumSumKernel<uint64_t>>(spec, a);
-    default: spec_error(spec, "dtype not supported");
-  }
+  if (spec.attrs.get_int("prod", 0) != 0) return make_typed<true>(spec, a);
+  return make_typed<false>(spec, a);
 }
 
 }  // namespace

@@ -398,6 +398,8 @@ def lower_cumsum(node: Node, ctx: LoweringContext) -> None:
         attrs["axis"] = axis % max(rank, 1)
     else:
         ins.append(ctx.input(node.inputs[1]))
+    if node.op == "CumProd":
+        attrs["prod"] = 1
     ctx.emit("CumSum", ins, [ctx.output(node.outputs[0])], attrs, node.name)
 
 
@@ -499,6 +501,7 @@ LOWERINGS = {
     "Range": lower_range,
     "Trilu": lower_trilu,
     "CumSum": lower_cumsum,
+    "CumProd": lower_cumsum,
     "OneHot": lower_one_hot,
     "Resize": lower_resize,
     "ScatterND": lower_scatter,

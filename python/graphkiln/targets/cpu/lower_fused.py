@@ -10,7 +10,8 @@ import importlib
 
 from ...ir import Node
 from .lower import LoweringContext, LoweringError
-from .lower_support import supports
+from .lower_support import node_supported, supports
+from .plan import BYTE_DTYPES
 
 
 def _family(kind: str):
@@ -37,15 +38,46 @@ def _lookup(kind: str, index: int):
     return getattr(module, family[index], None)
 
 
-def fused_supported(node: Node) -> bool:
+def _family_supported(node: Node) -> bool:
+    if any(getattr(v.type, "dtype", None) in BYTE_DTYPES
+           for v in (*node.inputs, *node.outputs) if v is not None):
+        return False  # the family kernels take none of them: node by node
     check = _lookup(node.attrs.get("kind", "pointwise"), 2)
-    if check is None:
+    return check is not None and bool(check(node))
+
+
+def _nodes_supported(node: Node) -> bool:
+    """Every node of the body runs on its own (the fallback when the family refuses the
+    whole, e.g. a pointwise chain with a Cast to float8)."""
+    from .table import LOWERINGS  # table imports this module
+    body = node.attrs.get("body")
+    if body is None or len(body.outputs) != 1:
         return False
-    return bool(check(node))
+    return all(n.op == "Constant" or (n.op != "Fused" and node_supported(n, LOWERINGS))
+               for n in body.nodes)
+
+
+def fused_supported(node: Node) -> bool:
+    return _family_supported(node) or _nodes_supported(node)
+
+
+def _lower_unfused(node: Node, ctx: LoweringContext) -> None:
+    from .table import LOWERINGS
+    body = node.attrs["body"]
+    for inner, outer in zip(body.inputs, node.inputs):
+        if outer is not None:
+            ctx.bind(inner, ctx.input(outer))
+    for n in body.nodes:
+        if n.op != "Constant":
+            LOWERINGS[n.op](n, ctx)
+    ctx.bind(node.outputs[0], ctx.slot_of(body.outputs[0]))
 
 
 @supports(fused_supported)
 def lower_fused(node: Node, ctx: LoweringContext) -> None:
+    if not _family_supported(node):
+        _lower_unfused(node, ctx)
+        return
     kind = node.attrs.get("kind", "pointwise")
     lower = _lookup(kind, 1)
     if lower is None:
@@ -53,5 +85,9 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
                             f"(node {node.name!r})")
     lower(node, ctx)
 
+
+# float8 / int4 / ... values may enter or leave a Fused node run node by node; each body
+# node is checked by its own lowering
+lower_fused.byte_dtypes = True
 
 LOWERINGS = {"Fused": lower_fused}

@@ -513,11 +513,14 @@ def lower_fused_matmul(node: Node, ctx: LoweringContext) -> None:
 
 def _attention_ok(node: Node) -> bool:
     ins = list(node.inputs) + [None] * (7 - len(node.inputs))
-    if any(v is not None for v in ins[4:7]):
-        return False  # past_key / past_value / nonpad_kv_seqlen
-    if any(v is not None for v in node.outputs[1:]):
-        return False  # present_key / present_value / qk_matmul_output
-    if not _f32(*ins[:3], node.outputs[0]):
+    outs = list(node.outputs) + [None] * (4 - len(node.outputs))
+    if ins[6] is not None or outs[3] is not None:
+        return False  # nonpad_kv_seqlen / qk_matmul_output
+    if (ins[4] is None) != (ins[5] is None):
+        return False
+    if not _f32(*ins[:3], node.outputs[0], *[v for v in ins[4:6] + outs[1:3] if v is not None]):
+        return False
+    if ins[4] is not None and (len(static_dims(ins[4])) != 4 or len(static_dims(ins[5])) != 4):
         return False
     if node.attrs.get("softmax_precision") not in (None, 1):
         return False
@@ -555,6 +558,38 @@ def _attention_shapes(node: Node):
     return (qv, qs), (kv, ks), (vv, vs)
 
 
+def _past_len(node: Node) -> int:
+    past = node.inputs[4] if len(node.inputs) > 4 else None
+    return 0 if past is None else static_dims(past)[2]
+
+
+def _with_past(ctx: LoweringContext, node: Node, index: int, view) -> tuple:
+    """K (index 1) or V (2) with past_key / past_value before it along the sequence, in
+    present_key / present_value (or a temporary): (slot, 4-D dims, strides)."""
+    (dims, strides), src = view, ctx.input(node.inputs[index])
+    past = node.inputs[3 + index] if len(node.inputs) > 3 + index else None
+    present = node.outputs[index] if len(node.outputs) > index else None
+    if past is None and present is None:
+        return src, dims, strides
+    p_len = _past_len(node)
+    full = [dims[0], dims[1], dims[2] + p_len, dims[3]]
+    out = ctx.output(present) if present is not None else ctx.temp(DType.f32, tuple(full))
+    ds = _row_major(full)
+    ins, regions = [src], []
+    if past is not None:
+        ins.append(ctx.input(past))
+        pdims = list(static_dims(past))
+        if pdims != [dims[0], dims[1], p_len, dims[3]]:
+            raise LoweringError(f"Attention {node.name!r}: past {pdims} does not fit {dims}")
+        if p_len:
+            regions.append((1, 0, pdims, _row_major(pdims), ds, 0, 0))
+    if dims[2]:
+        regions.append((0, 0, list(dims), list(strides), ds, 0, p_len * ds[2]))
+    from .lower_data import _emit_regions
+    _emit_regions(ctx, node, ins, [out], regions)
+    return out, full, ds
+
+
 def _mask_view(node: Node):
     """(strides over (batch, heads, q_seq, keys) with 0 where broadcast, mask_len: the
     keys the mask covers) or None."""
@@ -563,7 +598,7 @@ def _mask_view(node: Node):
     if len(dims) > 4 or len(dims) < 1:
         return None
     padded = (1,) * (4 - len(dims)) + tuple(dims)
-    full = (qv[0], qv[1], qv[2], kv[2])
+    full = (qv[0], qv[1], qv[2], kv[2] + _past_len(node))
     strides = _row_major(padded)
     for i in range(3):
         if padded[i] == 1:
@@ -590,6 +625,9 @@ def lower_attention(node: Node, ctx: LoweringContext) -> None:
     if kv_heads <= 0 or q_heads % kv_heads or kv != [batch, kv_heads, kv_seq, head] or \
             vv[:3] != [batch, kv_heads, kv_seq]:
         raise LoweringError(f"Attention {node.name!r}: inconsistent Q/K/V shapes {qv} {kv} {vv}")
+    k_slot, kv, ks = _with_past(ctx, node, 1, (kv, ks))
+    v_slot, vv, vs = _with_past(ctx, node, 2, (vv, vs))
+    kv_seq = kv[2]
     y_dims = static_dims(node.outputs[0])
     if len(y_dims) == 4:
         ys = _row_major(y_dims)
@@ -602,8 +640,9 @@ def lower_attention(node: Node, ctx: LoweringContext) -> None:
              "scale": float(scale) if scale is not None else 1.0 / math.sqrt(head),
              "softcap": float(a.get("softcap") or 0.0), "is_causal": int(a.get("is_causal") or 0),
              "left_window": _int_attr(a, "left_window_size", -1),
-             "right_window": _int_attr(a, "right_window_size", -1)}
-    inputs = [ctx.input(x) for x in node.inputs[:3]]
+             "right_window": _int_attr(a, "right_window_size", -1),
+             "pos_offset": _past_len(node)}
+    inputs = [ctx.input(node.inputs[0]), k_slot, v_slot]
     mask = node.inputs[3] if len(node.inputs) > 3 else None
     if mask is not None:
         strides, mask_len = _mask_view(node)
