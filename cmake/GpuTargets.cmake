@@ -189,7 +189,11 @@ function(graphkiln_add_gpu_sources target)
     "${_src}/gpu/softmax.hip"
     "${_src}/gpu/layer_norm.hip"
     "${_src}/gpu/reduce.hip"
-    "${_src}/gpu/attention.hip")
+    "${_src}/gpu/attention.hip"
+    "${_src}/gpu/bytes.hip"
+    "${_src}/gpu/loss.hip"
+    "${_src}/gpu/data.hip"
+    "${_src}/gpu/axis.hip")
   add_library(graphkiln_gpu STATIC ${_sources})
   target_include_directories(graphkiln_gpu PUBLIC "${_src}")
   if(GRAPHKILN_GPU_PLATFORM STREQUAL "nvidia")

@@ -23,6 +23,24 @@ std::unique_ptr<Kernel> make_layer_norm(const KernelSpec& spec);    // layer_nor
 std::unique_ptr<Kernel> make_reduce(const KernelSpec& spec);        // reduce.hip
 std::unique_ptr<Kernel> make_arg_reduce(const KernelSpec& spec);    // reduce.hip
 std::unique_ptr<Kernel> make_attention(const KernelSpec& spec);     // attention.hip
+std::unique_ptr<Kernel> make_cast_lookup(const KernelSpec& spec);   // bytes.hip
+std::unique_ptr<Kernel> make_cast_steps(const KernelSpec& spec);    // bytes.hip
+std::unique_ptr<Kernel> make_cast_sub_byte_int(const KernelSpec& spec);  // bytes.hip
+std::unique_ptr<Kernel> make_bitwise(const KernelSpec& spec);       // bytes.hip
+std::unique_ptr<Kernel> make_bitwise_not(const KernelSpec& spec);   // bytes.hip
+std::unique_ptr<Kernel> make_quantize(const KernelSpec& spec);      // bytes.hip
+std::unique_ptr<Kernel> make_dequantize(const KernelSpec& spec);    // bytes.hip
+std::unique_ptr<Kernel> make_nll_loss(const KernelSpec& spec);      // loss.hip
+std::unique_ptr<Kernel> make_index_map(const KernelSpec& spec);     // data.hip
+std::unique_ptr<Kernel> make_cumsum(const KernelSpec& spec);        // data.hip
+std::unique_ptr<Kernel> make_one_hot(const KernelSpec& spec);       // data.hip
+std::unique_ptr<Kernel> make_range(const KernelSpec& spec);         // data.hip
+std::unique_ptr<Kernel> make_scatter_nd(const KernelSpec& spec);    // data.hip
+std::unique_ptr<Kernel> make_scatter_elements(const KernelSpec& spec);  // data.hip
+std::unique_ptr<Kernel> make_resize_axis(const KernelSpec& spec);   // data.hip
+std::unique_ptr<Kernel> make_topk(const KernelSpec& spec);          // axis.hip
+std::unique_ptr<Kernel> make_hardmax(const KernelSpec& spec);       // axis.hip
+std::unique_ptr<Kernel> make_lp_norm(const KernelSpec& spec);       // axis.hip
 
 }  // namespace gpu
 }  // namespace graphkiln

@@ -23,6 +23,15 @@ const std::map<std::string, Factory>& table() {
       {"LayerNormalization", make_layer_norm}, {"Reduce", make_reduce},
       {"Attention", make_attention},        {"Trilu", make_trilu},
       {"GatherElements", make_gather_elements}, {"ArgReduce", make_arg_reduce},
+      {"CastLookup", make_cast_lookup},     {"CastSteps", make_cast_steps},
+      {"CastSubByteInt", make_cast_sub_byte_int}, {"Bitwise", make_bitwise},
+      {"BitwiseNot", make_bitwise_not},     {"QuantizeLinear", make_quantize},
+      {"DequantizeLinear", make_dequantize}, {"NegativeLogLikelihoodLoss", make_nll_loss},
+      {"IndexMap", make_index_map},         {"CumSum", make_cumsum},
+      {"OneHot", make_one_hot},             {"Range", make_range},
+      {"ScatterND", make_scatter_nd},       {"ScatterElements", make_scatter_elements},
+      {"ResizeAxis", make_resize_axis},     {"TopK", make_topk},
+      {"Hardmax", make_hardmax},            {"LpNormalization", make_lp_norm},
   };
   return t;
 }

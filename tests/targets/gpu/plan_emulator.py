@@ -279,6 +279,283 @@ class Emulator:
             self.write(step["outputs"][1], stage.astype(np.float32))
 
 
+    # -- bytes.hip ------------------------------------------------------------------------
+    def _raw(self, t):
+        size = np.dtype(NUMPY[t["dtype"]]).itemsize
+        return self.tensor({**t, "dtype": {1: "u8", 2: "u16", 4: "u32", 8: "u64"}[size]})
+
+    def k_CastLookup(self, step, a):
+        x, table = self._raw(step["inputs"][0]), self._raw(step["inputs"][1])
+        out = step["outputs"][0]
+        y = table.reshape(-1)[x.astype(np.int64)]
+        self.view(out, dtype=y.dtype)[...] = y.reshape(out["dims"])
+
+    def k_CastSteps(self, step, a):
+        src = step["inputs"][0]
+        wide = src["dtype"] == "f64"
+        bits = self._raw(src).astype(np.uint64)
+        sign = np.uint64(1 << (63 if wide else 31))
+        inf_bits = np.uint64(0x7FF0000000000000 if wide else 0x7F800000)
+        mag = bits & ~sign
+        neg = (bits & sign) != 0
+        pos = np.asarray(a["pos_codes"], np.uint8)[np.searchsorted(
+            np.asarray(a["pos_breaks"], np.uint64), mag, side="right")]
+        negc = np.asarray(a["neg_codes"], np.uint8)[np.searchsorted(
+            np.asarray(a["neg_breaks"], np.uint64), mag, side="right")]
+        y = np.where(mag > inf_bits, np.uint8(a["nan_code"]), np.where(neg, negc, pos))
+        self.view(step["outputs"][0], dtype=np.uint8)[...] = y
+
+    def k_CastSubByteInt(self, step, a):
+        x = self.tensor(step["inputs"][0])
+        if np.issubdtype(x.dtype, np.floating):
+            with np.errstate(all="ignore"):
+                t = np.where(np.isfinite(x), np.trunc(x), 0)
+                big = (t >= 2.0 ** 63) | (t < -(2.0 ** 63))
+                v = np.where(big, np.iinfo(np.int64).min, t.astype(np.int64))
+        else:
+            v = x.astype(np.int64)
+        codes = np.asarray(a["codes"], np.uint8)
+        y = codes[v.astype(np.uint64) & np.uint64((1 << a["bits"]) - 1)]
+        self.view(step["outputs"][0], dtype=np.uint8)[...] = y
+
+    def k_Bitwise(self, step, a):
+        x, y = self.tensor(step["inputs"][0]), self.tensor(step["inputs"][1])
+        out = step["outputs"][0]
+        x, y = np.broadcast_to(x, out["dims"]), np.broadcast_to(y, out["dims"])
+        op = a["op"]
+        if op in ("and", "or", "xor"):
+            r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op](x, y)
+        else:
+            bits = x.dtype.itemsize * 8
+            yi = y.astype(np.int64) if x.dtype != np.uint64 else y
+            ok = (y >= 0) & (yi < bits) if x.dtype != np.uint64 else y < bits
+            amount = np.where(ok, y, 0).astype(x.dtype)
+            if op == "shl":
+                r = np.where(ok, np.left_shift(x, amount), 0)
+            else:
+                fill = np.where(x < 0, -1, 0) if np.issubdtype(x.dtype, np.signedinteger) else 0
+                r = np.where(ok, np.right_shift(x, amount), fill)
+        self.write(out, np.asarray(r).astype(x.dtype))
+
+    def k_BitwiseNot(self, step, a):
+        self.write(step["outputs"][0], np.invert(self.tensor(step["inputs"][0])))
+
+    def _param_index(self, a, n):
+        i = np.arange(n)
+        inner, r = i % a["inner"], i // a["inner"]
+        ax, o = r % a["axis_len"], r // a["axis_len"]
+        return o * a["param_outer"] + (ax // max(1, a.get("block", 1))) * a["param_axis"] + inner * a["param_inner"]
+
+    def k_QuantizeLinear(self, step, a):
+        x = self.tensor(step["inputs"][0]).reshape(-1)
+        scale = self.tensor(step["inputs"][1]).reshape(-1)
+        out = step["outputs"][0]
+        p = self._param_index(a, x.size)
+        q = NUMPY[out["dtype"]]
+        with np.errstate(all="ignore"):
+            v = np.rint((x / scale[p]).astype(np.float32).astype(np.float64))
+            if len(step["inputs"]) > 2 and step["inputs"][2] is not None:
+                v = v + self.tensor(step["inputs"][2]).reshape(-1)[p].astype(np.float64)
+            info = np.iinfo(q)
+            v = np.clip(v, info.min, info.max)
+            y = np.where(np.isnan(v), 0, v).astype(q)
+        self.write(out, y.reshape(out["dims"]))
+
+    def k_DequantizeLinear(self, step, a):
+        x = self.tensor(step["inputs"][0]).reshape(-1).astype(np.float64)
+        scale = self.tensor(step["inputs"][1]).reshape(-1)
+        p = self._param_index(a, x.size)
+        if len(step["inputs"]) > 2 and step["inputs"][2] is not None:
+            x = x - self.tensor(step["inputs"][2]).reshape(-1)[p].astype(np.float64)
+        out = step["outputs"][0]
+        self.write(out, (x * scale[p].astype(np.float64)).astype(np.float32).reshape(out["dims"]))
+
+    # -- loss.hip -------------------------------------------------------------------------
+    def k_NegativeLogLikelihoodLoss(self, step, a):
+        x_t = step["inputs"][0]
+        x = self.tensor(x_t)
+        n, c = x.shape[0], x.shape[1]
+        x = x.reshape(n, c, -1).astype(np.float64)
+        t = self.tensor(step["inputs"][1]).reshape(n, -1).astype(np.int64)
+        has_w = len(step["inputs"]) > 2 and step["inputs"][2] is not None
+        w_all = self.tensor(step["inputs"][2]).astype(np.float64) if has_w else None
+        keep = (t >= 0) & (t < c)
+        if a.get("has_ignore"):
+            keep &= t != a["ignore_index"]
+        cls = np.where(keep, t, 0)
+        picked = np.take_along_axis(x, cls[:, None, :], axis=1)[:, 0, :]
+        w = np.where(keep, w_all[cls] if has_w else 1.0, 0.0)
+        loss = -picked * w
+        out = step["outputs"][0]
+        dt = NUMPY[out["dtype"]]
+        if a["reduction"] == "none":
+            self.write(out, loss.astype(dt).reshape(out["dims"]))
+        else:
+            with np.errstate(all="ignore"):
+                v = loss.sum() / w.sum() if a["reduction"] == "mean" else loss.sum()
+            self.write(out, np.asarray(v).astype(dt).reshape(out["dims"]))
+
+    # -- data.hip -------------------------------------------------------------------------
+    def k_IndexMap(self, step, a):
+        src_t, out = step["inputs"][0], step["outputs"][0]
+        raw = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[
+            np.dtype(NUMPY[out["dtype"]]).itemsize]
+        buf, offset = self._buffer(src_t)
+        flat = buf[offset:].view(np.uint8)
+        flat = flat[: len(flat) // np.dtype(raw).itemsize * np.dtype(raw).itemsize].view(raw)
+        dims = list(out["dims"])
+        total, at = np.zeros(dims or [1], np.int64), 0
+        blank = np.zeros(dims or [1], bool)
+        for d, n in enumerate(dims):
+            m = np.asarray(a["maps"][at:at + n], np.int64)
+            at += n
+            shape = [1] * len(dims)
+            shape[d] = n
+            total = total + m.reshape(shape)
+            blank = blank | (m < 0).reshape(shape)
+        if len(step["inputs"]) > 1 and step["inputs"][1] is not None:
+            fill = self.view(step["inputs"][1], dtype=raw).reshape(-1)[0]
+        else:
+            fill = np.frombuffer(int(a.get("fill_bits", 0)).to_bytes(8, "little", signed=True),
+                                 raw)[0]
+        y = np.where(blank, fill, flat[np.where(blank, 0, total)])
+        self.view(out, dtype=raw)[...] = y.reshape(dims)
+
+    def k_CumSum(self, step, a):
+        x = self.tensor(step["inputs"][0])
+        axis = a["axis"] if x.ndim else 0
+        v = x.reshape(-1) if x.ndim == 0 else x
+        if a.get("reverse"):
+            v = np.flip(v, axis)
+        if a.get("prod"):
+            c = np.cumprod(v, axis=axis, dtype=v.dtype)
+            if a.get("exclusive"):
+                ones = np.ones_like(np.take(v, [0], axis=axis))
+                c = np.concatenate([ones, np.delete(c, -1, axis=axis)], axis=axis)
+        else:
+            c = np.cumsum(v, axis=axis, dtype=v.dtype)
+            if a.get("exclusive"):
+                ones = np.zeros_like(np.take(v, [0], axis=axis))
+                c = np.concatenate([ones, np.delete(c, -1, axis=axis)], axis=axis)
+        if a.get("reverse"):
+            c = np.flip(c, axis)
+        self.write(step["outputs"][0], c.reshape(x.shape))
+
+    def k_OneHot(self, step, a):
+        idx = self.tensor(step["inputs"][0]).astype(np.int64)
+        values = self.tensor(step["inputs"][2]).reshape(-1)
+        out = step["outputs"][0]
+        axis, depth = a["axis"], out["dims"][a["axis"]]
+        idx = np.where(idx < 0, idx + depth, idx)
+        shape = [1] * len(out["dims"])
+        shape[axis] = depth
+        hot = np.expand_dims(idx, axis) == np.arange(depth).reshape(shape)
+        self.write(out, np.where(hot, values[1], values[0]))
+
+    def k_Range(self, step, a):
+        start = self.tensor(step["inputs"][0]).reshape(-1)[0]
+        delta = self.tensor(step["inputs"][2]).reshape(-1)[0]
+        out = step["outputs"][0]
+        dt = NUMPY[out["dtype"]]
+        wide = dt if np.issubdtype(dt, np.floating) else np.int64
+        i = np.arange(out["dims"][0]).astype(wide)
+        self.write(out, (wide(start) + i * wide(delta)).astype(dt))
+
+    def _scatter(self, step, a, places):
+        data = self.tensor(step["inputs"][0])
+        upd = self.tensor(step["inputs"][2]).reshape(-1)
+        y = data.reshape(-1).copy()
+        red = a.get("reduction", "none")
+        f = {"none": lambda d, u: u, "add": lambda d, u: d + u, "mul": lambda d, u: d * u,
+             "max": lambda d, u: max(d, u), "min": lambda d, u: min(d, u)}[red]
+        for pos, k in places:
+            if pos is not None:
+                y[pos] = f(y[pos], upd[k])
+        self.write(step["outputs"][0], y.reshape(data.shape))
+
+    def k_ScatterND(self, step, a):
+        data = self.tensor(step["inputs"][0])
+        ind = self.tensor(step["inputs"][1]).astype(np.int64)
+        depth = ind.shape[-1]
+        rm = np.array([int(np.prod(data.shape[j + 1:])) for j in range(data.ndim)], np.int64)
+        slice_ = int(np.prod(data.shape[depth:]))
+        places = []
+        for n, row in enumerate(ind.reshape(-1, depth)):
+            row = np.where(row < 0, row + np.array(data.shape[:depth]), row)
+            ok = ((row >= 0) & (row < np.array(data.shape[:depth]))).all()
+            base = int((row * rm[:depth]).sum())
+            places += [(base + e if ok else None, n * slice_ + e) for e in range(slice_)]
+        self._scatter(step, a, places)
+
+    def k_ScatterElements(self, step, a):
+        data = self.tensor(step["inputs"][0])
+        ind = self.tensor(step["inputs"][1]).astype(np.int64)
+        axis = a["axis"]
+        size = data.shape[axis]
+        rm = np.array([int(np.prod(data.shape[j + 1:])) for j in range(data.ndim)], np.int64)
+        places = []
+        for e, coord in enumerate(np.ndindex(*ind.shape)):
+            k = int(ind[coord])
+            k = k + size if k < 0 else k
+            c = list(coord)
+            c[axis] = k
+            places.append((int((np.array(c) * rm).sum()) if 0 <= k < size else None, e))
+        self._scatter(step, a, places)
+
+    def k_ResizeAxis(self, step, a):
+        x = self.tensor(step["inputs"][0]).reshape(a["outer"], a["in_len"], a["inner"])
+        index = np.asarray(a["index"], np.int64).reshape(a["out_len"], a["taps"])
+        w = np.asarray(a["weights"], np.float32).reshape(a["out_len"], a["taps"])
+        acc = x[:, index[:, 0], :] * w[None, :, 0, None]
+        for t in range(1, a["taps"]):
+            acc = acc + x[:, index[:, t], :] * w[None, :, t, None]
+        out = step["outputs"][0]
+        self.write(out, acc.astype(np.float32).reshape(out["dims"]))
+
+    # -- axis.hip -------------------------------------------------------------------------
+    def _lanes(self, t, axis):
+        x = self.tensor(t)
+        outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+        return x.reshape(outer, x.shape[axis], -1)
+
+    def k_TopK(self, step, a):
+        x = self._lanes(step["inputs"][0], a["axis"])
+        vals_t, idx_t = step["outputs"]
+        k = vals_t["dims"][a["axis"]]
+        outer, n, inner = x.shape
+        vals = np.zeros((outer, k, inner), x.dtype)
+        idx = np.zeros((outer, k, inner), np.int64)
+        for o in range(outer):
+            for i in range(inner):
+                col = x[o, :, i]
+                nan = np.isnan(col) if np.issubdtype(col.dtype, np.floating) else np.zeros(n, bool)
+                # NaN largest; ties by index: sort by (rank key, index)
+                key = [0 if nan[j] else col[j].item() for j in range(n)]  # exact python numbers
+                if a.get("largest", 1):
+                    order = sorted(range(n), key=lambda j: (not nan[j], -key[j], j))
+                else:
+                    order = sorted(range(n), key=lambda j: (bool(nan[j]), key[j], j))
+                vals[o, :, i] = col[order[:k]]
+                idx[o, :, i] = order[:k]
+        self.write(vals_t, vals.reshape(vals_t["dims"]))
+        self.write(idx_t, idx.reshape(idx_t["dims"]))
+
+    def k_Hardmax(self, step, a):
+        x = self._lanes(step["inputs"][0], a["axis"])
+        nan = np.isnan(x)
+        best = np.where(nan.any(1), nan.argmax(1), np.argmax(np.where(nan, -np.inf, x), 1))
+        y = (np.arange(x.shape[1])[None, :, None] == best[:, None, :]).astype(x.dtype)
+        self.write(step["outputs"][0], y.reshape(step["outputs"][0]["dims"]))
+
+    def k_LpNormalization(self, step, a):
+        x = self._lanes(step["inputs"][0], a["axis"])
+        w = x.astype(np.float64)
+        acc = np.abs(w).sum(1, keepdims=True) if a["p"] == 1 else (w * w).sum(1, keepdims=True)
+        norm = acc.astype(x.dtype) if a["p"] == 1 else np.sqrt(acc.astype(x.dtype))
+        with np.errstate(all="ignore"):
+            y = np.where(norm != 0, x / np.where(norm != 0, norm, 1), 0).astype(x.dtype)
+        self.write(step["outputs"][0], y.reshape(step["outputs"][0]["dims"]))
+
 def _to_int(x, bits, signed):
     x = np.where(np.isfinite(x), np.trunc(x), 0)
     if bits >= 64:

@@ -3,7 +3,8 @@
 """Attention on the gpu target: float32 Q, K, V in [B, S, H*D] or [B, H, S, D] form, an
 optional bool or float mask, causal or not, soft cap, sliding window, grouped-query heads,
 past key / value (concatenated here into present_key / present_value, which the kernel then
-reads) and the qk_matmul_output stages. Not supported: nonpad_kv_seqlen and a
+reads) and the qk_matmul_output stages; float16 operands are converted to float32
+around the float32 kernel (as the ref target computes them). Not supported: nonpad_kv_seqlen and a
 softmax_precision other than float. Each operand is described to the kernel by (batch,
 head, row) strides."""
 
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 import math
 
-from ...ir import DType, Node
+from ...ir import DType, Node, TensorType, Value
 from ..cpu.lower import LoweringContext, static_dims
+from ..cpu.lower_pointwise import OP
 from .lower_tensor import _strides, emit_copy
 
 
@@ -90,9 +92,9 @@ def _supported(node: Node) -> bool:
         return False
     values = [v for v in (*node.inputs, *node.outputs) if v is not None]
     mask = node.inputs[3] if len(node.inputs) > 3 else None
-    if any(v.type.dtype != DType.f32 for v in values if v is not mask):
+    if any(v.type.dtype not in _FLOATS for v in values if v is not mask):
         return False
-    if mask is not None and mask.type.dtype not in (DType.f32, DType.bool):
+    if mask is not None and mask.type.dtype not in (*_FLOATS, DType.bool):
         return False
     q, k = static_dims(node.inputs[0]), static_dims(node.inputs[1])
     qh = q[1] if len(q) == 4 else a.get("q_num_heads")
@@ -100,6 +102,42 @@ def _supported(node: Node) -> bool:
     return qh is not None and kh is not None and kh > 0 and qh % kh == 0
 
 
-lower_attention.supports = _supported
+_FLOATS = (DType.f32, DType.f16)  # bfloat16: the expected outputs round between steps
+_HALF = (DType.f16,)
 
-LOWERINGS = {"Attention": lower_attention}
+
+def _convert(ctx: LoweringContext, src: int, dst: int, name: str) -> None:
+    """dst = src converted (a Pointwise program of one move: converted on load and store)."""
+    ctx.emit("Pointwise", [src], [dst],
+             {"program": [OP["Mov"], 1, 0, -1, -1], "params": [0.0, 0.0], "num_regs": 2,
+              "result": 1, "compute": "f32"}, name)
+
+
+def lower_attention_any(node: Node, ctx: LoweringContext) -> None:
+    """Half-precision operands through float32 copies; float32 straight to the kernel."""
+    half = lambda v: v is not None and v.type.dtype in _HALF  # noqa: E731
+    if not any(half(v) for v in (*node.inputs, *node.outputs)):
+        return lower_attention(node, ctx)
+    inputs, outputs, back = [], [], []
+    for v in node.inputs:
+        if half(v):
+            wide = Value(f"{v.name}/f32", TensorType(DType.f32, static_dims(v)))
+            slot = ctx.temp(DType.f32, static_dims(v))
+            _convert(ctx, ctx.input(v), slot, f"{node.name}/{v.name}/f32")
+            ctx.bind(wide, slot)
+            v = wide
+        inputs.append(v)
+    for v in node.outputs:
+        if half(v):
+            wide = Value(f"{v.name}/f32", TensorType(DType.f32, static_dims(v)))
+            back.append((wide, v))
+            v = wide
+        outputs.append(v)
+    lower_attention(Node("Attention", inputs, outputs, dict(node.attrs), node.name), ctx)
+    for wide, v in back:
+        _convert(ctx, ctx.slot_of(wide), ctx.output(v), f"{node.name}/{v.name}")
+
+
+lower_attention_any.supports = _supported
+
+LOWERINGS = {"Attention": lower_attention_any}

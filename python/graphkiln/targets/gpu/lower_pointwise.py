@@ -88,7 +88,7 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
         group.clear()
 
     for n in nodes:
-        if n.op in HANDLED:
+        if n.op in HANDLED and node_supported(n):
             group.append(n)
             continue
         flush()
@@ -109,16 +109,17 @@ def _fused_supported(node: Node) -> bool:
     for n in node.attrs["body"].nodes:
         if n.op == "Constant":
             continue
-        if n.op in HANDLED:
-            if not node_supported(n):
-                return False
-        elif not lowerable(n, LOWERINGS):
+        if n.op in HANDLED and node_supported(n):
+            continue
+        if not lowerable(n, LOWERINGS):
             return False
     return True
 
 
 lower_fused.supports = _fused_supported
 
-LOWERINGS = {op: lower_pointwise for op in sorted(HANDLED)}
+# Cast and the integer bit ops: lower_bytes.py (which sends what the program can do here)
+_ELSEWHERE = {"Cast", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift"}
+LOWERINGS = {op: lower_pointwise for op in sorted(HANDLED - _ELSEWHERE)}
 LOWERINGS["Fused"] = lower_fused
 LOWERINGS["CastLike"] = lower_cast_like

@@ -207,5 +207,4 @@ LOWERINGS = {
     "Gather": lower_gather,
     "GatherElements": lower_gather_elements,
     "Trilu": lower_trilu,
-    "Pad": lower_pad,
 }

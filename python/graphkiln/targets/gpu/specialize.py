@@ -22,9 +22,11 @@ _REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"
 PARAMETERS = {"Reshape": (1,), "Expand": (1,), "Unsqueeze": (1,), "Squeeze": (1,),
               "Slice": (1, 2, 3, 4), "Split": (1,), "Tile": (1,), "Pad": (1, 2, 3),
               "ConstantOfShape": (0,), "Range": (0, 1, 2), "TopK": (1,), "OneHot": (1,),
-              "Resize": (1, 2, 3), "Upsample": (1,), "CenterCropPad": (1,), "Trilu": (1,),
+              "Resize": (1, 2, 3), "Upsample": (1,), "CumSum": (1,), "CumProd": (1,), "CenterCropPad": (1,), "Trilu": (1,),
               **{op: (1,) for op in _REDUCTIONS}}
 MAX_ELEMENTS = 64
+# floats too: Resize's roi / scales, OneHot's depth and Range's bounds may be float inputs
+_PARAMETER_DTYPES = (DType.i64, DType.i32, DType.f32, DType.f64, DType.f16)
 
 
 def _reads_as_parameter(value: Value, node: Node) -> bool:
@@ -38,12 +40,12 @@ def _reads_as_parameter(value: Value, node: Node) -> bool:
 
 
 def parameter_inputs(graph: Graph) -> list[int]:
-    """Indices of the graph inputs that are small integers read only as parameters."""
+    """Indices of the graph inputs that are small tensors read only as parameters."""
     users = graph.users()
     found = []
     for index, v in enumerate(graph.inputs):
         t = v.type
-        if not (isinstance(t, TensorType) and t.dtype in (DType.i64, DType.i32)
+        if not (isinstance(t, TensorType) and t.dtype in _PARAMETER_DTYPES
                 and t.dims is not None and all(isinstance(d, int) for d in t.dims)
                 and int(np.prod(t.dims, dtype=np.int64)) <= MAX_ELEMENTS):
             continue

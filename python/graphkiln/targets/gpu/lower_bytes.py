@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Ops the float register program cannot compute exactly, on the gpu target, through the
+cpu target's own lowerings (same kernel names and attributes; src/gpu/bytes.hip holds the
+device kernels):
+
+- Cast between the native types -> Pointwise (lower_pointwise.py); from or to the one-byte
+  types (float8, float4, int4, int2) -> CastLookup / CastSteps / CastSubByteInt, with the
+  tables the cpu lowering (targets/cpu/lower_cast.py) computes from the ref conversion;
+- BitwiseAnd / Or / Xor / Not, BitShift -> Bitwise / BitwiseNot (cpu lower_bitwise.py);
+- QuantizeLinear / DequantizeLinear -> kernels of those names (cpu lower_quantize.py:
+  integer types, float32 scale, per tensor / axis / block)."""
+
+from __future__ import annotations
+
+from ...ir import Node
+from ..cpu import lower_bitwise as cpu_bitwise
+from ..cpu import lower_quantize as cpu_quantize
+from ..cpu.lower import LoweringContext, LoweringError, static_dims
+from ..cpu.lower_cast import _byte_plan
+from ..cpu.lower_pointwise import node_supported as pointwise_supported
+from .lower_pointwise import lower_pointwise
+
+
+def _cast_ok(node: Node) -> bool:
+    return pointwise_supported(node) or _byte_plan(node) is not None
+
+
+def lower_cast(node: Node, ctx: LoweringContext) -> None:
+    if pointwise_supported(node):
+        return lower_pointwise(node, ctx)
+    plan = _byte_plan(node)
+    if plan is None:
+        raise LoweringError(f"Cast {node.name!r}: no kernel for these types")
+    kernel, extra = plan
+    static_dims(node.inputs[0])
+    x = ctx.input(node.inputs[0])
+    out = ctx.output(node.outputs[0])
+    if kernel == "CastLookup":
+        ctx.emit(kernel, [x, ctx.constant(extra)], [out], {}, node.name)
+    else:
+        ctx.emit(kernel, [x], [out], extra, node.name)
+
+
+lower_cast.supports = _cast_ok
+lower_cast.byte_dtypes = True
+
+# ops the pointwise table must leave to this module
+OWNED = ("Cast", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift")
+
+LOWERINGS = {"Cast": lower_cast, **cpu_bitwise.LOWERINGS,
+             "QuantizeLinear": cpu_quantize.LOWERINGS["QuantizeLinear"],
+             "DequantizeLinear": cpu_quantize.LOWERINGS["DequantizeLinear"]}
