@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...ir import DType, Graph, Node, TensorType, Value
+from ...ir import DType, Node, TensorType, Value
 from .layout import channels_last_values
 from .plan import (ARENA, CHANNELS_LAST, CONSTANT, INPUT, OUTPUT, PLAIN, Plan, Slot, Step,
                    Storage, itemsize)

@@ -172,6 +172,12 @@ def _cast_ok(node: Node) -> bool:
 def lower_cast(node: Node, ctx: LoweringContext) -> None:
     if pointwise_node_supported(node):
         return lower_pointwise_op(node, ctx)
+    emit_byte_cast(node, ctx)
+
+
+def emit_byte_cast(node: Node, ctx: LoweringContext) -> None:
+    """A Cast from or to a byte-coded type (float8, float4, int4, int2): a lookup table or
+    a step function over the input's bits (the cpu and gpu targets share this)."""
     plan = _byte_plan(node)
     if plan is None:
         raise LoweringError(f"Cast {node.name!r}: no kernel for these types")

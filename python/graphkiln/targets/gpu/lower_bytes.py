@@ -16,8 +16,8 @@ from __future__ import annotations
 from ...ir import Node
 from ..cpu import lower_bitwise as cpu_bitwise
 from ..cpu import lower_quantize as cpu_quantize
-from ..cpu.lower import LoweringContext, LoweringError, static_dims
-from ..cpu.lower_cast import _byte_plan
+from ..cpu.lower import LoweringContext
+from ..cpu.lower_cast import _byte_plan, emit_byte_cast
 from ..cpu.lower_pointwise import node_supported as pointwise_supported
 from .lower_pointwise import lower_pointwise
 
@@ -29,17 +29,7 @@ def _cast_ok(node: Node) -> bool:
 def lower_cast(node: Node, ctx: LoweringContext) -> None:
     if pointwise_supported(node):
         return lower_pointwise(node, ctx)
-    plan = _byte_plan(node)
-    if plan is None:
-        raise LoweringError(f"Cast {node.name!r}: no kernel for these types")
-    kernel, extra = plan
-    static_dims(node.inputs[0])
-    x = ctx.input(node.inputs[0])
-    out = ctx.output(node.outputs[0])
-    if kernel == "CastLookup":
-        ctx.emit(kernel, [x, ctx.constant(extra)], [out], {}, node.name)
-    else:
-        ctx.emit(kernel, [x], [out], extra, node.name)
+    emit_byte_cast(node, ctx)
 
 
 lower_cast.supports = _cast_ok

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ir import Node
 from ..cpu.lower import LoweringContext, static_dims
-from ..cpu.lower_basic import lower_view
+from ..cpu.lower_basic import LOWERINGS as VIEW_LOWERINGS, lower_view
 from ..cpu.lower_pointwise import OP
 from ..cpu.plan import layout_strides, PLAIN
 
@@ -193,11 +193,7 @@ lower_dropout.supports = _dropout_ok
 lower_split.supports = lambda node: True
 
 LOWERINGS = {
-    "Reshape": lower_view,
-    "Flatten": lower_view,
-    "Squeeze": lower_view,
-    "Unsqueeze": lower_view,
-    "Identity": lower_view,
+    **VIEW_LOWERINGS,  # Reshape, Flatten, Squeeze, Unsqueeze, Identity: as on cpu
     "Dropout": lower_dropout,
     "Transpose": lower_transpose,
     "Concat": lower_concat,
