@@ -31,6 +31,12 @@ def cpu_kernels() -> list[str]:
 def max_threads() -> int:
     """OpenMP's thread count for the calling thread."""
 
+def cpu_isa() -> str:
+    """The CPU ISA oneDNN dispatches to (its effective ISA), e.g. avx512_core."""
+
+def onednn_version() -> str:
+    """The oneDNN library's version, e.g. 3.2.1."""
+
 # Only in builds with GPU_TARGETS (targets/gpu builds it; see src/gpu/executor.hpp):
 class GpuExecutor:
     """A gpu plan built into GPU kernels: one device arena, constants uploaded once, one

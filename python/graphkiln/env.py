@@ -13,7 +13,9 @@ VARIABLES = {
                              "it is built (read by the C++ core)",
     "GRAPHKILN_TRACE_COMPILE": "1 prints the IR after each compiler pass, with its time",
     "GRAPHKILN_DISABLE_PASSES": "comma-separated pass names the pass manager skips",
-    "GRAPHKILN_TUNING_DB": "path of the kernel-tuning database",
+    "GRAPHKILN_TUNING_DB": "path of the kernel-tuning database (default: "
+                           "$XDG_CACHE_HOME/graphkiln/tuning.sqlite, XDG_CACHE_HOME "
+                           "defaulting to ~/.cache; see graphkiln/tuning/README.md)",
     "GRAPHKILN_GPU_DUMP_SRC": "folder where generated GPU kernel sources are written",
     "GRAPHKILN_FAKE_GPU_ARCH": "tests: the device check sees GPUs of these ISAs (gfx1100,sm_90; none)",
     "GRAPHKILN_MAX_TENSOR_BYTES": "largest tensor (bytes) an imported model may declare or "

@@ -45,7 +45,17 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
       if (r.storage == Storage::constant || r.storage == Storage::input)
         throw std::invalid_argument("step '" + s.spec.name + "' writes a constant or an input");
     Step step;
-    step.kernel = make_kernel(s.spec);
+    // tuning: a step may run on its own thread count (attr "num_threads", see
+    // graphkiln.tuning); oneDNN primitives are created and run under the same count
+    step.threads = s.spec.num_threads;
+    if (step.threads != num_threads_) set_num_threads(step.threads);
+    try {
+      step.kernel = make_kernel(s.spec);
+    } catch (...) {
+      set_num_threads(num_threads_);
+      throw;
+    }
+    if (step.threads != num_threads_) set_num_threads(num_threads_);
     step.kernel_name = s.spec.kernel;
     step.node_name = s.spec.name;
     step.inputs = std::move(s.inputs);
@@ -79,15 +89,18 @@ void Executor::run(const std::vector<const void*>& inputs, const std::vector<voi
     for (size_t i = 0; i < step.inputs.size(); ++i)
       step.in_ptrs[i] = step.present[i] ? resolve(step.inputs[i]) : nullptr;
     for (size_t i = 0; i < step.outputs.size(); ++i) step.out_ptrs[i] = resolve(step.outputs[i]);
+    const bool own_threads = step.threads != num_threads_;  // tuned thread count
+    if (own_threads) set_num_threads(step.threads);
     if (!profiling_) {
       step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data());
-      continue;
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data());
+      step.total_ms += std::chrono::duration<double, std::milli>(
+                           std::chrono::steady_clock::now() - start).count();
+      step.runs += 1;
     }
-    const auto start = std::chrono::steady_clock::now();
-    step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data());
-    step.total_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    step.runs += 1;
+    if (own_threads) set_num_threads(num_threads_);
   }
 }
 

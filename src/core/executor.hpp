@@ -60,6 +60,7 @@ class Executor {
     std::string kernel_name, node_name;
     double total_ms = 0;
     int64_t runs = 0;
+    int threads = 0;  // OpenMP threads while this step builds and runs
   };
   bool profiling_ = false;
   std::vector<Step> steps_;

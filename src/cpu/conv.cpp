@@ -3,7 +3,8 @@
 // "Conv": 1-D/2-D/3-D convolution through oneDNN, with groups, dilations, explicit pads, an
 // optional bias and a post-op epilogue (cpu/onednn_post_ops.hpp).
 //   inputs: X, W, B? and then the binary post-ops' operands
-//   attrs:  strides, dilations, pads_begin, pads_end (explicit, from Python), group, post_*
+//   attrs:  strides, dilations, pads_begin, pads_end (explicit, from Python), group, post_*,
+//           impl_index (tuning: which oneDNN implementation, 0 = oneDNN's first choice)
 // Source and destination may be plain or channels-last (their strides say which). When the
 // given layouts would make oneDNN fall back to a slow implementation, the kernel computes
 // in channels-last buffers of its own and reorders around the convolution. Constant weights
@@ -117,6 +118,14 @@ class ConvKernel : public Kernel {
       }
     }
     if (!pd) spec_error(spec, "oneDNN has no convolution for these arguments");
+    // tuning (graphkiln.tuning): "impl_index" k > 0 takes the k-th implementation after the
+    // preferred one. Where there is none, or it is a slow one (reference, gemm), the kernel
+    // keeps the preferred one: a tuned attribute never makes a build fail.
+    if (const int64_t k = spec.attrs.get_int("impl_index", 0); k > 0) {
+      bool ok = true;
+      for (int64_t i = 0; ok && i < k; ++i) ok = pd.next_impl();
+      if (!ok || slow_impl(pd.impl_info_str())) pd = make_pd(src_md, dst_md, *post_);
+    }
     impl_ = pd.impl_info_str();
     prim_ = dnnl::convolution_forward(pd);
 

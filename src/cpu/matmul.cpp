@@ -6,6 +6,7 @@
 //   a_dims/a_strides, b_dims/b_strides, y_dims/y_strides  views (default: the tensors' own)
 //   bias_arg   kernel input holding a bias of dims (1, ..., 1, N), or -1
 //   post_ops, post_alpha, post_beta, post_arg   the epilogue (see onednn_post_ops.hpp)
+//   impl_index   tuning: which oneDNN implementation (0 = oneDNN's first choice)
 // A constant B is packed at build time in the layout the primitive prefers.
 #include <cstdlib>
 #include <cstdio>
@@ -69,12 +70,23 @@ class MatMulKernel : public Kernel {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (!post_ops_->empty()) attr.set_post_ops(post_ops_->ops());
+    auto make_pd = [&] {
+      return bias_arg_ >= 0 ? dnnl::matmul::primitive_desc(eng, src_md, wei_md, bias_md, dst_md, attr)
+                            : dnnl::matmul::primitive_desc(eng, src_md, wei_md, dst_md, attr);
+    };
     dnnl::matmul::primitive_desc pd;
     try {
-      pd = bias_arg_ >= 0 ? dnnl::matmul::primitive_desc(eng, src_md, wei_md, bias_md, dst_md, attr)
-                          : dnnl::matmul::primitive_desc(eng, src_md, wei_md, dst_md, attr);
+      pd = make_pd();
     } catch (const dnnl::error& e) {
       spec_error(spec, std::string("oneDNN matmul rejected the problem: ") + e.what());
+    }
+    // tuning (graphkiln.tuning): "impl_index" k > 0 takes the k-th implementation after the
+    // preferred one; where there is none, or it is the reference one, the preferred one stays
+    // (a tuned attribute never makes a build fail)
+    if (const int64_t k = spec.attrs.get_int("impl_index", 0); k > 0) {
+      bool ok = true;
+      for (int64_t i = 0; ok && i < k; ++i) ok = pd.next_impl();
+      if (!ok || std::string(pd.impl_info_str()).find("ref") != std::string::npos) pd = make_pd();
     }
     impl_ = pd.impl_info_str();
     if (std::getenv("GRAPHKILN_ONEDNN_IMPL"))

@@ -10,7 +10,10 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <oneapi/dnnl/dnnl.h>
 
 #include "core/executor.hpp"
 
@@ -53,6 +56,9 @@ StepSpec step_spec(const py::dict& d, int num_threads) {
   s.spec.name = d["name"].cast<std::string>();
   s.spec.num_threads = num_threads;
   s.spec.attrs = Attrs(d["attrs"].cast<std::map<std::string, AttrValue>>());
+  // a tuned step's own thread count (graphkiln.tuning), else the plan's
+  const int64_t tuned = s.spec.attrs.get_int("num_threads", 0);
+  if (tuned > 0) s.spec.num_threads = static_cast<int>(tuned);
   for (const py::handle& item : d["inputs"].cast<py::list>()) {
     if (item.is_none()) {
       s.spec.inputs.emplace_back();
@@ -173,6 +179,30 @@ void bind_executor(py::module_& m) {
       .def_property_readonly("num_threads", &PyExecutor::num_threads);
   m.def("cpu_kernels", &registered_kernels, "Names of the CPU kernels compiled in");
   m.def("max_threads", &max_threads, "OpenMP's thread count for the calling thread");
+  // for graphkiln.tuning's device key: what oneDNN dispatches to, and its version
+  m.def("cpu_isa", [] {
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    const std::pair<dnnl_cpu_isa_t, const char*> names[] = {
+        {dnnl_cpu_isa_avx512_core_amx_fp16, "avx512_core_amx_fp16"},
+        {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+        {dnnl_cpu_isa_avx512_core_fp16, "avx512_core_fp16"},
+        {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+        {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
+        {dnnl_cpu_isa_avx512_core, "avx512_core"},
+        {dnnl_cpu_isa_avx2_vnni_2, "avx2_vnni_2"},
+        {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+        {dnnl_cpu_isa_avx2, "avx2"},
+        {dnnl_cpu_isa_avx, "avx"},
+        {dnnl_cpu_isa_sse41, "sse41"}};
+    for (const auto& [value, name] : names)
+      if (isa == value) return std::string(name);
+    return "isa_" + std::to_string(static_cast<int>(isa));
+  }, "The CPU ISA oneDNN dispatches to (its effective ISA), e.g. avx512_core");
+  m.def("onednn_version", [] {
+    const dnnl_version_t* v = dnnl_version();
+    return std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+           std::to_string(v->patch);
+  }, "The oneDNN library's version");
 }
 
 }  // namespace graphkiln

@@ -28,3 +28,11 @@ def test_cpu_program_with_fallback_keeps_its_option():
     program = gk.parse_onnx(EXAMPLE_MODEL).compile("cpu", fallback="ref")
     loaded = gk.load_buffer(gk.save_buffer(program))
     assert loaded.options == {"fallback": "ref"}
+
+
+def test_exhaustive_tune_is_not_saved(tmp_path, monkeypatch):
+    """Tuning measures once, at compile time; a loaded program only reads the database."""
+    monkeypatch.setenv("GRAPHKILN_TUNING_DB", str(tmp_path / "tuning.sqlite"))
+    program = gk.parse_onnx(EXAMPLE_MODEL).compile("cpu", exhaustive_tune=True)
+    loaded = gk.load_buffer(gk.save_buffer(program))
+    assert "exhaustive_tune" not in loaded.options

@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from ..errors import GraphkilnError
-from . import inspect_cmds, run_cmds
+from . import inspect_cmds, run_cmds, tune_cmd
 
 # name -> (setup(parser), run(args) -> exit code, one-line help)
 COMMANDS = {
@@ -19,6 +19,8 @@ COMMANDS = {
     "perf": (run_cmds.setup_perf, run_cmds.cmd_perf, "measure latency percentiles and throughput"),
     "verify": (run_cmds.setup_verify, run_cmds.cmd_verify, "compare a target with ref; exit 1 on mismatch"),
     "ops": (inspect_cmds.setup_ops, inspect_cmds.cmd_ops, "list the ONNX ops graphkiln supports"),
+    "tune": (tune_cmd.setup_tune, tune_cmd.cmd_tune,
+             "measure kernel choices, store them in the tuning database; --export/--import"),
     "doctor": (inspect_cmds.setup_doctor, inspect_cmds.cmd_doctor, "report versions, the C++ core and settings"),
 }
 

@@ -47,9 +47,16 @@ def program_document(program, table: TensorTable) -> dict:
     return doc
 
 
+# Options that act once, while compiling, and must not run again when the program is loaded
+# (tuning measurements: their winners are in the tuning database).
+COMPILE_TIME_ONLY = ("exhaustive_tune",)
+
+
 def _options(options: dict) -> dict:
     out = {}
     for key, value in options.items():
+        if key in COMPILE_TIME_ONLY:
+            continue
         if not isinstance(value, (bool, int, float, str)):
             raise GraphError(f"cannot save compile option {key}={value!r}: only bool, int, "
                              "float and str options are saved")

@@ -32,10 +32,13 @@ class Segment:
 
 class PlanSegment(Segment):
     def __init__(self, nodes: list[Node], inputs: list[Value], outputs: list[Value],
-                 threads: int):
+                 threads: int, tune: str = "lookup"):
         from ..._native import load_core
+        from ...tuning.cpu import tune_plan
 
         plan = LoweringContext(nodes, inputs, outputs, LOWERINGS).lower_all()
+        # tuning hook (graphkiln.tuning): tuned kernel attrs from the database, or measured
+        self.tuning = tune_plan(plan, threads, tune)
         self.inputs, self.outputs = inputs, outputs
         self.input_dtypes = [v.type.dtype.numpy for v in inputs]
         specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
@@ -75,7 +78,8 @@ class RefSegment(Segment):
                     env[value] = result
 
 
-def split_segments(graph: Graph, fallback: bool, threads: int) -> list[Segment]:
+def split_segments(graph: Graph, fallback: bool, threads: int,
+                   tune: str = "lookup") -> list[Segment]:
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     runs: list[tuple[bool, list[Node]]] = []
     for node in nodes:
@@ -90,15 +94,15 @@ def split_segments(graph: Graph, fallback: bool, threads: int) -> list[Segment]:
             runs.append((native, [node]))
     if len(runs) <= 1 and (not runs or runs[0][0]):
         segments: list[Segment] = [PlanSegment(nodes, list(graph.inputs), list(graph.outputs),
-                                               threads)]
+                                               threads, tune)]
     else:
-        segments = _mixed(graph, runs, threads)
+        segments = _mixed(graph, runs, threads, tune)
     for s in segments:
         s.graph_inputs, s.graph_outputs = list(graph.inputs), list(graph.outputs)
     return segments
 
 
-def _mixed(graph: Graph, runs, threads: int) -> list[Segment]:
+def _mixed(graph: Graph, runs, threads: int, tune: str = "lookup") -> list[Segment]:
     later_reads: list[set[Value]] = []
     reads: set[Value] = set(graph.outputs)
     for _, run_nodes in reversed(runs):
@@ -118,5 +122,5 @@ def _mixed(graph: Graph, runs, threads: int) -> list[Segment]:
                 if v is not None and v not in produced and v.constant is None and v not in inputs:
                     inputs.append(v)
         outputs = [v for n in run_nodes for v in n.outputs if v is not None and v in after]
-        segments.append(PlanSegment(run_nodes, inputs, outputs, threads))
+        segments.append(PlanSegment(run_nodes, inputs, outputs, threads, tune))
     return segments

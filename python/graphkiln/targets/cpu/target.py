@@ -25,7 +25,13 @@ from .threads import num_threads
 class CpuTarget(Target):
     name = "cpu"
     options = {"fallback": "'ref' runs ops the cpu target lacks on the ref target "
-                           "(default: such ops are a compile error)"}
+                           "(default: such ops are a compile error)",
+               # graphkiln.tuning
+               "exhaustive_tune": "True measures the candidate configurations of every "
+                                  "tunable kernel and stores the winners in the tuning "
+                                  "database (GRAPHKILN_TUNING_DB)",
+               "tuning": "False ignores the tuning database (heuristic kernel choices only; "
+                         "default: the database's choices where it has them)"}
 
     def passes(self, options: dict) -> list:
         from ...passes.pipelines import FULL
@@ -43,7 +49,9 @@ class CpuTarget(Target):
                 raise LoweringError(
                     f"the cpu target has no kernel for {', '.join(ops)} (first: node "
                     f"{missing[0].name!r}); compile(..., fallback='ref') runs them on ref")
-        return CpuExecutable(graph, fallback == "ref")
+        tune = ("exhaustive" if options.get("exhaustive_tune")
+                else "lookup" if options.get("tuning", True) else "off")
+        return CpuExecutable(graph, fallback == "ref", tune)
 
 
 def unsupported_nodes(graph: Graph, static: bool = True) -> list[Node]:
@@ -62,9 +70,10 @@ class CpuExecutable(Executable):
     """Plans keyed by the input shapes and, for the small integer inputs that decide shapes
     (found on the first plan), their values."""
 
-    def __init__(self, graph: Graph, fallback: bool):
+    def __init__(self, graph: Graph, fallback: bool, tune: str = "lookup"):
         self.graph = graph
         self.fallback = fallback
+        self.tune = tune  # graphkiln.tuning mode: "lookup", "exhaustive" or "off"
         self.threads = num_threads()
         self.profiling = False
         self.value_inputs: list[int] = []
@@ -102,7 +111,7 @@ class CpuExecutable(Executable):
             graph = self.graph
         else:
             graph = specialize(self.graph, shapes, values)
-        segments = split_segments(graph, self.fallback, self.threads)
+        segments = split_segments(graph, self.fallback, self.threads, self.tune)
         for segment in segments:
             segment.set_profiling(self.profiling)
         self._plans[key] = segments
