@@ -12,6 +12,7 @@
 #   bash tools/gpu_device_run.sh --prebuilt .gpucarry  # use a _core*.so built elsewhere
 #   bash tools/gpu_device_run.sh --fallback .gpucarry  # build; use that one if the build crashes
 #   ... --models resnet50,bert   --skip-models   --skip-conformance   --tests "-k attention"
+# With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
 #
 # Logs go to $OUT (the device tool's folder) or /tmp/gk-out.
 set -uo pipefail
@@ -134,6 +135,11 @@ for name in sys.argv[1].split(","):
     print(f"| {name} | {np.median(times):.3f} | {min(times):.3f} | {s['steps']} "
           f"| {s['device_bytes'] / 2**20:.0f} | {s['blas']} |", flush=True)
 PY
+fi
+
+if [ "$SKIP_MODELS" = 0 ]; then
+  step "save / load round trips on gpu (bit-identical outputs; load vs compile time)"
+  python3 tools/gpu_device_roundtrip.py --dir /tmp/models --models "$MODELS" | tee "$OUT/roundtrip.md"
 fi
 
 if [ "$CONFORMANCE" = 1 ]; then
