@@ -12,8 +12,15 @@ benchmarks/README.md for its own environment). For each model:
     onnxruntime session (intra_op_num_threads = --threads, one inter-op thread, default
     graph optimizations), both on the same file;
   - check graphkiln's outputs against onnxruntime's (allclose rtol 1e-4, atol 1e-4*max);
-  - warm both up, then time --runs runs of each, interleaved (gk, ort, gk, ort, ...) so both
-    see the same machine state; report the medians and the ratio graphkiln / onnxruntime
+  - warm both up, then time --runs runs of each, interleaved in blocks: --block timed runs
+    of graphkiln, then --block of onnxruntime, and so on, each block after --settle untimed
+    runs. Blocks rather than strict alternation: after a run, both engines' idle worker
+    threads keep spinning for a while (onnxruntime's pool and GNU OpenMP both do) and would
+    steal the cores of the other engine's next run (measured here: graphkiln's resnet50
+    takes twice as long right after an onnxruntime run); pausing between runs instead lets
+    the threads fall asleep, and on this VM waking them costs more than the small models
+    take. The settle runs let the other engine's threads go quiet; the blocks still share
+    the machine's state over time. Report the medians and the ratio graphkiln / onnxruntime
     (below 1: graphkiln is faster). The geometric mean of the ratios closes the table.
 onnxruntime is the peer here, never part of graphkiln.
 """
@@ -52,7 +59,7 @@ def max_error(got, expected) -> tuple[bool, float]:
     return ok, worst
 
 
-def bench_model(folder, name, threads, runs, warmup):
+def bench_model(folder, name, threads, runs, warmup, block, settle):
     import onnxruntime as ort
 
     import graphkiln
@@ -71,13 +78,15 @@ def bench_model(folder, name, threads, runs, warmup):
         program.run(feeds)
         session.run(None, feeds)
     gk_times, ort_times = [], []
-    for _ in range(runs):
-        t = time.perf_counter()
-        program.run(feeds)
-        gk_times.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        session.run(None, feeds)
-        ort_times.append(time.perf_counter() - t)
+    engines = [(lambda: program.run(feeds), gk_times), (lambda: session.run(None, feeds), ort_times)]
+    while len(gk_times) < runs:
+        for run, times in engines:
+            for _ in range(settle):
+                run()
+            for _ in range(min(block, runs - len(times))):
+                t = time.perf_counter()
+                run()
+                times.append(time.perf_counter() - t)
     gk_ms, ort_ms = 1e3 * float(np.median(gk_times)), 1e3 * float(np.median(ort_times))
     return {"model": name, "graphkiln_ms": gk_ms, "onnxruntime_ms": ort_ms,
             "ratio": gk_ms / ort_ms, "match": ok, "max_rel_err": err, "compile_s": compile_s}
@@ -94,6 +103,10 @@ def main(argv=None) -> int:
                         help="threads for both (default: graphkiln's default, the physical cores)")
     parser.add_argument("--runs", type=int, default=20, help="timed runs each (default 20)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs each (default 3)")
+    parser.add_argument("--block", type=int, default=5,
+                        help="timed runs of one engine before switching (default 5)")
+    parser.add_argument("--settle", type=int, default=2,
+                        help="untimed runs at the start of each block (default 2)")
     parser.add_argument("--record", help="also write the table (markdown) to this file")
     args = parser.parse_args(argv)
     if args.threads is None:
@@ -108,8 +121,9 @@ def main(argv=None) -> int:
     lines = [f"# graphkiln cpu vs onnxruntime {ort.__version__} (CPU provider)", "",
              f"- date: {datetime.date.today()}; machine: {platform.processor() or platform.machine()}, "
              f"{os.cpu_count()} logical CPUs; threads for both: {args.threads}",
-             f"- graphkiln {graphkiln.__version__}; median of {args.runs} interleaved runs after "
-             f"{args.warmup} warm-up runs each",
+             f"- graphkiln {graphkiln.__version__}; median of {args.runs} timed runs each after "
+             f"{args.warmup} warm-up runs, interleaved in blocks of {args.block} (each after "
+             f"{args.settle} untimed runs)",
              f"- command: `{' '.join(['python', *sys.argv])}`", "",
              "| model | graphkiln ms | onnxruntime ms | ratio gk/ort | matches ort | max err / max|out| | compile s |",
              "| --- | ---: | ---: | ---: | --- | ---: | ---: |"]
@@ -118,7 +132,8 @@ def main(argv=None) -> int:
     ratios, failures = [], 0
     for name in [m for m in args.models.split(",") if m]:
         try:
-            r = bench_model(args.dir, name, args.threads, args.runs, args.warmup)
+            r = bench_model(args.dir, name, args.threads, args.runs, args.warmup,
+                            args.block, args.settle)
         except Exception as exc:  # noqa: BLE001 - report and go on with the next model
             failures += 1
             line = f"| {name} | failed: {type(exc).__name__}: {str(exc)[:200]} | | | | | |"
