@@ -160,6 +160,11 @@ elseif(GRAPHKILN_GPU_PLATFORM STREQUAL "nvidia")
     set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}")
   endif()
   enable_language(CUDA)
+  # The module is linked by the C++ compiler, which also gets CUDA's implicit link
+  # directories. Those can name another toolchain (the lent GPU machine's nvcc finds
+  # /opt/gcc): its libstdc++ would then be linked into the module beside the process's own,
+  # and std::ostream code crashes. Keep only the CUDA toolkit's (cudart comes by full path).
+  list(FILTER CMAKE_CUDA_IMPLICIT_LINK_DIRECTORIES INCLUDE REGEX "cuda")
 endif()
 # The module links with the C++ compiler like the CPU build (pybind11 may use GCC's LTO,
 # which clang or nvcc cannot link): the GPU objects need no device link step.

@@ -11,7 +11,8 @@
 #   bash tools/gpu_device_run.sh                       # build from source (cmake, sm_90)
 #   bash tools/gpu_device_run.sh --prebuilt .gpucarry  # use a _core*.so built elsewhere
 #   bash tools/gpu_device_run.sh --fallback .gpucarry  # build; use that one if the build crashes
-#   ... --models resnet50,bert   --skip-models   --skip-conformance   --tests "-k attention"
+#   ... --models resnet50,bert   --skip-models   --skip-conformance   --tests "attention or conv"
+#   (--tests: a pytest -k expression selecting gpu tests)
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
 #
 # Logs go to $OUT (the device tool's folder) or /tmp/gk-out.
@@ -99,8 +100,9 @@ print("gpu kernels:", ", ".join(core.gpu_kernels()))
 PY
 
 step "gpu tests (tests/targets/gpu)"
-# shellcheck disable=SC2086
-python3 -m pytest -q -p no:cacheprovider -rs tests/targets/gpu $TEST_ARGS 2>&1 | tee "$OUT/pytest.log" | tail -40
+TEST_SELECT=()
+[ -n "$TEST_ARGS" ] && TEST_SELECT=(-k "$TEST_ARGS")
+python3 -m pytest -q -p no:cacheprovider -rs tests/targets/gpu "${TEST_SELECT[@]}" 2>&1 | tee "$OUT/pytest.log" | tail -40
 
 if [ "$SKIP_MODELS" = 0 ]; then
   step "export models with torch: $MODELS"
