@@ -40,6 +40,18 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
   return strides;
 }
 
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size());
+  int64_t step = dims[1];
+  strides[1] = 1;
+  for (size_t i = dims.size(); i-- > 2;) {
+    strides[i] = step;
+    step *= dims[i];
+  }
+  strides[0] = step;
+  return strides;
+}
+
 bool TensorInfo::is_contiguous() const {
   const auto expected = row_major_strides(dims);
   for (size_t i = 0; i < dims.size(); ++i)

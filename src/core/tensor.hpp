@@ -34,5 +34,7 @@ struct TensorInfo {
 };
 
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims);
+// Strides of N, spatial..., C order for logical dims (N, C, spatial...); rank >= 2.
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& dims);
 
 }  // namespace graphkiln

@@ -24,23 +24,6 @@ namespace {
 
 using tag = dnnl::memory::format_tag;
 
-std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size());
-  int64_t step = 1;
-  strides[1] = step;
-  step *= dims[1];
-  for (size_t i = dims.size(); i-- > 2;) {
-    strides[i] = step;
-    step *= dims[i];
-  }
-  strides[0] = step;
-  return strides;
-}
-
-bool slow_impl(const std::string& impl) {
-  return impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos;
-}
-
 class ConvKernel : public Kernel {
  public:
   explicit ConvKernel(const KernelSpec& spec)
@@ -98,7 +81,7 @@ class ConvKernel : public Kernel {
     try {
       pd = make_pd(src_md, dst_md, *post_);
       direct = pd.impl_info_str();
-      found = !slow_impl(direct);
+      found = !onednn_slow_impl(direct);
     } catch (const dnnl::error&) {
     }
     if (!found && x.dtype == DType::f32) {
@@ -108,7 +91,7 @@ class ConvKernel : public Kernel {
       try {
         auto post_cl = std::make_unique<OnednnPostOps>(spec, y.dims, true);
         auto alt = make_pd(src_cl, dst_cl, *post_cl);
-        if (!pd || !slow_impl(alt.impl_info_str())) {
+        if (!pd || !onednn_slow_impl(alt.impl_info_str())) {
           pd = alt;
           post_ = std::move(post_cl);
           src_md = src_cl;
@@ -124,26 +107,14 @@ class ConvKernel : public Kernel {
     if (const int64_t k = spec.attrs.get_int("impl_index", 0); k > 0) {
       bool ok = true;
       for (int64_t i = 0; ok && i < k; ++i) ok = pd.next_impl();
-      if (!ok || slow_impl(pd.impl_info_str())) pd = make_pd(src_md, dst_md, *post_);
+      if (!ok || onednn_slow_impl(pd.impl_info_str())) pd = make_pd(src_md, dst_md, *post_);
     }
     impl_ = pd.impl_info_str();
     prim_ = dnnl::convolution_forward(pd);
 
     auto& eng = onednn_engine();
-    src_user_ = dnnl::memory(src_user, eng, DNNL_MEMORY_NONE);
-    dst_user_ = dnnl::memory(dst_user, eng, DNNL_MEMORY_NONE);
-    if (src_md != src_user) {
-      src_ = dnnl::memory(src_md, eng);
-      src_reorder_ = dnnl::reorder(src_user_, src_);
-    } else {
-      src_ = src_user_;
-    }
-    if (dst_md != dst_user) {
-      dst_ = dnnl::memory(dst_md, eng);
-      dst_reorder_ = dnnl::reorder(dst_, dst_user_);
-    } else {
-      dst_ = dst_user_;
-    }
+    src_ = StagedMemory(src_user, src_md, false);
+    dst_ = StagedMemory(dst_user, dst_md, true);
     if (w.constant != nullptr) {
       weights_ = onednn_reorder_constant(w_user, w.constant, pd.weights_desc());
     } else if (pd.weights_desc() != w_user) {
@@ -155,9 +126,9 @@ class ConvKernel : public Kernel {
       weights_from_input_ = true;
     }
     scratchpad_ = dnnl::memory(pd.scratchpad_desc(), eng);
-    args_[DNNL_ARG_SRC] = src_;
+    args_[DNNL_ARG_SRC] = src_.arg();
     args_[DNNL_ARG_WEIGHTS] = weights_;
-    args_[DNNL_ARG_DST] = dst_;
+    args_[DNNL_ARG_DST] = dst_.arg();
     args_[DNNL_ARG_SCRATCHPAD] = scratchpad_;
     if (has_bias) {
       bias_ = dnnl::memory(b_md, eng, DNNL_MEMORY_NONE);
@@ -174,16 +145,16 @@ class ConvKernel : public Kernel {
   }
 
   void run(const void* const* inputs, void* const* outputs) override {
-    src_user_.set_data_handle(const_cast<void*>(inputs[0]));
-    dst_user_.set_data_handle(outputs[0]);
+    src_.bind(inputs[0]);
+    dst_.bind(outputs[0]);
     if (bias_) bias_.set_data_handle(const_cast<void*>(inputs[2]));
     if (w_reorder_) w_user_.set_data_handle(const_cast<void*>(inputs[1]));
     if (weights_from_input_) weights_.set_data_handle(const_cast<void*>(inputs[1]));
     post_->bind(inputs, stream_);
-    if (src_reorder_) src_reorder_.execute(stream_, src_user_, src_);
+    src_.before(stream_);
     if (w_reorder_) w_reorder_.execute(stream_, w_user_, weights_);
     prim_.execute(stream_, args_);
-    if (dst_reorder_) dst_reorder_.execute(stream_, dst_, dst_user_);
+    dst_.after(stream_);
     stream_.wait();
   }
 
@@ -192,8 +163,9 @@ class ConvKernel : public Kernel {
   std::string impl_;
   dnnl::convolution_forward prim_;
   dnnl::stream stream_{onednn_engine()};
-  dnnl::memory src_user_, dst_user_, src_, dst_, w_user_, weights_, bias_, scratchpad_;
-  dnnl::reorder src_reorder_, dst_reorder_, w_reorder_;
+  StagedMemory src_, dst_;
+  dnnl::memory w_user_, weights_, bias_, scratchpad_;
+  dnnl::reorder w_reorder_;
   bool weights_from_input_ = false;
   std::unordered_map<int, dnnl::memory> args_;
 };

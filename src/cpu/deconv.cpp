@@ -19,22 +19,6 @@
 namespace graphkiln {
 namespace {
 
-std::vector<int64_t> channels_last(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size());
-  int64_t step = dims[1];
-  strides[1] = 1;
-  for (size_t i = dims.size(); i-- > 2;) {
-    strides[i] = step;
-    step *= dims[i];
-  }
-  strides[0] = step;
-  return strides;
-}
-
-bool slow_impl(const std::string& impl) {
-  return impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos;
-}
-
 class DeconvKernel : public Kernel {
  public:
   explicit DeconvKernel(const KernelSpec& spec)
@@ -79,14 +63,14 @@ class DeconvKernel : public Kernel {
       direct = pd.impl_info_str();
     } catch (const dnnl::error&) {
     }
-    if (!pd || slow_impl(direct)) {
+    if (!pd || onednn_slow_impl(direct)) {
       // channels-last on both sides: oneDNN's fast kernels take it
-      dnnl::memory::desc src_cl = onednn_desc(x.dtype, x.dims, channels_last(x.dims));
-      dnnl::memory::desc dst_cl = onednn_desc(y.dtype, y.dims, channels_last(y.dims));
+      dnnl::memory::desc src_cl = onednn_desc(x.dtype, x.dims, channels_last_strides(x.dims));
+      dnnl::memory::desc dst_cl = onednn_desc(y.dtype, y.dims, channels_last_strides(y.dims));
       try {
         auto post_cl = std::make_unique<OnednnPostOps>(spec, y.dims, true);
         auto alt = make_pd(src_cl, dst_cl, *post_cl);
-        if (!pd || !slow_impl(alt.impl_info_str())) {
+        if (!pd || !onednn_slow_impl(alt.impl_info_str())) {
           pd = alt;
           post_ = std::move(post_cl);
           src_md = src_cl;
@@ -98,26 +82,14 @@ class DeconvKernel : public Kernel {
     if (!pd) spec_error(spec, "oneDNN has no transposed convolution for these arguments");
     prim_ = dnnl::deconvolution_forward(pd);
     auto& eng = onednn_engine();
-    src_user_ = dnnl::memory(src_user, eng, DNNL_MEMORY_NONE);
-    dst_user_ = dnnl::memory(dst_user, eng, DNNL_MEMORY_NONE);
-    if (src_md != src_user) {
-      src_ = dnnl::memory(src_md, eng);
-      src_reorder_ = dnnl::reorder(src_user_, src_);
-    } else {
-      src_ = src_user_;
-    }
-    if (dst_md != dst_user) {
-      dst_ = dnnl::memory(dst_md, eng);
-      dst_reorder_ = dnnl::reorder(dst_, dst_user_);
-    } else {
-      dst_ = dst_user_;
-    }
+    src_ = StagedMemory(src_user, src_md, false);
+    dst_ = StagedMemory(dst_user, dst_md, true);
     if (w.constant == nullptr) spec_error(spec, "weights must be constant");
     weights_ = onednn_reorder_constant(w_user, w.constant, pd.weights_desc());
     scratchpad_ = dnnl::memory(pd.scratchpad_desc(), eng);
-    args_[DNNL_ARG_SRC] = src_;
+    args_[DNNL_ARG_SRC] = src_.arg();
     args_[DNNL_ARG_WEIGHTS] = weights_;
-    args_[DNNL_ARG_DST] = dst_;
+    args_[DNNL_ARG_DST] = dst_.arg();
     args_[DNNL_ARG_SCRATCHPAD] = scratchpad_;
     if (has_bias) {
       bias_ = dnnl::memory(b_md_, eng, DNNL_MEMORY_NONE);
@@ -134,13 +106,13 @@ class DeconvKernel : public Kernel {
   }
 
   void run(const void* const* inputs, void* const* outputs) override {
-    src_user_.set_data_handle(const_cast<void*>(inputs[0]));
-    dst_user_.set_data_handle(outputs[0]);
+    src_.bind(inputs[0]);
+    dst_.bind(outputs[0]);
     if (bias_) bias_.set_data_handle(const_cast<void*>(inputs[2]));
     post_->bind(inputs, stream_);
-    if (src_reorder_) src_reorder_.execute(stream_, src_user_, src_);
+    src_.before(stream_);
     prim_.execute(stream_, args_);
-    if (dst_reorder_) dst_reorder_.execute(stream_, dst_, dst_user_);
+    dst_.after(stream_);
     stream_.wait();
   }
 
@@ -149,8 +121,8 @@ class DeconvKernel : public Kernel {
   dnnl::deconvolution_forward prim_;
   dnnl::stream stream_{onednn_engine()};
   dnnl::memory::desc b_md_;
-  dnnl::memory src_user_, dst_user_, src_, dst_, weights_, bias_, scratchpad_;
-  dnnl::reorder src_reorder_, dst_reorder_;
+  StagedMemory src_, dst_;
+  dnnl::memory weights_, bias_, scratchpad_;
   std::unordered_map<int, dnnl::memory> args_;
 };
 

@@ -42,6 +42,21 @@ void onednn_execute(const dnnl::primitive& primitive,
   stream.wait();
 }
 
+bool onednn_slow_impl(const std::string& impl) {
+  return impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos;
+}
+
+StagedMemory::StagedMemory(const dnnl::memory::desc& user, const dnnl::memory::desc& own,
+                           bool output)
+    : user_(user, onednn_engine(), DNNL_MEMORY_NONE), output_(output) {
+  if (own == user) {
+    arg_ = user_;
+    return;
+  }
+  arg_ = dnnl::memory(own, onednn_engine());
+  reorder_ = output ? dnnl::reorder(arg_, user_) : dnnl::reorder(user_, arg_);
+}
+
 dnnl::memory onednn_reorder_constant(const dnnl::memory::desc& from, const void* src,
                                      const dnnl::memory::desc& to) {
   dnnl::memory source(from, onednn_engine(), const_cast<void*>(src));

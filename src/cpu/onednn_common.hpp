@@ -31,4 +31,29 @@ void onednn_execute(const dnnl::primitive& primitive,
 dnnl::memory onednn_reorder_constant(const dnnl::memory::desc& from, const void* src,
                                      const dnnl::memory::desc& to);
 
+// oneDNN's reference and gemm-based implementations: the kernels try another layout first.
+bool onednn_slow_impl(const std::string& impl);
+
+// The caller's tensor, bound per run, and, when the primitive wants another layout, the
+// kernel's own buffer with the reorder between them (before the primitive for an input,
+// after it for an output).
+class StagedMemory {
+ public:
+  StagedMemory() = default;
+  StagedMemory(const dnnl::memory::desc& user, const dnnl::memory::desc& own, bool output);
+  const dnnl::memory& arg() const { return arg_; }  // what the primitive reads or writes
+  void bind(const void* data) { user_.set_data_handle(const_cast<void*>(data)); }
+  void before(dnnl::stream& stream) {
+    if (reorder_ && !output_) reorder_.execute(stream, user_, arg_);
+  }
+  void after(dnnl::stream& stream) {
+    if (reorder_ && output_) reorder_.execute(stream, arg_, user_);
+  }
+
+ private:
+  dnnl::memory user_, arg_;
+  dnnl::reorder reorder_;
+  bool output_ = false;
+};
+
 }  // namespace graphkiln

@@ -19,18 +19,6 @@
 namespace graphkiln {
 namespace {
 
-std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> strides(dims.size());
-  int64_t step = dims[1];
-  strides[1] = 1;
-  for (size_t i = dims.size(); i-- > 2;) {
-    strides[i] = step;
-    step *= dims[i];
-  }
-  strides[0] = step;
-  return strides;
-}
-
 class PoolKernel : public Kernel {
  public:
   explicit PoolKernel(const KernelSpec& spec) {
@@ -86,23 +74,11 @@ class PoolKernel : public Kernel {
     if (!pd) spec_error(spec, "oneDNN has no pooling for these arguments");
     prim_ = dnnl::pooling_forward(pd);
     auto& eng = onednn_engine();
-    src_user_ = dnnl::memory(src_user, eng, DNNL_MEMORY_NONE);
-    dst_user_ = dnnl::memory(dst_user, eng, DNNL_MEMORY_NONE);
-    if (src_md != src_user) {
-      src_ = dnnl::memory(src_md, eng);
-      src_reorder_ = dnnl::reorder(src_user_, src_);
-    } else {
-      src_ = src_user_;
-    }
-    if (dst_md != dst_user) {
-      dst_ = dnnl::memory(dst_md, eng);
-      dst_reorder_ = dnnl::reorder(dst_, dst_user_);
-    } else {
-      dst_ = dst_user_;
-    }
+    src_ = StagedMemory(src_user, src_md, false);
+    dst_ = StagedMemory(dst_user, dst_md, true);
     scratchpad_ = dnnl::memory(pd.scratchpad_desc(), eng);
-    args_[DNNL_ARG_SRC] = src_;
-    args_[DNNL_ARG_DST] = dst_;
+    args_[DNNL_ARG_SRC] = src_.arg();
+    args_[DNNL_ARG_DST] = dst_.arg();
     args_[DNNL_ARG_SCRATCHPAD] = scratchpad_;
     if (std::getenv("GRAPHKILN_ONEDNN_IMPL"))
       std::fprintf(stderr, "Pool %s: %s%s%s\n", spec.name.c_str(), pd.impl_info_str(),
@@ -111,19 +87,19 @@ class PoolKernel : public Kernel {
   }
 
   void run(const void* const* inputs, void* const* outputs) override {
-    src_user_.set_data_handle(const_cast<void*>(inputs[0]));
-    dst_user_.set_data_handle(outputs[0]);
-    if (src_reorder_) src_reorder_.execute(stream_, src_user_, src_);
+    src_.bind(inputs[0]);
+    dst_.bind(outputs[0]);
+    src_.before(stream_);
     prim_.execute(stream_, args_);
-    if (dst_reorder_) dst_reorder_.execute(stream_, dst_, dst_user_);
+    dst_.after(stream_);
     stream_.wait();
   }
 
  private:
   dnnl::pooling_forward prim_;
   dnnl::stream stream_{onednn_engine()};
-  dnnl::memory src_user_, dst_user_, src_, dst_, scratchpad_;
-  dnnl::reorder src_reorder_, dst_reorder_;
+  StagedMemory src_, dst_;
+  dnnl::memory scratchpad_;
   std::unordered_map<int, dnnl::memory> args_;
 };
 
