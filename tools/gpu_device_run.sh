@@ -12,14 +12,15 @@
 #   bash tools/gpu_device_run.sh --prebuilt .gpucarry  # use a _core*.so built elsewhere
 #   bash tools/gpu_device_run.sh --fallback .gpucarry  # build; use that one if the build crashes
 #   ... --models resnet50,bert   --skip-models   --skip-conformance   --tests "attention or conv"
-#   (--tests: a pytest -k expression selecting gpu tests)
+#   (--tests: a pytest -k expression selecting gpu tests; --skip-tests runs none)
+#   --bench "ARGS": also run benchmarks/gpu_vs_torch.py ARGS (after the tests)
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
 #
 # Logs go to $OUT (the device tool's folder) or /tmp/gk-out.
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 TEST_ARGS="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -28,6 +29,8 @@ while [ $# -gt 0 ]; do
     --skip-models) SKIP_MODELS=1; shift ;;
     --skip-conformance) CONFORMANCE=0; shift ;;
     --tests) TEST_ARGS="$2"; shift 2 ;;
+    --skip-tests) SKIP_TESTS=1; shift ;;
+    --bench) BENCH="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -99,10 +102,18 @@ print("probe:", core.gpu_probe_info())
 print("gpu kernels:", ", ".join(core.gpu_kernels()))
 PY
 
-step "gpu tests (tests/targets/gpu)"
-TEST_SELECT=()
-[ -n "$TEST_ARGS" ] && TEST_SELECT=(-k "$TEST_ARGS")
-python3 -m pytest -q -p no:cacheprovider -rs tests/targets/gpu "${TEST_SELECT[@]}" 2>&1 | tee "$OUT/pytest.log" | tail -40
+if [ "$SKIP_TESTS" = 0 ]; then
+  step "gpu tests (tests/targets/gpu)"
+  TEST_SELECT=()
+  [ -n "$TEST_ARGS" ] && TEST_SELECT=(-k "$TEST_ARGS")
+  python3 -m pytest -q -p no:cacheprovider -rs tests/targets/gpu "${TEST_SELECT[@]}" 2>&1 | tee "$OUT/pytest.log" | tail -40
+fi
+
+if [ -n "$BENCH" ]; then
+  step "benchmarks/gpu_vs_torch.py $BENCH"
+  # shellcheck disable=SC2086 - BENCH is a list of arguments
+  python3 benchmarks/gpu_vs_torch.py $BENCH 2>&1 | tee "$OUT/gpu_vs_torch.md" | grep -v "^\s*$" | tail -60
+fi
 
 if [ "$SKIP_MODELS" = 0 ]; then
   step "export models with torch: $MODELS"

@@ -81,10 +81,20 @@ struct GpuExecutor::Impl {
   std::vector<size_t> input_bytes, output_bytes;
   std::vector<Step> steps;
   int64_t arena_bytes = 0;
+  bool use_graphs = true;
+  int64_t runs = 0;
+  hipGraph_t graph = nullptr;
+  hipGraphExec_t graph_exec = nullptr;
+  std::string graph_failure;  // why capture failed; the plan then runs kernel by kernel
 
   ~Impl() {
+    if (graph_exec) (void)hipGraphExecDestroy(graph_exec);
+    if (graph) (void)hipGraphDestroy(graph);
     if (stream) (void)hipStreamDestroy(stream);
   }
+
+  void enqueue_steps(const std::vector<const void*>& device_inputs);
+  bool capture(const std::vector<const void*>& device_inputs);
 
   unsigned char* resolve(const TensorRef& r, const std::vector<const void*>& run_inputs) {
     switch (r.storage) {
@@ -99,11 +109,62 @@ struct GpuExecutor::Impl {
   }
 };
 
+void GpuExecutor::Impl::enqueue_steps(const std::vector<const void*>& device_inputs) {
+  Context ctx{stream, blas.get(), workspace.get(), workspace.size()};
+  for (Step& step : steps) {
+    for (size_t i = 0; i < step.inputs.size(); ++i)
+      step.in_ptrs[i] = step.present[i] ? resolve(step.inputs[i], device_inputs) : nullptr;
+    for (size_t i = 0; i < step.outputs.size(); ++i)
+      step.out_ptrs[i] = resolve(step.outputs[i], device_inputs);
+    try {
+      step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data(), ctx);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(device + ": step " + step.name + " failed: " + e.what());
+    }
+  }
+}
+
+// Records the steps into a graph; on failure leaves graph_failure set and the stream usable.
+bool GpuExecutor::Impl::capture(const std::vector<const void*>& device_inputs) {
+  hipError_t status = hipStreamBeginCapture(stream, hipStreamCaptureModeRelaxed);
+  if (status != hipSuccess) {
+    graph_failure = std::string("beginning the capture: ") + hipGetErrorString(status);
+    (void)hipGetLastError();
+    return false;
+  }
+  std::string failure;
+  try {
+    enqueue_steps(device_inputs);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  hipGraph_t captured = nullptr;
+  status = hipStreamEndCapture(stream, &captured);
+  if (failure.empty() && status != hipSuccess)
+    failure = std::string("ending the capture: ") + hipGetErrorString(status);
+  if (failure.empty()) {
+    status = hipGraphInstantiate(&graph_exec, captured, nullptr, nullptr, 0);
+    if (status != hipSuccess) {
+      failure = std::string("instantiating the graph: ") + hipGetErrorString(status);
+      graph_exec = nullptr;
+    }
+  }
+  if (!failure.empty()) {
+    if (captured) (void)hipGraphDestroy(captured);
+    (void)hipGetLastError();
+    graph_failure = failure;
+    return false;
+  }
+  graph = captured;
+  return true;
+}
+
 GpuExecutor::GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuffer>& constants,
                          int64_t arena_bytes, std::vector<size_t> input_bytes,
-                         std::vector<size_t> output_bytes, bool builtin_blas)
+                         std::vector<size_t> output_bytes, bool builtin_blas, bool use_graphs)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
+  m.use_graphs = use_graphs;
   m.device = current_device_name();
   if (arena_bytes < 0) throw std::invalid_argument("negative arena size");
   m.arena_bytes = arena_bytes;
@@ -168,34 +229,33 @@ void GpuExecutor::run(const std::vector<InputBuffer>& inputs,
   Impl& m = *impl_;
   if (inputs.size() != m.input_bytes.size() || host_outputs.size() != m.output_bytes.size())
     throw std::invalid_argument("GpuExecutor.run: wrong number of inputs or outputs");
+  // A graph replays fixed addresses: device inputs are then copied into our own buffers.
+  const bool graphs = m.use_graphs && m.graph_failure.empty();
   std::vector<const void*> device_inputs(inputs.size());
   bool any_on_device = false;
   for (const InputBuffer& in : inputs) any_on_device |= in.on_device;
   // a device input may still be being written on its producer's stream
   if (any_on_device) check(hipDeviceSynchronize(), "waiting for the device inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].on_device) {
+    if (inputs[i].on_device && !graphs) {
       device_inputs[i] = inputs[i].data;
-    } else {
-      if (m.input_bytes[i])
-        check(hipMemcpyAsync(m.inputs[i].get(), inputs[i].data, m.input_bytes[i],
-                             hipMemcpyHostToDevice, m.stream),
-              "copying an input to the device");
-      device_inputs[i] = m.inputs[i].get();
+      continue;
     }
+    if (m.input_bytes[i])
+      check(hipMemcpyAsync(m.inputs[i].get(), inputs[i].data, m.input_bytes[i],
+                           inputs[i].on_device ? hipMemcpyDeviceToDevice : hipMemcpyHostToDevice,
+                           m.stream),
+            "copying an input to the device");
+    device_inputs[i] = m.inputs[i].get();
   }
-  Context ctx{m.stream, m.blas.get(), m.workspace.get(), m.workspace.size()};
-  for (Impl::Step& step : m.steps) {
-    for (size_t i = 0; i < step.inputs.size(); ++i)
-      step.in_ptrs[i] = step.present[i] ? m.resolve(step.inputs[i], device_inputs) : nullptr;
-    for (size_t i = 0; i < step.outputs.size(); ++i)
-      step.out_ptrs[i] = m.resolve(step.outputs[i], device_inputs);
-    try {
-      step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data(), ctx);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(m.device + ": step " + step.name + " failed: " + e.what());
-    }
-  }
+  // The first run goes kernel by kernel (libraries finish their lazy set-up); the second
+  // captures a graph, and that run and every later one replay it.
+  if (graphs && !m.graph_exec && m.runs > 0) (void)m.capture(device_inputs);
+  if (m.graph_exec)
+    check(hipGraphLaunch(m.graph_exec, m.stream), "launching the plan's graph");
+  else
+    m.enqueue_steps(device_inputs);
+  ++m.runs;
   for (size_t i = 0; i < host_outputs.size(); ++i)
     if (m.output_bytes[i])
       check(hipMemcpyAsync(host_outputs[i], m.outputs[i].get(), m.output_bytes[i],
@@ -218,6 +278,11 @@ size_t GpuExecutor::device_bytes() const {
 }
 std::string GpuExecutor::device_name() const { return impl_->device; }
 std::string GpuExecutor::blas_backend() const { return impl_->blas->backend(); }
+std::string GpuExecutor::graph_state() const {
+  if (!impl_->use_graphs) return "off";
+  if (!impl_->graph_failure.empty()) return "kernel by kernel: " + impl_->graph_failure;
+  return impl_->graph_exec ? "replaying" : "not captured yet";
+}
 
 std::vector<std::string> gpu_kernel_names() { return kernel_names(); }
 

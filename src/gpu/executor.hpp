@@ -3,6 +3,11 @@
 // Runs a plan on the GPU: one device arena allocated from the memory plan, the constants
 // uploaded once at build, one stream per executor. Per run: inputs host-to-device (or read
 // where they already live on the device), the kernels, outputs device-to-host, one sync.
+// With graph replay on (the default), the first run launches the kernels one by one, the
+// second captures them into a HIP/CUDA graph and every later run replays that graph with one
+// launch; device inputs are then copied into the executor's own input buffers (the graph's
+// addresses are fixed). A plan whose kernels cannot be captured runs kernel by kernel, and
+// graph_state() says why.
 // Plain C++ (no GPU headers), so the pybind11 bindings compile with the host compiler.
 #pragma once
 
@@ -31,7 +36,8 @@ class GpuExecutor {
  public:
   GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuffer>& constants,
               int64_t arena_bytes, std::vector<size_t> input_bytes,
-              std::vector<size_t> output_bytes, bool builtin_blas = false);
+              std::vector<size_t> output_bytes, bool builtin_blas = false,
+              bool use_graphs = true);
   ~GpuExecutor();
   GpuExecutor(const GpuExecutor&) = delete;
   GpuExecutor& operator=(const GpuExecutor&) = delete;
@@ -45,6 +51,8 @@ class GpuExecutor {
   size_t device_bytes() const;  // everything this executor holds on the device
   std::string device_name() const;
   std::string blas_backend() const;
+  // "off", "not captured yet", "replaying" or "kernel by kernel: <why capture failed>"
+  std::string graph_state() const;
 
  private:
   struct Impl;

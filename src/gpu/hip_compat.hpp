@@ -56,3 +56,26 @@ inline hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, cudaM
 inline hipError_t hipMemsetAsync(void* dst, int value, size_t bytes, hipStream_t s) {
   return cudaMemsetAsync(dst, value, bytes, s);
 }
+
+// Graph replay (executor.hip). HIP 5.2's hipGraphInstantiate takes an error node and a log
+// buffer; CUDA 12+'s takes flags: the executor calls the HIP form.
+using hipGraph_t = cudaGraph_t;
+using hipGraphExec_t = cudaGraphExec_t;
+using hipGraphNode_t = cudaGraphNode_t;
+using hipStreamCaptureMode = cudaStreamCaptureMode;
+constexpr hipStreamCaptureMode hipStreamCaptureModeRelaxed = cudaStreamCaptureModeRelaxed;
+inline hipError_t hipStreamBeginCapture(hipStream_t s, hipStreamCaptureMode mode) {
+  return cudaStreamBeginCapture(s, mode);
+}
+inline hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t* graph) {
+  return cudaStreamEndCapture(s, graph);
+}
+inline hipError_t hipGraphInstantiate(hipGraphExec_t* exec, hipGraph_t graph, hipGraphNode_t*,
+                                      char*, size_t) {
+  return cudaGraphInstantiate(exec, graph, 0);
+}
+inline hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s) {
+  return cudaGraphLaunch(exec, s);
+}
+inline hipError_t hipGraphExecDestroy(hipGraphExec_t exec) { return cudaGraphExecDestroy(exec); }
+inline hipError_t hipGraphDestroy(hipGraph_t graph) { return cudaGraphDestroy(graph); }

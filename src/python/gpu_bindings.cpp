@@ -71,7 +71,8 @@ bool contiguous(const std::vector<int64_t>& shape, const int64_t* strides, int64
 class PyGpuExecutor {
  public:
   PyGpuExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
-                const py::list& inputs, const py::list& outputs, bool builtin_blas) {
+                const py::list& inputs, const py::list& outputs, bool builtin_blas,
+                bool use_graphs) {
     std::vector<gpu::HostBuffer> host;
     for (const py::handle& c : constants) {
       auto array = py::array::ensure(c, py::array::c_style);
@@ -93,7 +94,7 @@ class PyGpuExecutor {
       specs.push_back(step_spec(py::reinterpret_borrow<py::dict>(step), 1));
     executor_ = std::make_unique<gpu::GpuExecutor>(std::move(specs), host, arena_bytes,
                                                    std::move(in_bytes), std::move(out_bytes),
-                                                   builtin_blas);
+                                                   builtin_blas, use_graphs);
   }
 
   py::list run(const py::list& arrays) {
@@ -135,6 +136,7 @@ class PyGpuExecutor {
   size_t device_bytes() const { return executor_->device_bytes(); }
   std::string device() const { return executor_->device_name(); }
   std::string blas() const { return executor_->blas_backend(); }
+  std::string graph_state() const { return executor_->graph_state(); }
 
  private:
   static ArraySpec array_spec(const py::handle& spec) {
@@ -215,16 +217,19 @@ void bind_gpu_executor(py::module_& m) {
                             "numpy arrays; device inputs (__cuda_array_interface__, "
                             "__dlpack__) are read in place")
       .def(py::init<const py::list&, const py::list&, int64_t, const py::list&, const py::list&,
-                    bool>(),
+                    bool, bool>(),
            py::arg("steps"), py::arg("constants"), py::arg("arena_bytes"), py::arg("inputs"),
-           py::arg("outputs"), py::arg("builtin_blas") = false)
+           py::arg("outputs"), py::arg("builtin_blas") = false, py::arg("use_graphs") = true)
       .def("run", &PyGpuExecutor::run, py::arg("inputs"))
       .def_property_readonly("arena_bytes", &PyGpuExecutor::arena_bytes)
       .def_property_readonly("num_steps", &PyGpuExecutor::num_steps)
       .def_property_readonly("workspace_bytes", &PyGpuExecutor::workspace_bytes)
       .def_property_readonly("device_bytes", &PyGpuExecutor::device_bytes)
       .def_property_readonly("device", &PyGpuExecutor::device)
-      .def_property_readonly("blas", &PyGpuExecutor::blas);
+      .def_property_readonly("blas", &PyGpuExecutor::blas)
+      .def_property_readonly("graph_state", &PyGpuExecutor::graph_state,
+                             "'off', 'not captured yet', 'replaying', or 'kernel by kernel: "
+                             "<why the capture failed>'");
   m.def("gpu_kernels", &gpu::gpu_kernel_names, "Names of the GPU kernels compiled in");
 }
 

@@ -23,7 +23,9 @@ from .table import LOWERINGS
 class GpuTarget(Target):
     name = "gpu"
     options = {"blas": "'builtin' runs matrix products on graphkiln's own kernel instead of "
-                       "the vendor BLAS (default 'vendor': cuBLAS / rocBLAS when found)"}
+                       "the vendor BLAS (default 'vendor': cuBLAS / rocBLAS when found)",
+               "graphs": "True (default) replays each plan as one HIP/CUDA graph from its "
+                         "second run on; False launches the kernels one by one every run"}
 
     def passes(self, options: dict) -> list:
         from ...passes.pipelines import FULL
@@ -36,13 +38,16 @@ class GpuTarget(Target):
         blas = options.get("blas", "vendor")
         if blas not in ("vendor", "builtin"):
             raise ValueError(f"blas={blas!r}: accepted values are 'vendor' and 'builtin'")
+        graphs = options.get("graphs", True)
+        if not isinstance(graphs, bool):
+            raise ValueError(f"graphs={graphs!r}: accepted values are True and False")
         verdict = require_gpu()
         missing = unsupported_nodes(graph)
         if missing:
             ops = sorted({n.op for n in missing})
             raise LoweringError(f"the gpu target has no kernel for {', '.join(ops)} (first: "
                                 f"node {missing[0].name!r})")
-        executable = GpuExecutable(graph, blas == "builtin")
+        executable = GpuExecutable(graph, blas == "builtin", graphs=graphs)
         executable.arch = verdict.usable[0].arch if verdict.usable else None
         return executable
 
@@ -69,7 +74,7 @@ def lower_plan(graph: Graph) -> Plan:
 class GpuPlan:
     """One plan built on the device for one set of input shapes."""
 
-    def __init__(self, graph: Graph, builtin_blas: bool):
+    def __init__(self, graph: Graph, builtin_blas: bool, graphs: bool = True):
         from ..._native import load_core
 
         plan = lower_plan(graph)
@@ -78,17 +83,19 @@ class GpuPlan:
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
         self.executor = load_core().GpuExecutor(plan.executor_steps(), plan.constants,
                                                 plan.arena_bytes, specs(plan.input_slots),
-                                                specs(plan.output_slots), builtin_blas)
+                                                specs(plan.output_slots), builtin_blas,
+                                                graphs)
         self.plan = plan
 
 
 class GpuExecutable(Executable):
-    def __init__(self, graph: Graph, builtin_blas: bool = False, plan_factory=None):
-        """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device;
-        tests pass a numpy model of the kernels)."""
+    def __init__(self, graph: Graph, builtin_blas: bool = False, plan_factory=None,
+                 graphs: bool = True):
+        """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device,
+        replayed as a graph when `graphs`; tests pass a numpy model of the kernels)."""
         self.graph = graph
         self.builtin_blas = builtin_blas
-        self.plan_factory = plan_factory or GpuPlan
+        self.plan_factory = plan_factory or (lambda g, b: GpuPlan(g, b, graphs))
         self.parameters = parameter_inputs(graph)
         self._plans: dict[tuple, GpuPlan] = {}
         if _static(graph.inputs) and not self.parameters:
@@ -125,7 +132,8 @@ class GpuExecutable(Executable):
         for plan in self._plans.values():
             out.update(steps=plan.executor.num_steps, arena_bytes=plan.executor.arena_bytes,
                        device_bytes=plan.executor.device_bytes, blas=plan.executor.blas,
-                       device=plan.executor.device)
+                       device=plan.executor.device,
+                       graph=getattr(plan.executor, "graph_state", "n/a"))
         return out
 
 

@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""graphkiln's gpu target against PyTorch eager and torch.compile, in one run, on one GPU.
+
+Cases: resnet50 (torchvision) at batch 1 and 64, BERT-base (transformers BertModel, 12
+layers, hidden 768, sequence 128) at batch 1 and 32, each in fp32 and fp16. The same
+architecture and the same seeded random weights on every side: the torch model is exported to
+ONNX once per shape and graphkiln compiles that file (fp16: `compile("gpu", fp16=True)`, the
+torch side `.half()`).
+
+Timing: every side gets its inputs already on the device (graphkiln reads them through
+__cuda_array_interface__) and hands back its output as a host numpy array (graphkiln's run()
+always does; torch's timed call ends with `.cpu()`), so each timed run includes one sync and
+one device-to-host copy on both sides. BERT's output is its pooled output ([batch, 768]).
+Median of --runs timed runs after --warmup untimed ones. torch.compile uses mode
+"reduce-overhead" (CUDA graphs); its compile time is its first call. graphkiln's compile time
+is parse_onnx + compile with an empty kernel cache (cold: GRAPHKILN_KERNEL_CACHE set to a new
+folder) and again with that cache filled (warm). TF32: off for graphkiln (no fast_math), and
+PyTorch's own defaults (printed) on the torch side.
+
+    python3 benchmarks/gpu_vs_torch.py                       # all 8 cases
+    python3 benchmarks/gpu_vs_torch.py --models resnet50 --precisions fp16 --no-torch-compile
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+BATCHES = {"resnet50": (1, 64), "bert_base": (1, 32)}
+SEQ = 128
+
+
+def build_torch_model(name: str, batch: int):
+    """(module, example inputs as a tuple of CPU tensors, input names, output name)."""
+    import torch
+
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(1)
+    if name == "resnet50":
+        import torchvision
+
+        model = torchvision.models.resnet50(weights=None).eval()
+        return model, (torch.randn(batch, 3, 224, 224, generator=gen),), ["input"], "logits"
+    if name == "bert_base":
+        import transformers
+
+        config = transformers.BertConfig()  # bert-base: 12 layers, hidden 768, 12 heads
+        bert = transformers.BertModel(config).eval()
+
+        class Pooled(torch.nn.Module):
+            def __init__(self, bert):
+                super().__init__()
+                self.bert = bert
+
+            def forward(self, input_ids, attention_mask):
+                return self.bert(input_ids=input_ids, attention_mask=attention_mask).pooler_output
+
+        ids = torch.randint(0, config.vocab_size, (batch, SEQ), generator=gen)
+        mask = torch.ones(batch, SEQ, dtype=torch.int64)
+        mask[:, SEQ - SEQ // 4:] = 0
+        return Pooled(bert).eval(), (ids, mask), ["input_ids", "attention_mask"], "pooled"
+    raise ValueError(f"unknown model {name!r}: accepted {sorted(BATCHES)}")
+
+
+def export(model, inputs, names, output, path):
+    import torch
+
+    torch.onnx.export(model, inputs, path, input_names=names, output_names=[output],
+                      opset_version=17, dynamo=False, do_constant_folding=True)
+
+
+def median_ms(fn, warmup: int, runs: int) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def graphkiln_side(path, device_inputs, precision, cache_root, warmup, runs):
+    import graphkiln
+
+    options = {"fp16": True} if precision == "fp16" else {}
+    os.environ["GRAPHKILN_KERNEL_CACHE"] = tempfile.mkdtemp(dir=cache_root)
+    start = time.perf_counter()
+    program = graphkiln.parse_onnx(path)
+    program.compile("gpu", **options)
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    program = graphkiln.parse_onnx(path)
+    program.compile("gpu", **options)
+    warm = time.perf_counter() - start
+    executable = program._executable  # device arrays go straight to the gpu executable
+    out = executable.run(device_inputs)[0]
+    ms = median_ms(lambda: executable.run(device_inputs), warmup, runs)
+    summary = executable.plan_summary()
+    return {"ms": ms, "cold_s": cold, "warm_s": warm, "out": out,
+            "graph": summary.get("graph", "?"), "steps": summary.get("steps")}
+
+
+def torch_side(model, device_inputs, compiled: bool, warmup, runs):
+    import torch
+
+    fn = torch.compile(model, mode="reduce-overhead") if compiled else model
+    with torch.inference_mode():
+        start = time.perf_counter()
+        out = fn(*device_inputs).float().cpu().numpy()
+        first = time.perf_counter() - start
+        ms = median_ms(lambda: fn(*device_inputs).float().cpu(), warmup, runs)
+    return {"ms": ms, "first_s": first, "out": out}
+
+
+def run_case(name, batch, precision, args, cache_root, folder):
+    import torch
+
+    model, inputs, names, output = build_torch_model(name, batch)
+    path = os.path.join(folder, f"{name}_b{batch}.onnx")
+    if not os.path.exists(path):
+        export(model, inputs, names, output, path)
+    model = model.cuda()
+    with torch.inference_mode():
+        reference = model(*[t.cuda() for t in inputs]).float().cpu().numpy()
+    if precision == "fp16":
+        model = model.half()
+    torch_inputs = [(t.half() if precision == "fp16" and t.is_floating_point() else t).cuda()
+                    for t in inputs]
+    gk_inputs = [t.cuda().contiguous() for t in inputs]  # graphkiln takes fp32 in either mode
+    row = {"case": f"{name} b{batch} {precision}"}
+    try:
+        gk = graphkiln_side(path, gk_inputs, precision, cache_root, args.warmup, args.runs)
+        scale = float(np.abs(reference).max()) or 1.0
+        row.update(gk=gk["ms"], gk_cold=gk["cold_s"], gk_warm=gk["warm_s"],
+                   err=float(np.abs(gk["out"] - reference).max()) / scale, graph=gk["graph"])
+    except Exception as exc:  # noqa: BLE001 - report the case and go on
+        traceback.print_exc()
+        row["gk_error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+    for key, compiled in (("eager", False), ("compile", True)):
+        if compiled and args.no_torch_compile:
+            continue
+        try:
+            result = torch_side(model, torch_inputs, compiled, args.warmup, args.runs)
+            row[key] = result["ms"]
+            if compiled:
+                row["compile_s"] = result["first_s"]
+        except Exception as exc:  # noqa: BLE001
+            traceback.print_exc()
+            row[key + "_error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+        torch.compiler.reset() if compiled else None
+    return row
+
+
+def fmt(row, key, spec=".2f"):
+    return format(row[key], spec) if key in row else "-"
+
+
+def ratio(row, key):
+    return f"{row['gk'] / row[key]:.2f}" if "gk" in row and key in row else "-"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default="resnet50,bert_base",
+                        help=f"comma-separated, from {sorted(BATCHES)} (default both)")
+    parser.add_argument("--batches", default="", help="comma-separated batch sizes "
+                        "(default: resnet50 1,64; bert_base 1,32)")
+    parser.add_argument("--precisions", default="fp32,fp16", help="fp32 and/or fp16")
+    parser.add_argument("--runs", type=int, default=50, help="timed runs per side (default 50)")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
+    parser.add_argument("--no-torch-compile", action="store_true",
+                        help="skip torch.compile (it takes about a minute per case)")
+    args = parser.parse_args()
+    if args.runs < 1 or args.warmup < 0:
+        parser.error("--runs must be >= 1 and --warmup >= 0")
+    for p in args.precisions.split(","):
+        if p not in ("fp32", "fp16"):
+            parser.error(f"--precisions: {p!r} is not fp32 or fp16")
+
+    import torch
+
+    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}; "
+          f"torch TF32: matmul {torch.backends.cuda.matmul.allow_tf32}, "
+          f"cudnn {torch.backends.cudnn.allow_tf32}; graphkiln TF32 off", flush=True)
+    header = ("| case | graphkiln ms | eager ms | torch.compile ms | gk/eager | gk/compile "
+              "| gk compile cold s | gk compile warm s | torch.compile s | max err / max|ref| "
+              "| graph |")
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        cache_root = os.path.join(folder, "kernel-caches")
+        os.makedirs(cache_root)
+        for name in args.models.split(","):
+            batches = [int(b) for b in args.batches.split(",")] if args.batches else BATCHES[name]
+            for batch in batches:
+                for precision in args.precisions.split(","):
+                    row = run_case(name, batch, precision, args, cache_root, folder)
+                    rows.append(row)
+                    print(f"[{row['case']}] " + ", ".join(
+                        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                        for k, v in row.items() if k != "case"), flush=True)
+    print()
+    print(header)
+    print("| --- " * 11 + "|")
+    for row in rows:
+        print(f"| {row['case']} | {fmt(row, 'gk', '.3f')} | {fmt(row, 'eager', '.3f')} "
+              f"| {fmt(row, 'compile', '.3f')} | {ratio(row, 'eager')} | {ratio(row, 'compile')} "
+              f"| {fmt(row, 'gk_cold', '.1f')} | {fmt(row, 'gk_warm', '.1f')} "
+              f"| {fmt(row, 'compile_s', '.1f')} | {fmt(row, 'err', '.2e')} "
+              f"| {row.get('graph', row.get('gk_error', '-'))} |")
+    return 0 if all("gk" in r for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
