@@ -3,8 +3,10 @@
 #include "gpu/common.hpp"
 #include "gpu/blas.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
+#include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 
 #if defined(__CUDACC__) && !defined(__HIP__)
@@ -20,16 +22,19 @@ namespace gpu {
 
 namespace {
 
-// ---- graphkiln's own SGEMM: 64x64 tiles, 16-deep K slices, 4x4 outputs a thread ----------
+// ---- graphkiln's own GEMM: 64x64 tiles, 16-deep K slices, 4x4 outputs a thread --------
+// TA: the element type of A and B, TC: of C; loads widen to float, float accumulation, one
+// rounding of alpha * acc + beta * C to TC.
 constexpr int kTile = 64, kSlice = 16, kThreads = 256;
 
-__global__ void sgemm_tiled(GemmArgs g) {
+template <typename TA, typename TC>
+__global__ void gemm_tiled(GemmArgs g) {
   __shared__ float as[kSlice][kTile + 4];
   __shared__ float bs[kSlice][kTile + 4];
   const int64_t batch = blockIdx.z;
-  const float* a = g.a + batch * g.stride_a;
-  const float* b = g.b + batch * g.stride_b;
-  float* c = g.c + batch * g.stride_c;
+  const TA* a = static_cast<const TA*>(g.a) + batch * g.stride_a;
+  const TA* b = static_cast<const TA*>(g.b) + batch * g.stride_b;
+  TC* c = static_cast<TC*>(g.c) + batch * g.stride_c;
   const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile;
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kTile;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -39,8 +44,10 @@ __global__ void sgemm_tiled(GemmArgs g) {
       const int kk = i / kTile, mm = i % kTile;
       const int64_t row = row0 + mm, kidx = k0 + kk, col = col0 + mm;
       float av = 0.f, bv = 0.f;
-      if (row < g.m && kidx < g.k) av = g.trans_a ? a[kidx * g.lda + row] : a[row * g.lda + kidx];
-      if (col < g.n && kidx < g.k) bv = g.trans_b ? b[col * g.ldb + kidx] : b[kidx * g.ldb + col];
+      if (row < g.m && kidx < g.k)
+        av = load_float(g.trans_a ? a[kidx * g.lda + row] : a[row * g.lda + kidx]);
+      if (col < g.n && kidx < g.k)
+        bv = load_float(g.trans_b ? b[col * g.ldb + kidx] : b[kidx * g.ldb + col]);
       as[kk][mm] = av;
       bs[kk][mm] = bv;
     }
@@ -67,9 +74,24 @@ __global__ void sgemm_tiled(GemmArgs g) {
     for (int j = 0; j < 4; ++j) {
       const int64_t col = col0 + tx * 4 + j;
       if (col >= g.n) continue;
-      float* out = c + row * g.ldc + col;
-      *out = g.alpha * acc[i][j] + (g.beta == 0.f ? 0.f : g.beta * *out);
+      TC* out = c + row * g.ldc + col;
+      *out = store_float<TC>(g.alpha * acc[i][j] + (g.beta == 0.f ? 0.f : g.beta * load_float(*out)));
     }
+  }
+}
+
+template <typename TA, typename TC>
+void launch_tiled(const GemmArgs& g, hipStream_t stream) {
+  for (int64_t b0 = 0; b0 < g.batch; b0 += 65535) {
+    GemmArgs part = g;
+    part.a = static_cast<const TA*>(g.a) + b0 * g.stride_a;
+    part.b = static_cast<const TA*>(g.b) + b0 * g.stride_b;
+    part.c = static_cast<TC*>(g.c) + b0 * g.stride_c;
+    const unsigned nb = static_cast<unsigned>(std::min<int64_t>(65535, g.batch - b0));
+    const dim3 grid(static_cast<unsigned>((g.n + kTile - 1) / kTile),
+                    static_cast<unsigned>((g.m + kTile - 1) / kTile), nb);
+    gemm_tiled<TA, TC><<<grid, kThreads, 0, stream>>>(part);
+    check_launch("gemm_tiled");
   }
 }
 
@@ -84,6 +106,11 @@ struct Cublas {
   int (*sgemm_strided_batched)(CublasHandle, int, int, int, int, int, const float*, const float*,
                                int, long long, const float*, int, long long, const float*,
                                float*, int, long long, int) = nullptr;
+  // cublasGemmStridedBatchedEx: data types are cudaDataType, compute cublasComputeType_t
+  int (*gemm_strided_batched_ex)(CublasHandle, int, int, int, int, int, const void*,
+                                 const void*, int, int, long long, const void*, int, int,
+                                 long long, const void*, void*, int, int, long long, int, int,
+                                 int) = nullptr;
   std::string error;
 };
 
@@ -104,18 +131,29 @@ const Cublas& cublas() {
     c.set_stream = reinterpret_cast<decltype(c.set_stream)>(dlsym(so, "cublasSetStream_v2"));
     c.sgemm_strided_batched = reinterpret_cast<decltype(c.sgemm_strided_batched)>(
         dlsym(so, "cublasSgemmStridedBatched"));
-    if (!c.create || !c.destroy || !c.set_stream || !c.sgemm_strided_batched)
+    c.gemm_strided_batched_ex = reinterpret_cast<decltype(c.gemm_strided_batched_ex)>(
+        dlsym(so, "cublasGemmStridedBatchedEx"));
+    if (!c.create || !c.destroy || !c.set_stream || !c.sgemm_strided_batched ||
+        !c.gemm_strided_batched_ex)
       c.error = "libcublas lacks an entry point graphkiln uses";
     return c;
   }();
   return lib;
+}
+
+// cuBLAS enum values (library_types.h, cublas_api.h)
+constexpr int kCudaR32F = 0, kCudaR16F = 2, kCudaR16BF = 14;
+constexpr int kComputeF32 = 68, kComputeF32FastTF32 = 77, kGemmDefault = -1;
+
+int cuda_data_type(DType t) {
+  return t == DType::f16 ? kCudaR16F : t == DType::bf16 ? kCudaR16BF : kCudaR32F;
 }
 #endif  // GRAPHKILN_BLAS_CUBLAS
 
 }  // namespace
 
 Blas::Blas(hipStream_t stream, bool builtin) : stream_(stream) {
-  backend_ = "graphkiln tiled sgemm";
+  backend_ = "graphkiln tiled gemm";
   if (builtin) return;
 #if defined(GRAPHKILN_BLAS_CUBLAS)
   const Cublas& lib = cublas();
@@ -147,39 +185,56 @@ Blas::~Blas() {
 #endif  // vendor BLAS
 }
 
-void Blas::builtin_sgemm(const GemmArgs& g) {
-  for (int64_t b0 = 0; b0 < g.batch; b0 += 65535) {
-    GemmArgs part = g;
-    part.a += b0 * g.stride_a;
-    part.b += b0 * g.stride_b;
-    part.c += b0 * g.stride_c;
-    const unsigned nb = static_cast<unsigned>(std::min<int64_t>(65535, g.batch - b0));
-    const dim3 grid(static_cast<unsigned>((g.n + kTile - 1) / kTile),
-                    static_cast<unsigned>((g.m + kTile - 1) / kTile), nb);
-    sgemm_tiled<<<grid, kThreads, 0, stream_>>>(part);
-    check_launch("sgemm_tiled");
-  }
+bool Blas::supports(DType ab, DType c) {
+  return is_float_type(ab) && (c == ab || c == DType::f32);
 }
 
-void Blas::sgemm(const GemmArgs& g) {
+void Blas::builtin_gemm(const GemmArgs& g) {
+  const bool ok = dispatch_float(g.ab_type, [&](auto ab) {
+    using TA = decltype(ab);
+    if (g.c_type == DType::f32) launch_tiled<TA, float>(g, stream_);
+    else if (g.c_type == g.ab_type) launch_tiled<TA, TA>(g, stream_);
+  });
+  (void)ok;
+}
+
+void Blas::gemm(const GemmArgs& g) {
+  if (!supports(g.ab_type, g.c_type))
+    throw std::runtime_error(std::string("gemm: no kernel for operands ") + dtype_name(g.ab_type) +
+                             " and result " + dtype_name(g.c_type));
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
-  if (!handle_) return builtin_sgemm(g);
+  if (!handle_) return builtin_gemm(g);
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
 #if defined(GRAPHKILN_BLAS_CUBLAS)
-  const int status = cublas().sgemm_strided_batched(
-      handle_, g.trans_b ? 1 : 0, g.trans_a ? 1 : 0, static_cast<int>(g.n),
-      static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha, g.b, static_cast<int>(g.ldb),
-      g.stride_b, g.a, static_cast<int>(g.lda), g.stride_a, &g.beta, g.c,
-      static_cast<int>(g.ldc), g.stride_c, static_cast<int>(g.batch));
+  const bool plain = g.ab_type == DType::f32 && g.c_type == DType::f32 && !g.tf32;
+  const int status =
+      plain ? cublas().sgemm_strided_batched(
+                  handle_, g.trans_b ? 1 : 0, g.trans_a ? 1 : 0, static_cast<int>(g.n),
+                  static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha,
+                  static_cast<const float*>(g.b), static_cast<int>(g.ldb), g.stride_b,
+                  static_cast<const float*>(g.a), static_cast<int>(g.lda), g.stride_a, &g.beta,
+                  static_cast<float*>(g.c), static_cast<int>(g.ldc), g.stride_c,
+                  static_cast<int>(g.batch))
+            : cublas().gemm_strided_batched_ex(
+                  handle_, g.trans_b ? 1 : 0, g.trans_a ? 1 : 0, static_cast<int>(g.n),
+                  static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha, g.b,
+                  cuda_data_type(g.ab_type), static_cast<int>(g.ldb), g.stride_b, g.a,
+                  cuda_data_type(g.ab_type), static_cast<int>(g.lda), g.stride_a, &g.beta, g.c,
+                  cuda_data_type(g.c_type), static_cast<int>(g.ldc), g.stride_c,
+                  static_cast<int>(g.batch),
+                  g.tf32 && g.ab_type == DType::f32 ? kComputeF32FastTF32 : kComputeF32,
+                  kGemmDefault);
   if (status != 0)
-    throw std::runtime_error("cublasSgemmStridedBatched failed (status " +
-                             std::to_string(status) + ")");
+    throw std::runtime_error(std::string(plain ? "cublasSgemmStridedBatched" : "cublasGemmStridedBatchedEx") +
+                             " failed (status " + std::to_string(status) + ")");
 #elif defined(GRAPHKILN_BLAS_ROCBLAS)
+  if (g.ab_type != DType::f32 || g.c_type != DType::f32) return builtin_gemm(g);
   const rocblas_status status = rocblas_sgemm_strided_batched(
       static_cast<rocblas_handle>(handle_),
       g.trans_b ? rocblas_operation_transpose : rocblas_operation_none,
       g.trans_a ? rocblas_operation_transpose : rocblas_operation_none, g.n, g.m, g.k, &g.alpha,
-      g.b, g.ldb, g.stride_b, g.a, g.lda, g.stride_a, &g.beta, g.c, g.ldc, g.stride_c, g.batch);
+      static_cast<const float*>(g.b), g.ldb, g.stride_b, static_cast<const float*>(g.a), g.lda,
+      g.stride_a, &g.beta, static_cast<float*>(g.c), g.ldc, g.stride_c, g.batch);
   if (status != rocblas_status_success)
     throw std::runtime_error("rocblas_sgemm_strided_batched failed");
 #endif  // vendor BLAS

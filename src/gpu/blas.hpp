@@ -3,11 +3,15 @@
 // GEMM and batched GEMM behind one interface: cuBLAS on NVIDIA (loaded at run time, so the
 // wheel needs only the driver and finds libcublas where CUDA or PyTorch installed it);
 // rocBLAS on AMD where its headers existed at build time; else graphkiln's own tiled kernel.
+// Element types: float32, float16 or bfloat16 operands (A and B alike), C float32 or the
+// operands' type; accumulation is always float32. `tf32` lets float32 products run on
+// TF32 tensor cores (cuBLAS only: the caller's fast_math).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "core/tensor.hpp"
 #include "gpu/common.hpp"
 
 namespace graphkiln {
@@ -20,9 +24,12 @@ struct GemmArgs {
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   float alpha = 1.0f, beta = 0.0f;
-  const float* a = nullptr;
-  const float* b = nullptr;
-  float* c = nullptr;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  DType ab_type = DType::f32;  // A and B
+  DType c_type = DType::f32;
+  bool tf32 = false;  // float32 operands may round to TF32 (cuBLAS)
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
@@ -35,11 +42,14 @@ class Blas {
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
 
-  void sgemm(const GemmArgs& g);
+  void gemm(const GemmArgs& g);
+  void sgemm(const GemmArgs& g) { gemm(g); }  // float32 callers (attention)
+  // Whether gemm() takes these element types (on every backend: the builtin kernel too).
+  static bool supports(DType ab, DType c);
   std::string backend() const { return backend_; }
 
  private:
-  void builtin_sgemm(const GemmArgs& g);
+  void builtin_gemm(const GemmArgs& g);
   hipStream_t stream_;
   void* handle_ = nullptr;  // the vendor library's handle, when one loaded
   std::string backend_;

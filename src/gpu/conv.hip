@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
-// Conv (2-D, f32, NCHW; the lowering views 1-D convolutions as 2-D): depthwise ones run a
-// direct kernel; the others im2col into the scratch space and multiply through the BLAS
-// interface (a 1x1 stride-1 unpadded convolution multiplies the input directly), then add
-// the bias.
+// Conv (2-D, NCHW; the lowering views 1-D convolutions as 2-D) in float32, float16 or
+// bfloat16 (float32 accumulation, one rounding per output). Depthwise convolutions run a
+// direct kernel. The others multiply through the BLAS interface with the bias folded in:
+// the output is first filled with the broadcast bias and the product accumulates onto it
+// (beta = 1). A 1x1 stride-1 unpadded convolution multiplies the input directly (all images
+// in one batched product); any other im2cols a chunk of images at a time into the scratch
+// space (as many as fit in kWorkspaceCap, at least one) and multiplies the chunk in one
+// batched product (one per image and group when grouped).
 #include "gpu/common.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "gpu/blas.hpp"
+#include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
 
@@ -17,51 +23,57 @@ namespace gpu {
 
 namespace {
 
+constexpr size_t kWorkspaceCap = size_t{256} << 20;
+
 struct ConvShape {
   int64_t n, c, h, w, m, kh, kw, oh, ow, group;
   int64_t sh, sw, ph, pw, dh, dw;
 };
 
-// col[g][ci][ky][kx][oy][ox] for one image
-__global__ void im2col(const float* x, float* col, ConvShape s, int64_t total) {
+// col[image][channel][ky][kx][oy][ox] for `images` images from x (zero where padded)
+template <typename T>
+__global__ void im2col(const T* x, T* col, ConvShape s, int64_t total) {
   const int64_t ohw = s.oh * s.ow, khw = s.kh * s.kw;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh;
-    const int64_t k = (i / ohw) % khw, channel = i / (ohw * khw);  // channel over all groups
+    const int64_t k = (i / ohw) % khw, plane = i / (ohw * khw);  // image * c + channel
     const int64_t ky = k / s.kw, kx = k % s.kw;
     const int64_t iy = oy * s.sh - s.ph + ky * s.dh, ix = ox * s.sw - s.pw + kx * s.dw;
-    col[i] = (iy >= 0 && iy < s.h && ix >= 0 && ix < s.w) ? x[(channel * s.h + iy) * s.w + ix] : 0.f;
+    col[i] = (iy >= 0 && iy < s.h && ix >= 0 && ix < s.w) ? x[(plane * s.h + iy) * s.w + ix] : T{};
   }
 }
 
-__global__ void depthwise(const float* x, const float* wt, const float* bias, float* y,
-                          ConvShape s, int64_t total) {
+template <typename T>
+__global__ void depthwise(const T* x, const T* wt, const T* bias, T* y, ConvShape s,
+                          int64_t total) {
   const int64_t per_group = s.m / s.group;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh;
     const int64_t m = (i / (s.ow * s.oh)) % s.m, n = i / (s.ow * s.oh * s.m);
     const int64_t channel = m / per_group;
-    const float* xc = x + (n * s.c + channel) * s.h * s.w;
-    const float* wm = wt + m * s.kh * s.kw;
-    float acc = bias ? bias[m] : 0.f;
+    const T* xc = x + (n * s.c + channel) * s.h * s.w;
+    const T* wm = wt + m * s.kh * s.kw;
+    float acc = 0.f;
     for (int64_t ky = 0; ky < s.kh; ++ky) {
       const int64_t iy = oy * s.sh - s.ph + ky * s.dh;
       if (iy < 0 || iy >= s.h) continue;
       for (int64_t kx = 0; kx < s.kw; ++kx) {
         const int64_t ix = ox * s.sw - s.pw + kx * s.dw;
-        if (ix >= 0 && ix < s.w) acc += xc[iy * s.w + ix] * wm[ky * s.kw + kx];
+        if (ix >= 0 && ix < s.w) acc += load_float(xc[iy * s.w + ix]) * load_float(wm[ky * s.kw + kx]);
       }
     }
-    y[i] = acc;
+    y[i] = store_float<T>(bias ? acc + load_float(bias[m]) : acc);
   }
 }
 
-__global__ void add_channel_bias(float* y, const float* bias, int64_t m, int64_t hw, int64_t total) {
+// y[n][m][hw] = bias[m]: the product then accumulates onto it
+template <typename T>
+__global__ void fill_channel_bias(T* y, const T* bias, int64_t m, int64_t hw, int64_t total) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    y[i] += bias[(i / hw) % m];
+    y[i] = bias[(i / hw) % m];
 }
 
 class Conv : public Kernel {
@@ -71,9 +83,13 @@ class Conv : public Kernel {
     const TensorInfo& w = spec.inputs.at(1);
     const TensorInfo& y = spec.outputs.at(0);
     if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4) spec_error(spec, "needs 4-D tensors");
-    if (x.dtype != DType::f32 || !x.is_contiguous() || !y.is_contiguous())
-      spec_error(spec, "needs contiguous float32 NCHW data");
+    dtype_ = x.dtype;
     has_bias_ = spec.has_input(2);
+    if (!is_float_type(dtype_) || w.dtype != dtype_ || y.dtype != dtype_ ||
+        (has_bias_ && spec.inputs.at(2).dtype != dtype_))
+      spec_error(spec, "needs float32, float16 or bfloat16 data, weights and bias of one type");
+    if (!x.is_contiguous() || !w.is_contiguous() || !y.is_contiguous())
+      spec_error(spec, "needs contiguous NCHW data");
     const std::vector<int64_t> pads = spec.attrs.get_ints("pads");
     const std::vector<int64_t> strides = spec.attrs.get_ints("strides");
     const std::vector<int64_t> dilations = spec.attrs.get_ints("dilations");
@@ -84,30 +100,42 @@ class Conv : public Kernel {
                    pads[0], pads[1], dilations[0], dilations[1]};
     if (s_.c % s_.group || s_.m % s_.group || w.dims[1] != s_.c / s_.group)
       spec_error(spec, "channels do not match the group count");
+    fast_math_ = spec.attrs.get_int("fast_math", 0) != 0;
     depthwise_ = s_.group == s_.c && w.dims[1] == 1 && s_.group > 1;
     pointwise_ = s_.kh == 1 && s_.kw == 1 && s_.sh == 1 && s_.sw == 1 && s_.ph == 0 &&
                  s_.pw == 0 && pads[2] == 0 && pads[3] == 0;
+    const size_t image_bytes =
+        static_cast<size_t>(s_.c * s_.kh * s_.kw * s_.oh * s_.ow) * dtype_size(dtype_);
+    chunk_ = image_bytes == 0 ? 1 : std::max<int64_t>(1, std::min<int64_t>(
+                                        s_.n, static_cast<int64_t>(kWorkspaceCap / image_bytes)));
+    col_bytes_ = (depthwise_ || pointwise_) ? 0 : image_bytes * static_cast<size_t>(chunk_);
   }
 
-  size_t workspace_bytes() const override {
-    if (depthwise_ || pointwise_) return 0;
-    return static_cast<size_t>(s_.c * s_.kh * s_.kw * s_.oh * s_.ow) * sizeof(float);
-  }
+  size_t workspace_bytes() const override { return col_bytes_; }
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
-    const float* x = static_cast<const float*>(inputs[0]);
-    const float* w = static_cast<const float*>(inputs[1]);
-    const float* bias = has_bias_ ? static_cast<const float*>(inputs[2]) : nullptr;
-    float* y = static_cast<float*>(outputs[0]);
+    dispatch_float(dtype_, [&](auto t) {
+      using T = decltype(t);
+      go(static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
+         static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]), ctx);
+    });
+  }
+
+ private:
+  template <typename T>
+  void go(const T* x, const T* w, const T* bias, T* y, Context& ctx) {
+    if (!has_bias_) bias = nullptr;
     const int64_t ohw = s_.oh * s_.ow, total = s_.n * s_.m * ohw;
     if (total == 0) return;
     if (depthwise_) {
-      depthwise<<<blocks_for(total, 256), 256, 0, ctx.stream>>>(x, w, bias, y, s_, total);
+      depthwise<T><<<blocks_for(total, 256), 256, 0, ctx.stream>>>(x, w, bias, y, s_, total);
       check_launch("depthwise");
       return;
     }
     const int64_t mg = s_.m / s_.group, cg = s_.c / s_.group, kc = cg * s_.kh * s_.kw;
     GemmArgs g;
+    g.ab_type = g.c_type = dtype_;
+    g.tf32 = fast_math_;
     g.m = mg;
     g.n = ohw;
     g.k = kc;
@@ -119,39 +147,59 @@ class Conv : public Kernel {
     g.stride_b = kc * ohw;
     g.stride_c = mg * ohw;
     g.batch = s_.group;
-    if (pointwise_ && s_.group == 1) {  // all images in one batched product
-      g.stride_a = 0;
-      g.stride_b = s_.c * ohw;
-      g.stride_c = s_.m * ohw;
-      g.batch = s_.n;
-      g.b = x;
-      g.c = y;
-      ctx.blas->sgemm(g);
-    } else {
-      for (int64_t n = 0; n < s_.n; ++n) {
-        const float* xn = x + n * s_.c * s_.h * s_.w;
-        if (pointwise_) {
-          g.b = xn;
-        } else {
-          float* col = static_cast<float*>(ctx.workspace);
-          const int64_t cols = s_.c * s_.kh * s_.kw * ohw;
-          im2col<<<blocks_for(cols, 256), 256, 0, ctx.stream>>>(xn, col, s_, cols);
-          check_launch("im2col");
-          g.b = col;
-        }
-        g.c = y + n * s_.m * ohw;
-        ctx.blas->sgemm(g);
-      }
-    }
     if (bias) {
-      add_channel_bias<<<blocks_for(total, 256), 256, 0, ctx.stream>>>(y, bias, s_.m, ohw, total);
-      check_launch("add_channel_bias");
+      fill_channel_bias<T><<<blocks_for(total, 256), 256, 0, ctx.stream>>>(y, bias, s_.m, ohw, total);
+      check_launch("fill_channel_bias");
+      g.beta = 1.f;
+    }
+    const int64_t image_in = s_.c * s_.h * s_.w, image_out = s_.m * ohw;
+    if (pointwise_) {
+      if (s_.group == 1) {  // all images in one batched product
+        g.stride_a = 0;
+        g.stride_b = image_in;
+        g.stride_c = image_out;
+        g.batch = s_.n;
+        g.b = x;
+        g.c = y;
+        ctx.blas->gemm(g);
+        return;
+      }
+      for (int64_t n = 0; n < s_.n; ++n) {
+        g.b = x + n * image_in;
+        g.c = y + n * image_out;
+        ctx.blas->gemm(g);
+      }
+      return;
+    }
+    T* col = static_cast<T*>(ctx.workspace);
+    const int64_t image_col = s_.c * s_.kh * s_.kw * ohw;
+    for (int64_t n0 = 0; n0 < s_.n; n0 += chunk_) {
+      const int64_t count = std::min(chunk_, s_.n - n0), cols = count * image_col;
+      im2col<T><<<blocks_for(cols, 256), 256, 0, ctx.stream>>>(x + n0 * image_in, col, s_, cols);
+      check_launch("im2col");
+      if (s_.group == 1) {  // the chunk's images in one batched product
+        g.stride_a = 0;
+        g.stride_b = image_col;
+        g.stride_c = image_out;
+        g.batch = count;
+        g.b = col;
+        g.c = y + n0 * image_out;
+        ctx.blas->gemm(g);
+        continue;
+      }
+      for (int64_t i = 0; i < count; ++i) {
+        g.b = col + i * image_col;
+        g.c = y + (n0 + i) * image_out;
+        ctx.blas->gemm(g);
+      }
     }
   }
 
- private:
   ConvShape s_{};
-  bool has_bias_ = false, depthwise_ = false, pointwise_ = false;
+  DType dtype_ = DType::f32;
+  int64_t chunk_ = 1;
+  size_t col_bytes_ = 0;
+  bool has_bias_ = false, depthwise_ = false, pointwise_ = false, fast_math_ = false;
 };
 
 }  // namespace

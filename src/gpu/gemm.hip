@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
-// Gemm: one (batched) f32 matrix product through the BLAS interface. The lowering of Gemm and
-// MatMul computes every argument (transposes, leading dims, batch strides, alpha, beta); a
-// non-zero beta accumulates into the output, which the lowering pre-filled with C.
+// Gemm: one (batched) matrix product through the BLAS interface: float32, float16 or bfloat16
+// operands and result of the same type (float32 accumulation); attribute fast_math=1 lets
+// float32 products use TF32. The lowering of Gemm and MatMul computes every argument
+// (transposes, leading dims, batch strides, alpha, beta); a non-zero beta accumulates into
+// the output, which the lowering pre-filled with C.
 #include "gpu/common.hpp"
 
 #include "gpu/blas.hpp"
@@ -17,9 +19,13 @@ namespace {
 class Gemm : public Kernel {
  public:
   explicit Gemm(const KernelSpec& spec) {
-    for (const TensorInfo* t : {&spec.inputs.at(0), &spec.inputs.at(1), &spec.outputs.at(0)})
-      if (t->dtype != DType::f32) spec_error(spec, "only float32 is supported");
+    g_.ab_type = spec.inputs.at(0).dtype;
+    g_.c_type = spec.outputs.at(0).dtype;
+    if (spec.inputs.at(1).dtype != g_.ab_type || g_.c_type != g_.ab_type ||
+        !Blas::supports(g_.ab_type, g_.c_type))
+      spec_error(spec, "needs float32, float16 or bfloat16 operands and result of one type");
     const Attrs& a = spec.attrs;
+    g_.tf32 = a.get_int("fast_math", 0) != 0;
     g_.trans_a = a.get_int("trans_a", 0) != 0;
     g_.trans_b = a.get_int("trans_b", 0) != 0;
     g_.m = a.get_int("m");
@@ -38,10 +44,10 @@ class Gemm : public Kernel {
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
     GemmArgs g = g_;
-    g.a = static_cast<const float*>(inputs[0]);
-    g.b = static_cast<const float*>(inputs[1]);
-    g.c = static_cast<float*>(outputs[0]);
-    ctx.blas->sgemm(g);
+    g.a = inputs[0];
+    g.b = inputs[1];
+    g.c = outputs[0];
+    ctx.blas->gemm(g);
   }
 
  private:

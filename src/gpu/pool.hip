@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
-// MaxPool and AveragePool over the two spatial dims of NCHW f32 data (the lowering views
-// 1-D pooling as 2-D), one thread per output element. The output dims come from the IR.
+// MaxPool and AveragePool over the two spatial dims of NCHW data (the lowering views 1-D
+// pooling as 2-D), one thread per output element, float32 / float16 / bfloat16 (float
+// arithmetic, one rounding per output). The output dims come from the IR.
 #include "gpu/common.hpp"
 
 #include <cstdint>
 
+#include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
 
@@ -19,12 +21,12 @@ struct PoolShape {
   int include_pad;
 };
 
-template <bool kMax>
-__global__ void pool2d(const float* x, float* y, PoolShape s, int64_t total) {
+template <bool kMax, typename T>
+__global__ void pool2d(const T* x, T* y, PoolShape s, int64_t total) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh, plane = i / (s.ow * s.oh);
-    const float* xp = x + plane * s.h * s.w;
+    const T* xp = x + plane * s.h * s.w;
     float acc = kMax ? -INFINITY : 0.f;
     int64_t count = 0;
     for (int64_t ky = 0; ky < s.kh; ++ky) {
@@ -33,7 +35,7 @@ __global__ void pool2d(const float* x, float* y, PoolShape s, int64_t total) {
         const int64_t ix = ox * s.sw - s.pw0 + kx * s.dw;
         const bool inside = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
         if (inside) {
-          const float v = xp[iy * s.w + ix];
+          const float v = load_float(xp[iy * s.w + ix]);
           acc = kMax ? (v > acc || isnan(v) ? v : acc) : acc + v;
           ++count;
         } else if (!kMax && s.include_pad && iy < s.h + s.ph1 && ix < s.w + s.pw1) {
@@ -41,7 +43,7 @@ __global__ void pool2d(const float* x, float* y, PoolShape s, int64_t total) {
         }
       }
     }
-    y[i] = kMax ? acc : (count ? acc / static_cast<float>(count) : 0.f);
+    y[i] = store_float<T>(kMax ? acc : (count ? acc / static_cast<float>(count) : 0.f));
   }
 }
 
@@ -51,8 +53,10 @@ class Pool : public Kernel {
   explicit Pool(const KernelSpec& spec) {
     const TensorInfo& x = spec.inputs.at(0);
     const TensorInfo& y = spec.outputs.at(0);
-    if (x.rank() != 4 || y.rank() != 4 || x.dtype != DType::f32 || !x.is_contiguous())
-      spec_error(spec, "needs contiguous 4-D float32 data");
+    if (x.rank() != 4 || y.rank() != 4 || !is_float_type(x.dtype) || y.dtype != x.dtype ||
+        !x.is_contiguous())
+      spec_error(spec, "needs contiguous 4-D float32, float16 or bfloat16 data");
+    dtype_ = x.dtype;
     const auto k = spec.attrs.get_ints("kernel_shape");
     const auto st = spec.attrs.get_ints("strides");
     const auto p = spec.attrs.get_ints("pads");
@@ -67,13 +71,17 @@ class Pool : public Kernel {
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
     if (total_ == 0) return;
-    pool2d<kMax><<<blocks_for(total_, 256), 256, 0, ctx.stream>>>(
-        static_cast<const float*>(inputs[0]), static_cast<float*>(outputs[0]), s_, total_);
+    dispatch_float(dtype_, [&](auto t) {
+      using T = decltype(t);
+      pool2d<kMax, T><<<blocks_for(total_, 256), 256, 0, ctx.stream>>>(
+          static_cast<const T*>(inputs[0]), static_cast<T*>(outputs[0]), s_, total_);
+    });
     check_launch("pool2d");
   }
 
  private:
   PoolShape s_{};
+  DType dtype_ = DType::f32;
   int64_t total_ = 0;
 };
 

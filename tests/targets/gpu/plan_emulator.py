@@ -116,13 +116,17 @@ class Emulator:
         cv = self.view(C, (batch, m, n), (a.get("stride_c", 0), a["ldc"], 1))
         opa = np.swapaxes(av, 1, 2) if ta else av
         opb = np.swapaxes(bv, 1, 2) if tb else bv
-        res = a.get("alpha", 1.0) * (opa.astype(np.float64) @ opb.astype(np.float64))
+        opa, opb = _operand(opa, a), _operand(opb, a)
+        res = a.get("alpha", 1.0) * (opa @ opb)
         if a.get("beta", 0.0):
-            res = res + a["beta"] * np.array(cv)
+            res = res + a["beta"] * np.array(cv).astype(np.float64)
+        # float32 accumulation, one rounding to the result type (f32 / f16 / bf16)
         cv[...] = res.astype(np.float32)
 
     def k_Conv(self, step, a):
         x, w = self.tensor(step["inputs"][0]), self.tensor(step["inputs"][1])
+        if a.get("group", 1) != x.shape[1] or w.shape[1] != 1 or a.get("group", 1) == 1:
+            x, w = _operand(x, a), _operand(w, a)  # through the BLAS (depthwise: direct)
         b = step["inputs"][2]
         y_t = step["outputs"][0]
         n, c, h, wd = x.shape
@@ -142,8 +146,8 @@ class Emulator:
                 for gi in range(g):
                     ws = w[gi * mg:(gi + 1) * mg, :, ky, kx].astype(np.float64)
                     y[:, gi * mg:(gi + 1) * mg] += np.einsum("nchw,mc->nmhw", patch[:, gi * cg:(gi + 1) * cg], ws)
-        if b is not None:
-            y += self.tensor(b).reshape(1, -1, 1, 1)
+        if b is not None:  # the product accumulates onto the bias (beta = 1): one rounding
+            y += self.tensor(b).astype(np.float64).reshape(1, -1, 1, 1)
         self.write(y_t, y.astype(np.float32))
 
     def _pool(self, step, a, is_max):
@@ -564,6 +568,18 @@ def _to_int(x, bits, signed):
     if signed:
         low = np.where(low >> (int(bits) - 1), low - (1 << int(bits)), low)
     return low.astype(x.dtype)
+
+
+def _operand(x, attrs):
+    """A BLAS operand as float64: with fast_math a float32 operand is rounded to TF32 (10
+    mantissa bits, nearest even) as tensor cores may do; other types are read exactly."""
+    x = np.asarray(x)
+    if attrs.get("fast_math") and x.dtype == np.float32:
+        bits = np.ascontiguousarray(x).view(np.uint32).astype(np.uint64)
+        rounded = ((bits + 0xFFF + ((bits >> 13) & 1)) & ~np.uint64(0x1FFF)).astype(np.uint32)
+        finite = np.isfinite(x)
+        x = np.where(finite, rounded.view(np.float32), x)
+    return x.astype(np.float64)
 
 
 def _bf16(x):

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""MatMul, Gemm, Conv and pooling on the gpu target (float32). MatMul and Gemm become
+"""MatMul, Gemm, Conv and pooling on the gpu target (float32, float16, bfloat16: every float
+tensor of a node in one type; float32 accumulation in the kernels). MatMul and Gemm become
 `Gemm` steps with every BLAS argument computed here (batch broadcasting by a zero stride,
 or by an expanded copy when the batch dims do not line up); Gemm's C is copied into the
 output first and accumulated with beta. 1-D convolutions and poolings run as 2-D ones over
@@ -15,8 +16,13 @@ from ..cpu.lower import LoweringContext, static_dims
 from .lower_tensor import _strides, emit_copy
 
 
-def _f32(node: Node) -> bool:
-    return all(v is None or v.type.dtype == DType.f32 for v in (*node.inputs, *node.outputs))
+FLOATS = (DType.f32, DType.f16, DType.bf16)
+
+
+def _float(node: Node) -> bool:
+    """Every tensor of the node in one of FLOATS, the same one."""
+    dtypes = {v.type.dtype for v in (*node.inputs, *node.outputs) if v is not None}
+    return len(dtypes) == 1 and dtypes.pop() in FLOATS
 
 
 def _batched_operand(ctx: LoweringContext, slot: int, batch_dims, out_batch, matrix, name):
@@ -28,7 +34,7 @@ def _batched_operand(ctx: LoweringContext, slot: int, batch_dims, out_batch, mat
     if int(np.prod(batch_dims, dtype=np.int64)) == 1:
         return slot, 0
     full = list(out_batch) + list(matrix)
-    temp = ctx.temp(DType.f32, full)
+    temp = ctx.temp(ctx.slot(slot).dtype, full)
     src = _strides(padded + list(matrix))
     src = [0 if i < len(out_batch) and padded[i] == 1 else s for i, s in enumerate(src)]
     emit_copy(ctx, slot, temp, full, src, _strides(full), name=f"{name}/broadcast")
@@ -139,16 +145,16 @@ def lower_pool(node: Node, ctx: LoweringContext) -> None:
 
 
 def _conv_ok(node: Node) -> bool:
-    return _f32(node) and len(static_dims(node.inputs[0])) in (3, 4)
+    return _float(node) and len(static_dims(node.inputs[0])) in (3, 4)
 
 
 def _pool_ok(node: Node) -> bool:
-    return (_f32(node) and len(static_dims(node.inputs[0])) in (3, 4)
+    return (_float(node) and len(static_dims(node.inputs[0])) in (3, 4)
             and (len(node.outputs) < 2 or node.outputs[1] is None))
 
 
-lower_matmul.supports = _f32
-lower_gemm.supports = _f32
+lower_matmul.supports = _float
+lower_gemm.supports = _float
 lower_conv.supports = _conv_ok
 lower_pool.supports = _pool_ok
 

@@ -25,15 +25,27 @@ class GpuTarget(Target):
     options = {"blas": "'builtin' runs matrix products on graphkiln's own kernel instead of "
                        "the vendor BLAS (default 'vendor': cuBLAS / rocBLAS when found)",
                "graphs": "True (default) replays each plan as one HIP/CUDA graph from its "
-                         "second run on; False launches the kernels one by one every run"}
+                         "second run on; False launches the kernels one by one every run",
+               "fp16": "True runs the float32 work in float16 (float32 accumulation; "
+                       "normalizations, softmax and reductions stay float32; inputs and "
+                       "outputs stay float32): targets/gpu/precision.py; default False",
+               "bf16": "True: as fp16 with bfloat16 (excludes fp16); default False",
+               "fast_math": "True lets float32 matrix products and convolutions round their "
+                            "operands to TF32 on tensor cores (cuBLAS); default False"}
 
     def passes(self, options: dict) -> list:
+        from ...passes import fuse_pointwise
         from ...passes.pipelines import FULL
+        from . import precision
 
-        return list(FULL)
+        pipeline = list(FULL)
+        if precision.half_dtype(options) is not None:  # before fusion: its Casts fuse
+            pipeline.insert(pipeline.index(fuse_pointwise), precision)
+        return pipeline
 
     def compile(self, graph: Graph, options: dict) -> "GpuExecutable":
         from ...device import require_gpu
+        from .precision import half_dtype
 
         blas = options.get("blas", "vendor")
         if blas not in ("vendor", "builtin"):
@@ -41,13 +53,16 @@ class GpuTarget(Target):
         graphs = options.get("graphs", True)
         if not isinstance(graphs, bool):
             raise ValueError(f"graphs={graphs!r}: accepted values are True and False")
+        half_dtype(options)  # validates fp16 / bf16 / fast_math
+        fast_math = bool(options.get("fast_math", False))
         verdict = require_gpu()
         missing = unsupported_nodes(graph)
         if missing:
             ops = sorted({n.op for n in missing})
             raise LoweringError(f"the gpu target has no kernel for {', '.join(ops)} (first: "
                                 f"node {missing[0].name!r})")
-        executable = GpuExecutable(graph, blas == "builtin", graphs=graphs)
+        executable = GpuExecutable(graph, blas == "builtin", graphs=graphs, fast_math=fast_math)
+        executable.precision = next((k for k in ("fp16", "bf16") if options.get(k)), "fp32")
         executable.arch = verdict.usable[0].arch if verdict.usable else None
         return executable
 
@@ -60,24 +75,31 @@ def unsupported_nodes(graph: Graph) -> list[Node]:
             if n.op != "Constant" and not node_supported(n, LOWERINGS, static)]
 
 
-def lower_plan(graph: Graph) -> Plan:
-    """The gpu plan of a graph with static shapes, after the gpu passes (no device needed)."""
+def lower_plan(graph: Graph, fast_math: bool = False) -> Plan:
+    """The gpu plan of a graph with static shapes, after the gpu passes (no device needed).
+    `fast_math`: float32 Gemm / Conv steps may use TF32 (their attribute fast_math=1)."""
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     for node in nodes:
         if not node_supported(node, LOWERINGS):
             raise LoweringError(f"the gpu target cannot run {node.op} node {node.name!r} "
                                 "(no kernel, or an attribute, dtype or shape it refuses)")
-    return LoweringContext(nodes, list(graph.inputs), list(graph.outputs), LOWERINGS,
+    plan = LoweringContext(nodes, list(graph.inputs), list(graph.outputs), LOWERINGS,
                            channels_last=False, target="gpu").lower_all()
+    if fast_math:
+        for step in plan.steps:
+            if step.kernel in ("Gemm", "Conv"):
+                step.attrs["fast_math"] = 1
+    return plan
 
 
 class GpuPlan:
     """One plan built on the device for one set of input shapes."""
 
-    def __init__(self, graph: Graph, builtin_blas: bool, graphs: bool = True):
+    def __init__(self, graph: Graph, builtin_blas: bool, graphs: bool = True,
+                 fast_math: bool = False):
         from ..._native import load_core
 
-        plan = lower_plan(graph)
+        plan = lower_plan(graph, fast_math)
         specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
                                for s in slots]
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
@@ -90,12 +112,14 @@ class GpuPlan:
 
 class GpuExecutable(Executable):
     def __init__(self, graph: Graph, builtin_blas: bool = False, plan_factory=None,
-                 graphs: bool = True):
+                 graphs: bool = True, fast_math: bool = False):
         """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device,
         replayed as a graph when `graphs`; tests pass a numpy model of the kernels)."""
         self.graph = graph
         self.builtin_blas = builtin_blas
-        self.plan_factory = plan_factory or (lambda g, b: GpuPlan(g, b, graphs))
+        self.plan_factory = plan_factory or (lambda g, b: GpuPlan(g, b, graphs, fast_math))
+        self.fast_math = fast_math
+        self.precision = "fp32"  # or the half type of the options fp16 / bf16 (compile sets it)
         self.parameters = parameter_inputs(graph)
         self._plans: dict[tuple, GpuPlan] = {}
         if _static(graph.inputs) and not self.parameters:
@@ -128,7 +152,8 @@ class GpuExecutable(Executable):
         return plan.executor.run(arrays)
 
     def plan_summary(self) -> dict:
-        out = {"plans": len(self._plans)}
+        out = {"plans": len(self._plans), "precision": self.precision,
+               "fast_math": self.fast_math}
         for plan in self._plans.values():
             out.update(steps=plan.executor.num_steps, arena_bytes=plan.executor.arena_bytes,
                        device_bytes=plan.executor.device_bytes, blas=plan.executor.blas,
