@@ -13,12 +13,76 @@ namespace graphkiln {
 
 namespace {
 constexpr size_t kArenaAlign = 64;
+
+thread_local StepPacking* current_packing = nullptr;
+
+// Sets the packing of the step being built for the calling thread, and clears it again.
+class PackingScope {
+ public:
+  explicit PackingScope(StepPacking* packing) { current_packing = packing; }
+  ~PackingScope() { current_packing = nullptr; }
+  PackingScope(const PackingScope&) = delete;
+  PackingScope& operator=(const PackingScope&) = delete;
+};
+
+// The lowest and one past the highest byte a tensor of `t` at `offset` touches; false when
+// the dims are negative or the sums overflow. An empty tensor touches nothing.
+bool byte_extent(const TensorInfo& t, int64_t offset, int64_t* low, int64_t* high) {
+  if (t.strides.size() != t.dims.size()) return false;
+  int64_t min_el = 0, max_el = 0;
+  for (size_t d = 0; d < t.dims.size(); ++d) {
+    if (t.dims[d] < 0) return false;
+    if (t.dims[d] == 0) {
+      *low = *high = offset;
+      return true;
+    }
+    int64_t reach = 0;
+    if (__builtin_mul_overflow(t.dims[d] - 1, t.strides[d], &reach)) return false;
+    if (__builtin_add_overflow(reach < 0 ? min_el : max_el, reach, reach < 0 ? &min_el : &max_el))
+      return false;
+  }
+  const auto size = static_cast<int64_t>(dtype_size(t.dtype));
+  int64_t lo = 0, hi = 0;
+  if (__builtin_add_overflow(max_el, 1, &hi) || __builtin_mul_overflow(hi, size, &hi) ||
+      __builtin_mul_overflow(min_el, size, &lo) || __builtin_add_overflow(lo, offset, &lo) ||
+      __builtin_add_overflow(hi, offset, &hi))
+    return false;
+  *low = lo;
+  *high = hi;
+  return true;
 }
 
+// Throws unless the tensor lies inside the storage `r` names (sizes.checked only).
+void check_reference(const StepSpec& s, const TensorInfo& t, const TensorRef& r,
+                     const StorageBytes& sizes, int64_t arena_bytes) {
+  if (!sizes.checked) return;
+  const std::vector<int64_t>* table = nullptr;
+  switch (r.storage) {
+    case Storage::arena: break;
+    case Storage::constant: table = &sizes.constants; break;
+    case Storage::input: table = &sizes.inputs; break;
+    case Storage::output: table = &sizes.outputs; break;
+    default: throw std::invalid_argument("step '" + s.spec.name + "': bad storage kind");
+  }
+  if (table && (r.index < 0 || r.index >= static_cast<int64_t>(table->size())))
+    throw std::invalid_argument("step '" + s.spec.name + "': storage index " +
+                                std::to_string(r.index) + " is out of range");
+  const int64_t size = table ? (*table)[r.index] : arena_bytes;
+  int64_t low = 0, high = 0;
+  if (!byte_extent(t, r.offset, &low, &high) || low < 0 || high > size)
+    throw std::invalid_argument("step '" + s.spec.name + "': a tensor reaches outside its " +
+                                std::to_string(size) + "-byte storage");
+}
+}  // namespace
+
+StepPacking* current_step_packing() { return current_packing; }
+
 Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constants,
-                   int64_t arena_bytes, int num_threads)
+                   int64_t arena_bytes, int num_threads, const StorageBytes& sizes)
     : constants_(std::move(constants)), arena_bytes_(arena_bytes), num_threads_(num_threads) {
   if (arena_bytes_ < 0) throw std::invalid_argument("negative arena size");
+  if (sizes.checked && sizes.constants.size() != constants_.size())
+    throw std::invalid_argument("constant sizes and constants differ in number");
   if (arena_bytes_ > 0) {
     const size_t size = (static_cast<size_t>(arena_bytes_) + kArenaAlign - 1) / kArenaAlign *
                         kArenaAlign;
@@ -44,18 +108,27 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
     for (const TensorRef& r : s.outputs)
       if (r.storage == Storage::constant || r.storage == Storage::input)
         throw std::invalid_argument("step '" + s.spec.name + "' writes a constant or an input");
+    for (size_t i = 0; i < s.inputs.size(); ++i)
+      if (s.spec.has_input(i)) check_reference(s, s.spec.inputs[i], s.inputs[i], sizes, arena_bytes_);
+    for (size_t i = 0; i < s.outputs.size(); ++i)
+      check_reference(s, s.spec.outputs[i], s.outputs[i], sizes, arena_bytes_);
     Step step;
+    StepPacking packing;
+    packing.saved = std::move(s.saved_packing);
     // tuning: a step may run on its own thread count (attr "num_threads", see
     // graphkiln.tuning); oneDNN primitives are created and run under the same count
     step.threads = s.spec.num_threads;
     if (step.threads != num_threads_) set_num_threads(step.threads);
     try {
+      PackingScope scope(&packing);
       step.kernel = make_kernel(s.spec);
     } catch (...) {
       set_num_threads(num_threads_);
       throw;
     }
     if (step.threads != num_threads_) set_num_threads(num_threads_);
+    step.packed = std::move(packing.packed);
+    reused_packings_ += packing.reused;
     step.kernel_name = s.spec.kernel;
     step.node_name = s.spec.name;
     step.inputs = std::move(s.inputs);

@@ -2,6 +2,8 @@
 // Copyright graphkiln authors
 #include "cpu/onednn_common.hpp"
 
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 
 namespace graphkiln {
@@ -57,13 +59,64 @@ StagedMemory::StagedMemory(const dnnl::memory::desc& user, const dnnl::memory::d
   reorder_ = output ? dnnl::reorder(arg_, user_) : dnnl::reorder(user_, arg_);
 }
 
+namespace {
+
+void append_dims(std::string& out, const char* name, const dnnl::memory::dims& dims) {
+  out += name;
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? "," : "") + std::to_string(dims[i]);
+  out += ';';
+}
+
+// The saved packing `step` holds for its next packed constant when it has `layout`, else null.
+const PackedConstant* saved_packing(const StepPacking* step, const std::string& layout,
+                                    size_t nbytes) {
+  if (step == nullptr || step->packed.size() >= step->saved.size()) return nullptr;
+  const PackedConstant& saved = step->saved[step->packed.size()];
+  if (saved.data == nullptr || saved.layout != layout || saved.nbytes < 0 ||
+      static_cast<size_t>(saved.nbytes) != nbytes)
+    return nullptr;
+  return &saved;
+}
+
+}  // namespace
+
+std::string onednn_layout_key(const dnnl::memory::desc& desc) {
+  std::string out = "dt" + std::to_string(static_cast<int>(desc.get_data_type())) + ";fk" +
+                    std::to_string(static_cast<int>(desc.get_format_kind())) + ";";
+  append_dims(out, "d", desc.get_dims());
+  append_dims(out, "p", desc.get_padded_dims());
+  append_dims(out, "o", desc.get_padded_offsets());
+  if (desc.get_format_kind() == dnnl::memory::format_kind::blocked) {
+    append_dims(out, "s", desc.get_strides());
+    append_dims(out, "b", desc.get_inner_blks());
+    append_dims(out, "i", desc.get_inner_idxs());
+  }
+  out += "n" + std::to_string(desc.get_size());
+  return out;
+}
+
 dnnl::memory onednn_reorder_constant(const dnnl::memory::desc& from, const void* src,
                                      const dnnl::memory::desc& to) {
-  dnnl::memory source(from, onednn_engine(), const_cast<void*>(src));
-  dnnl::memory packed(to, onednn_engine());
-  dnnl::stream stream(onednn_engine());
-  dnnl::reorder(source, packed).execute(stream, source, packed);
-  stream.wait();
+  StepPacking* step = current_step_packing();
+  const std::string layout = step ? onednn_layout_key(to) : std::string();
+  dnnl::memory packed;
+  if (const PackedConstant* saved = saved_packing(step, layout, to.get_size())) {
+    if (reinterpret_cast<std::uintptr_t>(saved->data) % 64 == 0) {
+      packed = dnnl::memory(to, onednn_engine(), const_cast<void*>(saved->data));
+    } else {  // e.g. a program loaded from a bytes object: an aligned copy of its bytes
+      packed = dnnl::memory(to, onednn_engine());
+      std::memcpy(packed.get_data_handle(), saved->data, to.get_size());
+    }
+    step->reused += 1;
+  } else {
+    dnnl::memory source(from, onednn_engine(), const_cast<void*>(src));
+    packed = dnnl::memory(to, onednn_engine());
+    dnnl::stream stream(onednn_engine());
+    dnnl::reorder(source, packed).execute(stream, source, packed);
+    stream.wait();
+  }
+  if (step)
+    step->packed.push_back({layout, packed.get_data_handle(), static_cast<int64_t>(to.get_size())});
   return packed;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/executor.hpp"
 #include "core/kernel.hpp"
 
 namespace graphkiln {
@@ -28,8 +29,15 @@ void onednn_execute(const dnnl::primitive& primitive,
                     const std::unordered_map<int, dnnl::memory>& args);
 
 // A copy of `src` (constant data, described by `from`) laid out as `to`, made at build time.
+// Inside an Executor's build it is recorded as the step's next packed constant; where the
+// step was given saved bytes of that packing in exactly this layout (a loaded program), those
+// are used as they are (no reorder; no copy when they are 64-byte aligned).
 dnnl::memory onednn_reorder_constant(const dnnl::memory::desc& from, const void* src,
                                      const dnnl::memory::desc& to);
+
+// A text naming a memory layout exactly (type, dims, padding, strides, blocks, size): equal
+// texts mean equal byte layouts.
+std::string onednn_layout_key(const dnnl::memory::desc& desc);
 
 // oneDNN's reference and gemm-based implementations: the kernels try another layout first.
 bool onednn_slow_impl(const std::string& impl);

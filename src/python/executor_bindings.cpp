@@ -7,6 +7,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -86,20 +87,50 @@ class PyExecutor {
   PyExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
              const py::list& inputs, const py::list& outputs, int num_threads) {
     std::vector<const void*> pointers;
+    StorageBytes sizes;
+    sizes.checked = true;
     for (const py::handle& c : constants) {
       auto array = py::array::ensure(c, py::array::c_style);
       if (!array) throw std::invalid_argument("a plan constant is not an array");
       constants_.push_back(array);
       pointers.push_back(array.data());
+      sizes.constants.push_back(static_cast<int64_t>(array.nbytes()));
     }
-    for (const py::handle& spec : inputs) inputs_.push_back(array_spec(spec));
-    for (const py::handle& spec : outputs) outputs_.push_back(array_spec(spec));
+    for (const py::handle& spec : inputs) {
+      inputs_.push_back(array_spec(spec));
+      sizes.inputs.push_back(spec_bytes(inputs_.back()));
+    }
+    for (const py::handle& spec : outputs) {
+      outputs_.push_back(array_spec(spec));
+      sizes.outputs.push_back(spec_bytes(outputs_.back()));
+    }
     std::vector<StepSpec> specs;
-    for (const py::handle& step : steps)
-      specs.push_back(step_spec(py::reinterpret_borrow<py::dict>(step), num_threads));
+    for (const py::handle& step : steps) {
+      const py::dict d = py::reinterpret_borrow<py::dict>(step);
+      specs.push_back(step_spec(d, num_threads));
+      if (d.contains("packed")) specs.back().saved_packing = saved_packing(d["packed"]);
+    }
     executor_ = std::make_unique<Executor>(std::move(specs), std::move(pointers), arena_bytes,
-                                           num_threads);
+                                           num_threads, sizes);
   }
+
+  // [(step index, [(layout, uint8 array copy)])] for the steps whose kernels packed constants
+  py::list packed_constants() const {
+    py::list out;
+    for (size_t i = 0; i < executor_->num_steps(); ++i) {
+      const auto& packed = executor_->packed_constants(i);
+      if (packed.empty()) continue;
+      py::list items;
+      for (const PackedConstant& p : packed) {
+        py::array_t<uint8_t> bytes(static_cast<py::ssize_t>(p.nbytes));
+        if (p.nbytes) std::memcpy(bytes.mutable_data(), p.data, static_cast<size_t>(p.nbytes));
+        items.append(py::make_tuple(p.layout, bytes));
+      }
+      out.append(py::make_tuple(i, items));
+    }
+    return out;
+  }
+  int64_t reused_packings() const { return executor_->reused_packings(); }
 
   py::list run(const py::list& arrays) {
     if (arrays.size() != inputs_.size())
@@ -140,6 +171,29 @@ class PyExecutor {
   int num_threads() const { return executor_->num_threads(); }
 
  private:
+  // A step's "packed" entry: [(layout text, 1-D uint8 array)], kept alive with the executor.
+  std::vector<PackedConstant> saved_packing(const py::handle& items) {
+    std::vector<PackedConstant> out;
+    for (const py::handle& item : items.cast<py::list>()) {
+      auto pair = item.cast<std::pair<std::string, py::object>>();
+      auto bytes = py::array::ensure(pair.second, py::array::c_style);
+      if (!bytes || !bytes.dtype().equal(py::dtype::of<uint8_t>()) || bytes.ndim() != 1)
+        throw std::invalid_argument("a packed constant must be a 1-D uint8 array");
+      constants_.push_back(bytes);
+      out.push_back({pair.first, bytes.data(), static_cast<int64_t>(bytes.nbytes())});
+    }
+    return out;
+  }
+
+  static int64_t spec_bytes(const ArraySpec& spec) {
+    int64_t n = static_cast<int64_t>(spec.dtype.itemsize());
+    for (int64_t d : spec.shape) {
+      if (d < 0 || __builtin_mul_overflow(n, d, &n))
+        throw std::invalid_argument("an input or output shape is negative or too large");
+    }
+    return n;
+  }
+
   static ArraySpec array_spec(const py::handle& spec) {
     auto pair = spec.cast<std::pair<py::object, std::vector<int64_t>>>();
     return {py::dtype::from_args(pair.first), pair.second};
@@ -174,6 +228,11 @@ void bind_executor(py::module_& m) {
            "time every step of the following runs")
       .def("step_times", &PyExecutor::step_times,
            "[(kernel, node name, total ms, runs)] per step, while profiling")
+      .def("packed_constants", &PyExecutor::packed_constants,
+           "[(step index, [(layout, uint8 array)])]: copies of the constants kernels packed at "
+           "build time (oneDNN weights), to save with a program")
+      .def_property_readonly("reused_packings", &PyExecutor::reused_packings,
+                             "how many saved packed constants the kernels took as they are")
       .def_property_readonly("arena_bytes", &PyExecutor::arena_bytes)
       .def_property_readonly("num_steps", &PyExecutor::num_steps)
       .def_property_readonly("num_threads", &PyExecutor::num_threads);

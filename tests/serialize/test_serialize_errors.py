@@ -65,8 +65,9 @@ def test_wrong_magic(saved, tmp_path):
 
 def test_newer_format_version(saved):
     newer = bytearray(saved["msgpack"])
-    struct.pack_into("<I", newer, 6, 2)
-    load_fails(bytes(newer), "format version 2 is newer", "upgrade")
+    newest = graphkiln.serialize.FORMAT_VERSION
+    struct.pack_into("<I", newer, 6, newest + 1)
+    load_fails(bytes(newer), f"format version {newest + 1} is newer", "upgrade")
     load_fails(edit_json(saved["json"], lambda d: d.update(format_version=7)), "format version 7 is newer")
     load_fails(edit_json(saved["json"], lambda d: d.update(format_version=0)), "does not exist")
 

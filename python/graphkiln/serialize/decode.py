@@ -13,6 +13,7 @@ from ..ir.schema import ATTR_KINDS, REQUIRED
 from ..passes.manager import PassRecord
 from ..program import Program
 from .attributes import NOT_QUICK, checked_value, quick_value
+from .cpu_plan import read_cpu_plan
 from .checks import damaged, need_dict, need_float, need_int, need_list, need_str
 from .limits import Limits
 
@@ -32,7 +33,7 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
 
     where = "compiled"
     need_dict(compiled, where, ("target", "options", "graph", "passes", "compile_ms"),
-              ("gpu_arch",))
+              ("gpu_arch", "cpu_plan"))
     name = need_str(compiled["target"], f"{where}.target", limits)
     if name not in available_targets():
         raise FormatError(f"the program was compiled for target {name[:40]!r}, which this build "
@@ -42,7 +43,8 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
     for key, value in options.items():
         if not isinstance(value, (bool, int, float, str)):
             raise damaged(f"{where}.options.{key}", "an option must be a bool, number or string")
-    graph = GraphDecoder(tensors, limits).graph(compiled["graph"], f"{where}.graph")
+    decoder = GraphDecoder(tensors, limits)
+    graph = decoder.graph(compiled["graph"], f"{where}.graph")
     records = []
     for i, item in enumerate(need_list(compiled["passes"], f"{where}.passes", limits)):
         at = f"{where}.passes[{i}]"
@@ -52,17 +54,34 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
                                   need_int(item["nodes_after"], f"{at}.nodes_after", 0)))
     if "gpu_arch" in compiled:
         _check_gpu_arch(need_str(compiled["gpu_arch"], f"{where}.gpu_arch", limits))
+    saved = None
+    if "cpu_plan" in compiled:
+        if name != "cpu":
+            raise damaged(f"{where}.cpu_plan", f"a saved cpu plan in a program for target {name!r}")
+        saved = read_cpu_plan(compiled["cpu_plan"], graph, decoder.values, tensors, limits)
+    if saved is not None:   # the saved plan and packed weights, as they are: no lowering
+        try:
+            executable = target.from_saved(graph, dict(options), saved)
+        except (CompileError, GraphError, ValueError, TypeError, RuntimeError) as exc:
+            raise FormatError(f"damaged file: the saved cpu plan does not build: "
+                              f"{type(exc).__name__}: {str(exc)[:300]}") from None
+    else:
+        executable = _lower(target, name, graph, options)
+    program.compiled_graph, program.pass_records = graph, records
+    program.target, program.options = target, dict(options)
+    program.compile_ms = need_float(compiled["compile_ms"], f"{where}.compile_ms")
+    program._executable = executable
+
+
+def _lower(target, name: str, graph: Graph, options: dict):
+    """The executable of the compiled graph, lowered again by its target."""
     try:
-        executable = target.compile(graph, dict(options))
+        return target.compile(graph, dict(options))
     except GpuCompatibilityError as exc:
         raise FormatError(f"the program was compiled for target {name!r}, which cannot run "
                           f"here: {exc}") from None
     except (CompileError, GraphError, ValueError) as exc:
         raise FormatError(f"the saved compiled graph does not lower on target {name!r}: {exc}") from None
-    program.compiled_graph, program.pass_records = graph, records
-    program.target, program.options = target, dict(options)
-    program.compile_ms = need_float(compiled["compile_ms"], f"{where}.compile_ms")
-    program._executable = executable
 
 
 def _check_gpu_arch(arch: str) -> None:

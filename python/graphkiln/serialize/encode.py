@@ -5,7 +5,8 @@
     {"producer": "graphkiln 0.1.0",
      "graph": GRAPH,                                  # as imported
      "compiled": null | {"target": "ref", "options": {...}, "graph": GRAPH,
-                         "passes": [{"name", "ms", "nodes_after"}], "compile_ms": 12.5}}
+                         "passes": [{"name", "ms", "nodes_after"}], "compile_ms": 12.5,
+                         "gpu_arch"?: "sm_90", "cpu_plan"?: see cpu_plan.py}}
     GRAPH = {"name", "inputs": [VALUE], "nodes": [NODE], "outputs": [id]}
     VALUE = {"id": n, "name": "x", "type": TYPE | null}    ids count definitions in order
     NODE  = {"op", "name"?, "inputs": [id | null], "outputs": [VALUE | null],
@@ -25,6 +26,7 @@ from ..errors import GraphError
 from ..ir import DType, Graph, Node, OptionalType, SequenceType, TensorType, Value, get_schema
 from ..version import __version__
 from .checks import float_to_document
+from .cpu_plan import cpu_plan_document
 from .tensors import TensorTable
 
 
@@ -33,10 +35,11 @@ def program_document(program, table: TensorTable) -> dict:
     doc = {"producer": f"graphkiln {__version__}", "graph": GraphEncoder(table).graph(program.graph),
            "compiled": None}
     if program.is_compiled and program.compiled_graph is not None:
+        encoder = GraphEncoder(table)
         doc["compiled"] = {
             "target": program.target.name,
             "options": _options(program.options),
-            "graph": GraphEncoder(table).graph(program.compiled_graph),
+            "graph": encoder.graph(program.compiled_graph),
             "passes": [{"name": r.name, "ms": float_to_document(r.ms),
                         "nodes_after": int(r.nodes_after)} for r in program.pass_records],
             "compile_ms": float_to_document(program.compile_ms),
@@ -44,6 +47,10 @@ def program_document(program, table: TensorTable) -> dict:
         arch = getattr(program._executable, "arch", None)
         if arch:  # gpu: the ISA the program was compiled for
             doc["compiled"]["gpu_arch"] = str(arch)
+        if program.target.name == "cpu":  # its plan and packed weights (cpu_plan.py)
+            plan = cpu_plan_document(program._executable, encoder, table)
+            if plan is not None:
+                doc["compiled"]["cpu_plan"] = plan
     return doc
 
 

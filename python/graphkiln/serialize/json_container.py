@@ -15,7 +15,7 @@ import json
 
 from ..errors import FormatError
 from .checks import damaged, need_int, need_list
-from .limits import FORMAT_VERSION, JSON_MAGIC, Limits
+from .limits import FORMAT_VERSION, JSON_MAGIC, Limits, version_of
 from .tensors import Budget, decode_record, json_record
 
 ELIDE_ABOVE = 96   # base64 characters kept by `elide=True` (for printing)
@@ -28,7 +28,7 @@ def dumps(doc: dict, arrays: list, elide: bool = False) -> str:
             text = record.get("base64")
             if text is not None and len(text) > ELIDE_ABOVE:
                 record["base64"] = f"{text[:48]}... ({len(text)} characters elided)"
-    full = {"magic": JSON_MAGIC, "format_version": FORMAT_VERSION, **doc, "tensors": records}
+    full = {"magic": JSON_MAGIC, "format_version": version_of(doc), **doc, "tensors": records}
     return "\n".join(_pretty(full, "")) + "\n"
 
 

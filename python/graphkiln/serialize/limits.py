@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FORMAT_VERSION = 1                 # the newest version this build writes and reads
+FORMAT_VERSION = 2                 # the newest version this build writes and reads
+# version 2 added a compiled cpu program's saved plan ("cpu_plan"); a file without one is
+# still written as version 1, which older builds read
+
+
+def version_of(doc: dict) -> int:
+    """The format version a document needs: the oldest that has every field it uses."""
+    compiled = doc.get("compiled")
+    return 2 if isinstance(compiled, dict) and "cpu_plan" in compiled else 1
 MSGPACK_MAGIC = b"GKILN" + b"M"    # "M": the MessagePack container
 JSON_MAGIC = "graphkiln"           # value of the "magic" key of a JSON file
 DATA_ALIGNMENT = 64                # tensor bytes start at multiples of this in the data section

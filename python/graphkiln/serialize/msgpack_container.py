@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import FormatError
 from .checks import damaged, need_dict, need_list
-from .limits import DATA_ALIGNMENT, FORMAT_VERSION, MSGPACK_MAGIC, Limits
+from .limits import DATA_ALIGNMENT, FORMAT_VERSION, MSGPACK_MAGIC, Limits, version_of
 from .tensors import Budget, decode_record, normalized, string_elements
 
 PREFIX = struct.Struct("<6sI")
@@ -58,17 +58,17 @@ def pack(doc: dict, arrays: list) -> list:
             size += array.nbytes
     document = msgpack.packb({**doc, "tensors": records}, use_bin_type=True,
                              unicode_errors="surrogatepass")
-    return seal(document, data_chunks)
+    return seal(document, data_chunks, version_of(doc))
 
 
-def seal(document: bytes, data_chunks: list) -> list:
+def seal(document: bytes, data_chunks: list, version: int = FORMAT_VERSION) -> list:
     """Header + document + padding + data, with lengths and CRCs filled in."""
     data_crc, data_length = 0, 0
     for chunk in data_chunks:
         data_crc = zlib.crc32(chunk, data_crc)
         data_length += len(chunk)
     data_offset = _align(HEADER_SIZE + len(document))
-    header = PREFIX.pack(MSGPACK_MAGIC, FORMAT_VERSION) + LAYOUT.pack(
+    header = PREFIX.pack(MSGPACK_MAGIC, version) + LAYOUT.pack(
         len(document), zlib.crc32(document), data_offset, data_length, data_crc)
     gap = bytes(data_offset - HEADER_SIZE - len(document))
     return [header, document, gap, *data_chunks]

@@ -16,6 +16,7 @@ import numpy as np
 from ...ir import Graph, Node, TensorType, Value
 from ..base import Executable, Target
 from .lower import LoweringError, static_dims
+from .saved_plan import saved_segments, segment_data
 from .segments import Segment, split_segments
 from .specialize import shape_deciding_inputs, specialize
 from .table import LOWERINGS
@@ -49,9 +50,19 @@ class CpuTarget(Target):
                 raise LoweringError(
                     f"the cpu target has no kernel for {', '.join(ops)} (first: node "
                     f"{missing[0].name!r}); compile(..., fallback='ref') runs them on ref")
-        tune = ("exhaustive" if options.get("exhaustive_tune")
-                else "lookup" if options.get("tuning", True) else "off")
-        return CpuExecutable(graph, fallback == "ref", tune)
+        return CpuExecutable(graph, fallback == "ref", _tune_mode(options))
+
+    def from_saved(self, graph: Graph, options: dict, items: list) -> "CpuExecutable":
+        """The executable of a loaded program from its saved plan (saved_plan.py): no
+        lowering, the kernels take the saved packed constants back. The caller has checked
+        that the saved plan_key() equals this machine's."""
+        return CpuExecutable(graph, options.get("fallback") == "ref", _tune_mode(options),
+                             saved=items)
+
+
+def _tune_mode(options: dict) -> str:
+    return ("exhaustive" if options.get("exhaustive_tune")
+            else "lookup" if options.get("tuning", True) else "off")
 
 
 def unsupported_nodes(graph: Graph, static: bool = True) -> list[Node]:
@@ -70,7 +81,8 @@ class CpuExecutable(Executable):
     """Plans keyed by the input shapes and, for the small integer inputs that decide shapes
     (found on the first plan), their values."""
 
-    def __init__(self, graph: Graph, fallback: bool, tune: str = "lookup"):
+    def __init__(self, graph: Graph, fallback: bool, tune: str = "lookup",
+                 saved: list | None = None):
         self.graph = graph
         self.fallback = fallback
         self.tune = tune  # graphkiln.tuning mode: "lookup", "exhaustive" or "off"
@@ -78,7 +90,15 @@ class CpuExecutable(Executable):
         self.profiling = False
         self.value_inputs: list[int] = []
         self._plans: OrderedDict[tuple, list[Segment]] = OrderedDict()
-        if _static(graph.inputs):
+        self.plan_source = "lowered"   # "saved": the first plan came from a saved program
+        if saved is not None:
+            if not _static(graph.inputs):
+                raise LoweringError("a saved plan needs a graph whose inputs have static shapes")
+            shapes = tuple(static_dims(v) for v in graph.inputs)
+            self._plans[(shapes, ())] = saved_segments(saved, self.threads, list(graph.inputs),
+                                                       list(graph.outputs))
+            self.plan_source = "saved"
+        elif _static(graph.inputs):
             shapes = tuple(static_dims(v) for v in graph.inputs)
             if not self._needs_values(self.graph, shapes):
                 self._segments(shapes, None)
@@ -118,6 +138,15 @@ class CpuExecutable(Executable):
         if len(self._plans) > MAX_PLANS:
             self._plans.popitem(last=False)
         return segments
+
+    def saved_plan(self) -> list | None:
+        """The plan made for the graph's static input shapes as data to save (see
+        saved_plan.py), or None when there is none (dynamic shapes, plans per input value)."""
+        if not _static(self.graph.inputs) or self.value_inputs:
+            return None
+        shapes = tuple(static_dims(v) for v in self.graph.inputs)
+        segments = self._plans.get((shapes, ()))
+        return None if segments is None else [segment_data(s) for s in segments]
 
     def run(self, inputs) -> list:
         arrays = [np.asarray(a, order="C") for a in inputs]

@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""A compiled cpu program's plans as plain data, to save with it and build again without
+lowering: per plan segment the executor's steps, constants, arena size and the constants
+its kernels packed (oneDNN weights in the primitive's layout), which the kernels take back
+as they are instead of reordering the weights again.
+
+Such data is only valid where the kernels would pack the same way: `plan_key()` names the
+CPU ISA oneDNN dispatches to, the oneDNN version and the graphkiln version. A loader uses a
+saved plan only where the key is equal; elsewhere it lowers the compiled graph again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...ir import DType, Node, Value
+from ...version import __version__
+from .plan import Plan
+from .segments import RefSegment, Segment
+
+
+def plan_key() -> dict:
+    """What a saved plan depends on beyond the graph: the ISA oneDNN dispatches to (its
+    effective ISA, so ONEDNN_MAX_CPU_ISA counts), the oneDNN version, graphkiln's version."""
+    from ..._native import load_core
+
+    core = load_core()
+    return {"isa": core.cpu_isa(), "onednn": core.onednn_version(), "graphkiln": __version__}
+
+
+@dataclass
+class SavedPlan:
+    """One plan segment as the executor takes it. Step dicts are plan.executor_steps()'s,
+    with "packed": [(layout, uint8 array)] where the step's kernel packed constants."""
+
+    inputs: list[Value]
+    outputs: list[Value]
+    steps: list[dict]
+    constants: list[np.ndarray]
+    arena_bytes: int
+    input_specs: list[tuple[DType, list[int]]]
+    output_specs: list[tuple[DType, list[int]]]
+    packed: dict[int, list] = field(default_factory=dict)
+
+
+def saved_plan(segment) -> SavedPlan:
+    """The data of a built PlanSegment (or of a SavedPlanSegment, which keeps its own)."""
+    if isinstance(segment, SavedPlanSegment):
+        return segment.saved
+    plan: Plan = segment.plan
+    spec = lambda slots: [(plan.slots[s].dtype, list(plan.slots[s].dims)) for s in slots]
+    packed = {index: [(layout, array) for layout, array in items]
+              for index, items in segment.executor.packed_constants()}
+    return SavedPlan(list(segment.inputs), list(segment.outputs), plan.executor_steps(),
+                     list(plan.constants), int(plan.arena_bytes), spec(plan.input_slots),
+                     spec(plan.output_slots), packed)
+
+
+class SavedPlanSegment(Segment):
+    """A plan segment built from saved data: no lowering, packed constants given back."""
+
+    def __init__(self, saved: SavedPlan, threads: int):
+        from ..._native import load_core
+
+        self.saved = saved
+        self.inputs, self.outputs = saved.inputs, saved.outputs
+        self.input_dtypes = [v.type.dtype.numpy for v in saved.inputs]
+        steps = [dict(step, packed=saved.packed[i]) if i in saved.packed else step
+                 for i, step in enumerate(saved.steps)]
+        specs = lambda items: [(dtype.numpy, list(dims)) for dtype, dims in items]
+        self.executor = load_core().Executor(steps, saved.constants, saved.arena_bytes,
+                                             specs(saved.input_specs), specs(saved.output_specs),
+                                             threads)
+        self.num_steps = len(saved.steps)
+        self.arena_bytes = saved.arena_bytes
+
+    @property
+    def reused_packings(self) -> int:
+        """How many saved packed constants the kernels took as they are."""
+        return self.executor.reused_packings
+
+    def set_profiling(self, on: bool) -> None:
+        self.executor.set_profiling(on)
+
+    def step_times(self) -> list:
+        return self.executor.step_times()
+
+    def run(self, env: dict) -> None:
+        arrays = [np.asarray(env[v], dtype=dt, order="C")
+                  for v, dt in zip(self.inputs, self.input_dtypes)]
+        env.update(zip(self.outputs, self.executor.run(arrays)))
+
+
+def saved_segments(items: list, threads: int, graph_inputs: list[Value],
+                   graph_outputs: list[Value]) -> list[Segment]:
+    """Segments from saved data: a SavedPlan, or a list of nodes the ref target runs."""
+    segments: list[Segment] = []
+    for item in items:
+        if isinstance(item, SavedPlan):
+            segments.append(SavedPlanSegment(item, threads))
+        else:
+            segments.append(RefSegment(list(item)))
+    for s in segments:
+        s.graph_inputs, s.graph_outputs = list(graph_inputs), list(graph_outputs)
+    return segments
+
+
+def segment_data(segment) -> SavedPlan | list[Node]:
+    """What saving keeps of one segment."""
+    if isinstance(segment, RefSegment):
+        return list(segment.nodes)
+    return saved_plan(segment)
