@@ -15,8 +15,8 @@ one device-to-host copy on both sides. BERT's output is its pooled output ([batc
 Median of --runs timed runs after --warmup untimed ones. torch.compile uses mode
 "reduce-overhead" (CUDA graphs); its compile time is its first call. graphkiln's compile time
 is parse_onnx + compile with an empty kernel cache (cold: GRAPHKILN_KERNEL_CACHE set to a new
-folder) and again with that cache filled (warm). TF32: off for graphkiln (no fast_math), and
-PyTorch's own defaults (printed) on the torch side.
+folder) and again with that cache filled (warm). TF32: off on both sides (graphkiln uses it
+only with fast_math=True; PyTorch's convolutions would by default: --torch-tf32 keeps that).
 
     python3 benchmarks/gpu_vs_torch.py                       # all 8 cases
     python3 benchmarks/gpu_vs_torch.py --models resnet50 --precisions fp16 --no-torch-compile
@@ -88,7 +88,20 @@ def median_ms(fn, warmup: int, runs: int) -> float:
     return statistics.median(times)
 
 
-def graphkiln_side(path, device_inputs, precision, cache_root, warmup, runs):
+def print_profile(steps: list[tuple[str, float]], top: int = 12) -> None:
+    """Device time per kernel type, and the slowest steps, of one kernel-by-kernel run."""
+    by_kernel: dict[str, list[float]] = {}
+    for name, ms in steps:
+        by_kernel.setdefault(name.split(" ")[0], []).append(ms)
+    total = sum(ms for _, ms in steps)
+    print(f"  profile: {len(steps)} steps, {total:.3f} ms kernel by kernel")
+    for kernel, times in sorted(by_kernel.items(), key=lambda kv: -sum(kv[1]))[:top]:
+        print(f"    {kernel:<20} {sum(times):8.3f} ms  {len(times):4d} steps")
+    for name, ms in sorted(steps, key=lambda s: -s[1])[:top]:
+        print(f"    slowest: {ms:8.3f} ms  {name[:90]}")
+
+
+def graphkiln_side(path, device_inputs, precision, cache_root, warmup, runs, profile=False):
     import graphkiln
 
     options = {"fp16": True} if precision == "fp16" else {}
@@ -105,6 +118,8 @@ def graphkiln_side(path, device_inputs, precision, cache_root, warmup, runs):
     out = executable.run(device_inputs)[0]
     ms = median_ms(lambda: executable.run(device_inputs), warmup, runs)
     summary = executable.plan_summary()
+    if profile:
+        print_profile(executable.profile(device_inputs))
     return {"ms": ms, "cold_s": cold, "warm_s": warm, "out": out,
             "graph": summary.get("graph", "?"), "steps": summary.get("steps")}
 
@@ -138,7 +153,8 @@ def run_case(name, batch, precision, args, cache_root, folder):
     gk_inputs = [t.cuda().contiguous() for t in inputs]  # graphkiln takes fp32 in either mode
     row = {"case": f"{name} b{batch} {precision}"}
     try:
-        gk = graphkiln_side(path, gk_inputs, precision, cache_root, args.warmup, args.runs)
+        gk = graphkiln_side(path, gk_inputs, precision, cache_root, args.warmup, args.runs,
+                            args.profile)
         scale = float(np.abs(reference).max()) or 1.0
         row.update(gk=gk["ms"], gk_cold=gk["cold_s"], gk_warm=gk["warm_s"],
                    err=float(np.abs(gk["out"] - reference).max()) / scale, graph=gk["graph"])
@@ -180,6 +196,12 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
     parser.add_argument("--no-torch-compile", action="store_true",
                         help="skip torch.compile (it takes about a minute per case)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also print graphkiln's device time per kernel type")
+    parser.add_argument("--torch-tf32", action="store_true",
+                        help="leave PyTorch's TF32 convolutions on (its default) in fp32 cases; "
+                        "by default TF32 is off on both sides, as graphkiln uses none unless "
+                        "compiled with fast_math=True")
     args = parser.parse_args()
     if args.runs < 1 or args.warmup < 0:
         parser.error("--runs must be >= 1 and --warmup >= 0")
@@ -189,6 +211,9 @@ def main() -> int:
 
     import torch
 
+    if not args.torch_tf32:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}; "
           f"torch TF32: matmul {torch.backends.cuda.matmul.allow_tf32}, "
           f"cudnn {torch.backends.cudnn.allow_tf32}; graphkiln TF32 off", flush=True)

@@ -93,6 +93,7 @@ struct GpuExecutor::Impl {
     if (stream) (void)hipStreamDestroy(stream);
   }
 
+  std::vector<const void*> stage_inputs(const std::vector<InputBuffer>& inputs, bool copy_all);
   void enqueue_steps(const std::vector<const void*>& device_inputs);
   bool capture(const std::vector<const void*>& device_inputs);
 
@@ -108,6 +109,32 @@ struct GpuExecutor::Impl {
     return nullptr;
   }
 };
+
+// Host inputs are copied into our buffers; device inputs too when copy_all (graph replay
+// needs fixed addresses), else they are read in place. Returns each input's device address.
+std::vector<const void*> GpuExecutor::Impl::stage_inputs(const std::vector<InputBuffer>& in,
+                                                         bool copy_all) {
+  if (in.size() != input_bytes.size())
+    throw std::invalid_argument("GpuExecutor: wrong number of inputs");
+  std::vector<const void*> device_inputs(in.size());
+  bool any_on_device = false;
+  for (const InputBuffer& b : in) any_on_device |= b.on_device;
+  // a device input may still be being written on its producer's stream
+  if (any_on_device) check(hipDeviceSynchronize(), "waiting for the device inputs");
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i].on_device && !copy_all) {
+      device_inputs[i] = in[i].data;
+      continue;
+    }
+    if (input_bytes[i])
+      check(hipMemcpyAsync(inputs[i].get(), in[i].data, input_bytes[i],
+                           in[i].on_device ? hipMemcpyDeviceToDevice : hipMemcpyHostToDevice,
+                           stream),
+            "copying an input to the device");
+    device_inputs[i] = inputs[i].get();
+  }
+  return device_inputs;
+}
 
 void GpuExecutor::Impl::enqueue_steps(const std::vector<const void*>& device_inputs) {
   Context ctx{stream, blas.get(), workspace.get(), workspace.size()};
@@ -231,23 +258,7 @@ void GpuExecutor::run(const std::vector<InputBuffer>& inputs,
     throw std::invalid_argument("GpuExecutor.run: wrong number of inputs or outputs");
   // A graph replays fixed addresses: device inputs are then copied into our own buffers.
   const bool graphs = m.use_graphs && m.graph_failure.empty();
-  std::vector<const void*> device_inputs(inputs.size());
-  bool any_on_device = false;
-  for (const InputBuffer& in : inputs) any_on_device |= in.on_device;
-  // a device input may still be being written on its producer's stream
-  if (any_on_device) check(hipDeviceSynchronize(), "waiting for the device inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].on_device && !graphs) {
-      device_inputs[i] = inputs[i].data;
-      continue;
-    }
-    if (m.input_bytes[i])
-      check(hipMemcpyAsync(m.inputs[i].get(), inputs[i].data, m.input_bytes[i],
-                           inputs[i].on_device ? hipMemcpyDeviceToDevice : hipMemcpyHostToDevice,
-                           m.stream),
-            "copying an input to the device");
-    device_inputs[i] = m.inputs[i].get();
-  }
+  const std::vector<const void*> device_inputs = m.stage_inputs(inputs, graphs);
   // The first run goes kernel by kernel (libraries finish their lazy set-up); the second
   // captures a graph, and that run and every later one replay it.
   if (graphs && !m.graph_exec && m.runs > 0) (void)m.capture(device_inputs);
@@ -265,6 +276,41 @@ void GpuExecutor::run(const std::vector<InputBuffer>& inputs,
   if (status != hipSuccess)
     throw std::runtime_error(m.device + ": running the plan failed: " +
                              hipGetErrorString(status));
+}
+
+std::vector<std::pair<std::string, double>> GpuExecutor::profile(
+    const std::vector<InputBuffer>& inputs) {
+  Impl& m = *impl_;
+  const std::vector<const void*> device_inputs = m.stage_inputs(inputs, false);
+  std::vector<hipEvent_t> events(m.steps.size() + 1, nullptr);
+  std::vector<std::pair<std::string, double>> times;
+  std::string failure;
+  try {
+    for (hipEvent_t& e : events) check(hipEventCreate(&e), "creating a timing event");
+    Context ctx{m.stream, m.blas.get(), m.workspace.get(), m.workspace.size()};
+    check(hipEventRecord(events[0], m.stream), "recording a timing event");
+    for (size_t s = 0; s < m.steps.size(); ++s) {
+      Impl::Step& step = m.steps[s];
+      for (size_t i = 0; i < step.inputs.size(); ++i)
+        step.in_ptrs[i] = step.present[i] ? m.resolve(step.inputs[i], device_inputs) : nullptr;
+      for (size_t i = 0; i < step.outputs.size(); ++i)
+        step.out_ptrs[i] = m.resolve(step.outputs[i], device_inputs);
+      step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data(), ctx);
+      check(hipEventRecord(events[s + 1], m.stream), "recording a timing event");
+    }
+    check(hipEventSynchronize(events.back()), "profiling the plan");
+    for (size_t s = 0; s < m.steps.size(); ++s) {
+      float ms = 0.f;
+      check(hipEventElapsedTime(&ms, events[s], events[s + 1]), "reading a timing event");
+      times.emplace_back(m.steps[s].name, ms);
+    }
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  for (hipEvent_t e : events)
+    if (e) (void)hipEventDestroy(e);
+  if (!failure.empty()) throw std::runtime_error(m.device + ": profiling failed: " + failure);
+  return times;
 }
 
 int64_t GpuExecutor::arena_bytes() const { return impl_->arena_bytes; }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/executor.hpp"
@@ -44,6 +45,10 @@ class GpuExecutor {
 
   // host_outputs[i] receives output i (output_bytes[i] bytes); returns after one sync.
   void run(const std::vector<InputBuffer>& inputs, const std::vector<void*>& host_outputs);
+
+  // One run kernel by kernel with a device timer around each step: (step, milliseconds) in
+  // plan order. Outputs are computed but not copied back. For finding slow steps.
+  std::vector<std::pair<std::string, double>> profile(const std::vector<InputBuffer>& inputs);
 
   int64_t arena_bytes() const;
   size_t num_steps() const;

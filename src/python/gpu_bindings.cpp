@@ -97,11 +97,12 @@ class PyGpuExecutor {
                                                    builtin_blas, use_graphs);
   }
 
-  py::list run(const py::list& arrays) {
+  // The run's input buffers; `held` keeps device arrays' owners alive for the run.
+  std::vector<gpu::InputBuffer> gather_inputs(const py::list& arrays,
+                                              std::vector<py::object>& held) const {
     if (arrays.size() != inputs_.size())
       throw std::invalid_argument("expected " + std::to_string(inputs_.size()) + " inputs, got " +
                                   std::to_string(arrays.size()));
-    std::vector<py::object> held;
     std::vector<gpu::InputBuffer> buffers;
     for (size_t i = 0; i < inputs_.size(); ++i) {
       py::object item = py::reinterpret_borrow<py::object>(arrays[i]);
@@ -116,6 +117,12 @@ class PyGpuExecutor {
       held.push_back(a);
       buffers.push_back({a.data(), false});
     }
+    return buffers;
+  }
+
+  py::list run(const py::list& arrays) {
+    std::vector<py::object> held;
+    const std::vector<gpu::InputBuffer> buffers = gather_inputs(arrays, held);
     py::list results;
     std::vector<void*> out_ptrs;
     for (const ArraySpec& spec : outputs_) {
@@ -128,6 +135,13 @@ class PyGpuExecutor {
       executor_->run(buffers, out_ptrs);
     }
     return results;
+  }
+
+  std::vector<std::pair<std::string, double>> profile(const py::list& arrays) {
+    std::vector<py::object> held;
+    const std::vector<gpu::InputBuffer> buffers = gather_inputs(arrays, held);
+    py::gil_scoped_release release;
+    return executor_->profile(buffers);
   }
 
   int64_t arena_bytes() const { return executor_->arena_bytes(); }
@@ -221,6 +235,8 @@ void bind_gpu_executor(py::module_& m) {
            py::arg("steps"), py::arg("constants"), py::arg("arena_bytes"), py::arg("inputs"),
            py::arg("outputs"), py::arg("builtin_blas") = false, py::arg("use_graphs") = true)
       .def("run", &PyGpuExecutor::run, py::arg("inputs"))
+      .def("profile", &PyGpuExecutor::profile, py::arg("inputs"),
+           "One run kernel by kernel, timed on the device: [(step, ms)] in plan order")
       .def_property_readonly("arena_bytes", &PyGpuExecutor::arena_bytes)
       .def_property_readonly("num_steps", &PyGpuExecutor::num_steps)
       .def_property_readonly("workspace_bytes", &PyGpuExecutor::workspace_bytes)

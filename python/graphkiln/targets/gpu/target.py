@@ -142,6 +142,15 @@ class GpuExecutable(Executable):
     def run(self, inputs) -> list:
         """numpy arrays, or device arrays (__cuda_array_interface__ / __dlpack__) read in
         place; returns numpy arrays."""
+        plan, arrays = self._plan_and_arrays(inputs)
+        return plan.executor.run(arrays)
+
+    def profile(self, inputs) -> list[tuple[str, float]]:
+        """One run kernel by kernel, each step timed on the device: [(step, ms)]."""
+        plan, arrays = self._plan_and_arrays(inputs)
+        return plan.executor.profile(arrays)
+
+    def _plan_and_arrays(self, inputs):
         values = {i: np.asarray(inputs[i]) for i in self.parameters}
         rest = [a for i, a in enumerate(inputs) if i not in values]
         shapes = tuple(tuple(int(d) for d in _shape(a)) for a in rest)
@@ -149,7 +158,7 @@ class GpuExecutable(Executable):
         # np.asarray keeps rank 0 (np.ascontiguousarray would make it rank 1)
         arrays = [a if _on_device(a) else np.asarray(a, dtype=dt, order="C")
                   for a, dt in zip(rest, plan.input_dtypes)]
-        return plan.executor.run(arrays)
+        return plan, arrays
 
     def plan_summary(self) -> dict:
         out = {"plans": len(self._plans), "precision": self.precision,
