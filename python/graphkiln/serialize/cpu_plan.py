@@ -3,6 +3,7 @@
 """The saved plan of a compiled cpu program (targets/cpu/saved_plan.py) in the document:
 
     "cpu_plan": {"key": {"isa": "avx512_core", "onednn": "3.2.0", "graphkiln": "0.1.0"},
+                 "mac": hex HMAC-SHA256 of msgpack [key, segments] (plan_secret.py),
                  "segments": [SEGMENT]}
     SEGMENT = {"kind": "plan", "inputs": [id], "outputs": [id], "arena_bytes": n,
                "constants": [tensor], "input_specs": [SPEC], "output_specs": [SPEC],
@@ -17,17 +18,21 @@
 ids are the compiled graph's value ids, tensors index the tensor table; attribute codes are
 i (int), f (float), s (str), I (ints), F (floats), S (strs). A loader checks every field
 (types, ranges, references, that each segment's inputs exist when it runs) and the C++
-executor checks that every tensor lies inside its storage; the key decides whether the
-plan is used at all (equal to this machine's) or the compiled graph is lowered again."""
+executor checks that every tensor lies inside its storage. The plan is used only where the
+key equals this machine's and the MAC matches under this installation's secret (a plan from
+elsewhere, or edited, is not trusted: kernels assume their arguments were made by the
+lowering); otherwise the compiled graph is lowered again."""
 
 from __future__ import annotations
 
+import msgpack
 import numpy as np
 
 from ..errors import GraphError
 from ..ir import DType, TensorType
 from .checks import damaged, float_to_document, need_dict, need_float, need_int, need_list, need_str
 from .limits import Limits
+from .plan_secret import mac_matches, plan_mac, plan_secret
 
 CORE_DTYPES = frozenset(("f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "u16",
                          "u32", "u64", "bool"))
@@ -52,7 +57,18 @@ def cpu_plan_document(executable, encoder, table) -> dict | None:
                     else {"kind": "ref", "nodes": [nodes[n] for n in item]} for item in items]
     except (GraphError, KeyError, TypeError, ValueError):
         return None   # the loader lowers such a program again, as for one saved without a plan
-    return {"key": plan_key(), "segments": segments}
+    secret = plan_secret()
+    if secret is None:   # a plan nobody could authenticate would never be used
+        return None
+    key = plan_key()
+    return {"key": key, "mac": plan_mac(secret, _signed_bytes(key, segments)),
+            "segments": segments}
+
+
+def _signed_bytes(key: dict, segments: list) -> bytes:
+    """What the MAC covers: the key and the segments, as msgpack (the same bytes for the
+    document saved and the one a loader decodes, from either container)."""
+    return msgpack.packb([key, segments], use_bin_type=True, unicode_errors="surrogatepass")
 
 
 def _plan_segment(saved, encoder, table) -> dict:
@@ -112,16 +128,23 @@ def read_cpu_plan(obj, graph, values: list, tensors: list, limits: Limits) -> li
     from ..targets.cpu.saved_plan import plan_key
 
     where = "compiled.cpu_plan"
-    need_dict(obj, where, ("key", "segments"))
+    need_dict(obj, where, ("key", "mac", "segments"))
     key = need_dict(obj["key"], f"{where}.key", KEY_FIELDS)
     for name in KEY_FIELDS:
         need_str(key[name], f"{where}.key.{name}", limits)
-    if key != plan_key():
-        return None
+    mac = need_str(obj["mac"], f"{where}.mac", limits)
     reader = _PlanReader(graph, values, tensors, limits)
     items = [reader.segment(item, f"{where}.segments[{i}]")
              for i, item in enumerate(need_list(obj["segments"], f"{where}.segments", limits))]
     reader.check_outputs(f"{where}.segments")
+    if key != plan_key():   # packed for another ISA or library: lowered again
+        return None
+    try:
+        signed = _signed_bytes(key, obj["segments"])
+    except (TypeError, ValueError, OverflowError):
+        raise damaged(f"{where}.segments", "cannot be encoded again") from None
+    if not mac_matches(plan_secret(), signed, mac):   # not saved here: trusted by nothing
+        return None
     return items
 
 
@@ -206,10 +229,11 @@ class _PlanReader:
         out = []
         for i, item in enumerate(need_list(obj, where, self.limits, count)):
             need_list(item, f"{where}[{i}]", self.limits, 2)
+            name = need_str(item[0], f"{where}[{i}][0]", self.limits)
             try:
-                dtype = DType(need_str(item[0], f"{where}[{i}][0]", self.limits))
+                dtype = DType(name)
             except ValueError:
-                raise damaged(f"{where}[{i}][0]", f"unknown dtype {item[0][:20]!r}") from None
+                raise damaged(f"{where}[{i}][0]", f"unknown dtype {name[:20]!r}") from None
             out.append((dtype, self.dims(item[1], f"{where}[{i}][1]", 0)))
         return out
 
