@@ -78,5 +78,32 @@ int run_executor_checks(void (*check)(bool, const char*)) {
     refused = true;
   }
   check(refused, "a constant index out of range is refused");
+
+  // storage sizes given (as the Python binding always does): a tensor reaching past the end
+  // of its storage, or naming an input that does not exist, is refused before any kernel runs
+  const auto refused_with_sizes = [&](TensorRef from, TensorRef to, std::vector<int64_t> dims) {
+    graphkiln::StorageBytes sizes;
+    sizes.checked = true;
+    sizes.inputs = {8};
+    sizes.outputs = {8};
+    std::vector<graphkiln::StepSpec> bad;
+    bad.push_back(copy_step(tensor(dims, {1}), from, tensor(dims, {1}), to));
+    try {
+      graphkiln::Executor e(std::move(bad), {}, 16, 1, sizes);
+    } catch (const std::invalid_argument&) {
+      return true;
+    }
+    return false;
+  };
+  check(!refused_with_sizes({Storage::input, 0, 0}, {Storage::output, 0, 0}, {2}),
+        "two floats fit their 8-byte storages");
+  check(refused_with_sizes({Storage::input, 0, 4}, {Storage::output, 0, 0}, {2}),
+        "an input view past the end of its storage is refused");
+  check(refused_with_sizes({Storage::input, 0, 0}, {Storage::arena, 0, 12}, {2}),
+        "an arena view past the end of the arena is refused");
+  check(refused_with_sizes({Storage::input, 3, 0}, {Storage::output, 0, 0}, {2}),
+        "an input index out of range is refused");
+  check(refused_with_sizes({Storage::input, 0, 0}, {Storage::output, 0, 0}, {3}),
+        "a tensor larger than its storage is refused");
   return 0;
 }
