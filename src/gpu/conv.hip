@@ -30,17 +30,26 @@ struct ConvShape {
   int64_t sh, sw, ph, pw, dh, dw;
 };
 
-// col[image][channel][ky][kx][oy][ox] for `images` images from x (zero where padded)
-template <typename T>
-__global__ void im2col(const T* x, T* col, ConvShape s, int64_t total) {
-  const int64_t ohw = s.oh * s.ow, khw = s.kh * s.kw;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh;
-    const int64_t k = (i / ohw) % khw, plane = i / (ohw * khw);  // image * c + channel
-    const int64_t ky = k / s.kw, kx = k % s.kw;
-    const int64_t iy = oy * s.sh - s.ph + ky * s.dh, ix = ox * s.sw - s.pw + kx * s.dw;
-    col[i] = (iy >= 0 && iy < s.h && ix >= 0 && ix < s.w) ? x[(plane * s.h + iy) * s.w + ix] : T{};
+// col[image][channel][ky][kx][oy][ox] for a chunk of images from x (zero where padded); I is
+// the index type: 32-bit whenever the chunk's col has fewer than 2^31 elements (int64
+// division is several times slower on GPUs)
+template <typename T, typename I>
+__global__ void im2col(const T* x, T* col, ConvShape s, I total) {
+  const I ow = static_cast<I>(s.ow), oh = static_cast<I>(s.oh), kw = static_cast<I>(s.kw),
+          kh = static_cast<I>(s.kh), h = static_cast<I>(s.h), w = static_cast<I>(s.w);
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    I t = i / ow;
+    const I ox = i - t * ow;
+    I u = t / oh;
+    const I oy = t - u * oh;
+    t = u / kw;
+    const I kx = u - t * kw;
+    const I plane = t / kh, ky = t - plane * kh;  // plane: image * c + channel
+    const int64_t iy = static_cast<int64_t>(oy) * s.sh - s.ph + static_cast<int64_t>(ky) * s.dh;
+    const int64_t ix = static_cast<int64_t>(ox) * s.sw - s.pw + static_cast<int64_t>(kx) * s.dw;
+    col[i] = (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                 ? x[(static_cast<int64_t>(plane) * h + iy) * w + ix] : T{};
   }
 }
 
@@ -175,7 +184,11 @@ class Conv : public Kernel {
     const int64_t image_col = s_.c * s_.kh * s_.kw * ohw;
     for (int64_t n0 = 0; n0 < s_.n; n0 += chunk_) {
       const int64_t count = std::min(chunk_, s_.n - n0), cols = count * image_col;
-      im2col<T><<<blocks_for(cols, 256), 256, 0, ctx.stream>>>(x + n0 * image_in, col, s_, cols);
+      if (cols < (int64_t{1} << 31))
+        im2col<T, uint32_t><<<blocks_for(cols, 256), 256, 0, ctx.stream>>>(
+            x + n0 * image_in, col, s_, static_cast<uint32_t>(cols));
+      else
+        im2col<T, int64_t><<<blocks_for(cols, 256), 256, 0, ctx.stream>>>(x + n0 * image_in, col, s_, cols);
       check_launch("im2col");
       if (s_.group == 1) {  // the chunk's images in one batched product
         g.stride_a = 0;

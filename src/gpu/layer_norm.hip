@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
-// LayerNormalization of f32 rows: y = (x - mean) / sqrt(var + epsilon) * scale + bias, with
-// scale and bias of the row's length (the lowering expands smaller ones). One block a row.
-// With three outputs, the row means and inverse standard deviations go to outputs 1 and 2.
+// LayerNormalization of float32 / float16 / bfloat16 rows (x, scale, bias and y of one type;
+// float32 arithmetic, one rounding per output): y = (x - mean) / sqrt(var + epsilon) * scale
+// + bias, with scale and bias of the row's length (the lowering expands smaller ones). One
+// block a row. With three outputs, the row means and inverse standard deviations (float32)
+// go to outputs 1 and 2.
 // attrs "rms" = 1: RMSNormalization (no mean is subtracted, no bias).
 #include "gpu/common.hpp"
 
 #include <cstdint>
 
 #include "gpu/block_reduce.hpp"
+#include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
 
@@ -17,17 +20,18 @@ namespace gpu {
 
 namespace {
 
-__global__ void layer_norm_rows(const float* x, const float* scale, const float* bias, float* y,
+template <typename T>
+__global__ void layer_norm_rows(const T* x, const T* scale, const T* bias, T* y,
                                 float* means, float* inv_stds, int64_t len, float epsilon,
                                 int rms) {
-  const float* row = x + blockIdx.x * len;
-  float* out = y + blockIdx.x * len;
+  const T* row = x + blockIdx.x * len;
+  T* out = y + blockIdx.x * len;
   float sum = 0.f;
-  for (int64_t j = threadIdx.x; j < len; j += blockDim.x) sum += row[j];
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x) sum += load_float(row[j]);
   const float mean = rms ? 0.f : block_reduce(sum, SumOp()) / static_cast<float>(len);
   float sq = 0.f;
   for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-    const float d = row[j] - mean;
+    const float d = load_float(row[j]) - mean;
     sq += d * d;
   }
   const float inv = rsqrtf(block_reduce(sq, SumOp()) / static_cast<float>(len) + epsilon);
@@ -36,14 +40,19 @@ __global__ void layer_norm_rows(const float* x, const float* scale, const float*
     inv_stds[blockIdx.x] = inv;
   }
   for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
-    out[j] = (row[j] - mean) * inv * scale[j] + (bias ? bias[j] : 0.f);
+    out[j] = store_float<T>((load_float(row[j]) - mean) * inv * load_float(scale[j]) +
+                            (bias ? load_float(bias[j]) : 0.f));
 }
 
 class LayerNorm : public Kernel {
  public:
   explicit LayerNorm(const KernelSpec& spec) {
     const TensorInfo& x = spec.inputs.at(0);
-    if (x.dtype != DType::f32 || !x.is_contiguous()) spec_error(spec, "needs contiguous float32");
+    dtype_ = x.dtype;
+    if (!is_float_type(dtype_) || !x.is_contiguous() || spec.outputs.at(0).dtype != dtype_ ||
+        spec.inputs.at(1).dtype != dtype_ || (spec.has_input(2) && spec.inputs[2].dtype != dtype_))
+      spec_error(spec, "needs contiguous float32, float16 or bfloat16 data, scale, bias and "
+                       "result of one type");
     rows_ = spec.attrs.get_int("rows");
     len_ = spec.attrs.get_int("len");
     epsilon_ = static_cast<float>(spec.attrs.get_float("epsilon", 1e-5));
@@ -52,15 +61,20 @@ class LayerNorm : public Kernel {
     stats_ = spec.outputs.size() == 3;
     rms_ = static_cast<int>(spec.attrs.get_int("rms", 0));
     if (spec.outputs.size() != 1 && !stats_) spec_error(spec, "expects 1 or 3 outputs");
+    if (stats_ && (spec.outputs[1].dtype != DType::f32 || spec.outputs[2].dtype != DType::f32))
+      spec_error(spec, "the mean and inverse standard deviation outputs must be float32");
   }
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
     if (rows_ * len_ == 0) return;
-    layer_norm_rows<<<static_cast<unsigned>(rows_), kRowThreads, 0, ctx.stream>>>(
-        static_cast<const float*>(inputs[0]), static_cast<const float*>(inputs[1]),
-        static_cast<const float*>(inputs[2]), static_cast<float*>(outputs[0]),
-        stats_ ? static_cast<float*>(outputs[1]) : nullptr,
-        stats_ ? static_cast<float*>(outputs[2]) : nullptr, len_, epsilon_, rms_);
+    dispatch_float(dtype_, [&](auto t) {
+      using T = decltype(t);
+      layer_norm_rows<T><<<static_cast<unsigned>(rows_), kRowThreads, 0, ctx.stream>>>(
+          static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
+          static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]),
+          stats_ ? static_cast<float*>(outputs[1]) : nullptr,
+          stats_ ? static_cast<float*>(outputs[2]) : nullptr, len_, epsilon_, rms_);
+    });
     check_launch("layer_norm_rows");
   }
 
@@ -69,6 +83,7 @@ class LayerNorm : public Kernel {
   float epsilon_ = 1e-5f;
   bool stats_ = false;
   int rms_ = 0;
+  DType dtype_ = DType::f32;
 };
 
 }  // namespace

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
-// Reduce: f32 data seen as [outer, len, inner] -> [outer, inner] (the lowering turns the
-// reduced axes, which must be adjacent, into the three sizes). attrs "op": sum, mean, max,
-// min, prod, l1, l2, sum_square, log_sum, log_sum_exp. One block a row when inner is 1.
+// Reduce: float32 / float16 / bfloat16 data (the output of the input's type; float32
+// arithmetic, one rounding) seen as [outer, len, inner] -> [outer, inner] (the lowering turns
+// the reduced axes, which must be adjacent, into the three sizes). attrs "op": sum, mean,
+// max, min, prod, l1, l2, sum_square, log_sum, log_sum_exp. One block a row when inner is 1.
 #include "gpu/common.hpp"
 
 #include <cstdint>
 #include <map>
 
 #include "gpu/block_reduce.hpp"
+#include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
 
@@ -50,28 +52,30 @@ __device__ inline float identity(int op) {
   return op == MAX ? -INFINITY : (op == MIN ? INFINITY : (op == PROD ? 1.f : 0.f));
 }
 
-__global__ void reduce_rows(const float* x, float* y, int64_t len, int op) {
-  const float* row = x + blockIdx.x * len;
+template <typename T>
+__global__ void reduce_rows(const T* x, T* y, int64_t len, int op) {
+  const T* row = x + blockIdx.x * len;
   float shift = 0.f;
   if (op == LOG_SUM_EXP) {
     float top = -INFINITY;
-    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) top = fmaxf(top, row[j]);
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) top = fmaxf(top, load_float(row[j]));
     shift = block_reduce(top, MaxOp());
     if (isinf(shift)) shift = 0.f;
   }
   float acc = identity(op);
   for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-    const float v = pre(op, row[j], shift);
+    const float v = pre(op, load_float(row[j]), shift);
     acc = op == MAX ? fmaxf(acc, v) : op == MIN ? fminf(acc, v) : op == PROD ? acc * v : acc + v;
   }
   if (op == MAX) acc = block_reduce(acc, MaxOp());
   else if (op == MIN) acc = block_reduce(acc, MinOp());
   else if (op == PROD) acc = block_reduce(acc, ProdOp());
   else acc = block_reduce(acc, SumOp());
-  if (threadIdx.x == 0) y[blockIdx.x] = post(op, acc, len, shift);
+  if (threadIdx.x == 0) y[blockIdx.x] = store_float<T>(post(op, acc, len, shift));
 }
 
-__global__ void reduce_columns(const float* x, float* y, int64_t outer, int64_t len,
+template <typename T>
+__global__ void reduce_columns(const T* x, T* y, int64_t outer, int64_t len,
                                int64_t inner, int op) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < outer * inner;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -79,15 +83,15 @@ __global__ void reduce_columns(const float* x, float* y, int64_t outer, int64_t 
     float shift = 0.f;
     if (op == LOG_SUM_EXP) {
       shift = -INFINITY;
-      for (int64_t j = 0; j < len; ++j) shift = fmaxf(shift, x[base + j * inner]);
+      for (int64_t j = 0; j < len; ++j) shift = fmaxf(shift, load_float(x[base + j * inner]));
       if (isinf(shift)) shift = 0.f;
     }
     float acc = identity(op);
     for (int64_t j = 0; j < len; ++j) {
-      const float v = pre(op, x[base + j * inner], shift);
+      const float v = pre(op, load_float(x[base + j * inner]), shift);
       acc = op == MAX ? fmaxf(acc, v) : op == MIN ? fminf(acc, v) : op == PROD ? acc * v : acc + v;
     }
-    y[i] = post(op, acc, len, shift);
+    y[i] = store_float<T>(post(op, acc, len, shift));
   }
 }
 
@@ -146,8 +150,9 @@ class Reduce : public Kernel {
         {"log_sum_exp", LOG_SUM_EXP}};
     const auto it = ops.find(spec.attrs.get_str("op"));
     if (it == ops.end()) spec_error(spec, "unknown reduction " + spec.attrs.get_str("op"));
-    if (spec.inputs.at(0).dtype != DType::f32 || !spec.inputs[0].is_contiguous())
-      spec_error(spec, "needs contiguous float32");
+    dtype_ = spec.inputs.at(0).dtype;
+    if (!is_float_type(dtype_) || spec.outputs.at(0).dtype != dtype_ || !spec.inputs[0].is_contiguous())
+      spec_error(spec, "needs contiguous float32, float16 or bfloat16 data and a result of its type");
     op_ = it->second;
     outer_ = spec.attrs.get_int("outer");
     len_ = spec.attrs.get_int("len");
@@ -155,19 +160,23 @@ class Reduce : public Kernel {
   }
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
-    const float* x = static_cast<const float*>(inputs[0]);
-    float* y = static_cast<float*>(outputs[0]);
     if (outer_ * inner_ == 0) return;
-    if (inner_ == 1 && len_ >= 64)
-      reduce_rows<<<static_cast<unsigned>(outer_), kRowThreads, 0, ctx.stream>>>(x, y, len_, op_);
-    else
-      reduce_columns<<<blocks_for(outer_ * inner_, 256), 256, 0, ctx.stream>>>(x, y, outer_, len_,
-                                                                                inner_, op_);
+    dispatch_float(dtype_, [&](auto t) {
+      using T = decltype(t);
+      const T* x = static_cast<const T*>(inputs[0]);
+      T* y = static_cast<T*>(outputs[0]);
+      if (inner_ == 1 && len_ >= 64)
+        reduce_rows<T><<<static_cast<unsigned>(outer_), kRowThreads, 0, ctx.stream>>>(x, y, len_, op_);
+      else
+        reduce_columns<T><<<blocks_for(outer_ * inner_, 256), 256, 0, ctx.stream>>>(
+            x, y, outer_, len_, inner_, op_);
+    });
     check_launch("reduce");
   }
 
  private:
   int op_ = SUM;
+  DType dtype_ = DType::f32;
   int64_t outer_ = 1, len_ = 1, inner_ = 1;
 };
 

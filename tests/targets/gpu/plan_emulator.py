@@ -249,7 +249,8 @@ class Emulator:
         k = np.array(self.view(ins[1], (B, Hk, T, D), (*a["k_strides"], 1)), np.float64)
         v = np.array(self.view(ins[2], (B, Hk, T, Dv), (*a["v_strides"], 1)), np.float64)
         k, v = np.repeat(k, H // Hk, axis=1), np.repeat(v, H // Hk, axis=1)
-        raw = a["scale"] * q @ np.swapaxes(k, -1, -2)
+        # scores and softmax in float32; the probabilities rounded to the operands' type
+        raw = (a["scale"] * q @ np.swapaxes(k, -1, -2)).astype(np.float32).astype(np.float64)
         cap = a.get("softcap", 0.0)
         capped = cap * np.tanh(raw / cap) if cap else raw
         s = capped
@@ -275,6 +276,7 @@ class Emulator:
         e = np.exp(s - top)
         tot = e.sum(-1, keepdims=True)
         p = np.where(tot > 0, e / np.where(tot > 0, tot, 1), 0)
+        p = p.astype(np.float32).astype(NUMPY[ins[0]["dtype"]]).astype(np.float64)
         y = p @ v
         out = self.view(step["outputs"][0], (B, H, S, Dv), (*a["y_strides"], 1))
         out[...] = y.astype(np.float32)

@@ -12,6 +12,7 @@ roundings compound through a network); fast_math (TF32, 10 mantissa bits) 5e-3."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ node = helper.make_node
 F32 = np.float32
 TOL = {"fp16": 1e-2, "bf16": 5e-2}
 HALF = {"fp16": "f16", "bf16": "bf16"}
-MODELS = Path("/work/models")
+MODELS = Path(os.environ.get("GRAPHKILN_REAL_MODELS", "/work/models"))  # NAME.onnx + NAME.npz
 
 
 class _Executor(Emulator):
@@ -74,8 +75,9 @@ def steps(executable, kernel: str) -> list[dict]:
 
 
 def step_dtypes(executable, kernel: str) -> set[str]:
+    """The float types of a kernel's tensors (masks and indices left out)."""
     return {t["dtype"] for s in steps(executable, kernel) for t in (*s["inputs"], *s["outputs"])
-            if t is not None}
+            if t is not None and t["dtype"] in ("f32", "f16", "bf16")}
 
 
 def check_half(onnx_model, feeds, mode, kernels):
@@ -161,6 +163,66 @@ def test_pool_half(op, attrs, mode):
     check_half(program_in_half, feeds, mode, [op])
 
 
+ATTENTIONS = {
+    # name: (q, k, v shapes, attributes, mask shape and kind or None)
+    "bhsd_flat": (((3, 2, 5, 8), (3, 2, 6, 8), (3, 2, 6, 4)), {}, ((3, 1, 5, 6), "float")),
+    "bsd_loop_heads": (((3, 5, 16), (3, 6, 16), (3, 6, 16)),
+                       dict(q_num_heads=2, kv_num_heads=2), ((5, 6), "bool")),
+    "bsd_loop_batch": (((1, 5, 24), (1, 7, 24), (1, 7, 24)),
+                       dict(q_num_heads=3, kv_num_heads=3, is_causal=1), None),
+    "grouped": (((2, 4, 5, 8), (2, 2, 5, 8), (2, 2, 5, 8)), dict(is_causal=1),
+                ((2, 4, 5, 5), "float")),
+}
+
+
+@pytest.mark.parametrize("mode", ["fp16", "bf16"])
+@pytest.mark.parametrize("name", sorted(ATTENTIONS))
+def test_attention_half(name, mode):
+    (qs, ks, vs), attrs, mask = ATTENTIONS[name]
+    ins = {"q": (qs, F32), "k": (ks, F32), "v": (vs, F32)}
+    feeds = {n: rand(shape, i + 40, -1, 1) for i, (n, (shape, _)) in enumerate(ins.items())}
+    names = ["q", "k", "v"]
+    if mask is not None:
+        shape, kind = mask
+        if kind == "bool":
+            feeds["m"] = rand(shape, 50, 0, 2, np.int64).astype(bool)
+            feeds["m"][..., 0] = True
+        else:
+            feeds["m"] = rand(shape, 50, -4, 0)
+        ins["m"] = (shape, feeds["m"].dtype)
+        names.append("m")
+    program = model([node("Attention", names, ["y"], **attrs)], ins, {"y": (None, F32)})
+    _, executable = check_half(program, feeds, mode, ["Attention"])
+    if mask is not None and mask[1] == "float":  # the additive mask was converted too
+        assert steps(executable, "Attention")[0]["inputs"][3]["dtype"] == HALF[mode]
+
+
+ROW_OPS = {
+    # name: (node after x @ w, its kernel, extra initializers); x @ w is [2, 3, 5, 70]
+    "softmax_rows": (node("Softmax", ["h"], ["y"], axis=-1), "Softmax", {}),
+    "softmax_columns": (node("Softmax", ["h"], ["y"], axis=1), "Softmax", {}),
+    "log_softmax": (node("LogSoftmax", ["h"], ["y"], axis=-1), "LogSoftmax", {}),
+    "layer_norm": (node("LayerNormalization", ["h", "g", "b"], ["y"], axis=-1, epsilon=1e-5),
+                   "LayerNormalization", {"g": rand((70,), 60, 0.5, 1.5), "b": rand((70,), 61)}),
+    "reduce_mean_rows": (node("ReduceMean", ["h", "ax"], ["y"]), "Reduce",
+                         {"ax": np.array([-1], np.int64)}),
+    "reduce_max_columns": (node("ReduceMax", ["h", "ax"], ["y"], keepdims=0), "Reduce",
+                           {"ax": np.array([1], np.int64)}),
+    "global_average_pool": (node("GlobalAveragePool", ["h"], ["y"]), "Reduce", {}),
+}
+
+
+@pytest.mark.parametrize("mode", ["fp16", "bf16"])
+@pytest.mark.parametrize("name", sorted(ROW_OPS))
+def test_row_kernels_half(name, mode):
+    """Kernels that read and write half and compute in float32, after a half MatMul."""
+    op, kernel, inits = ROW_OPS[name]
+    program = model([node("MatMul", ["x", "w"], ["h"]), op], {"x": ((2, 3, 5, 8), F32)},
+                    {"y": (None, F32)}, opset=18,
+                    inits={"w": rand((8, 70), 62, -0.5, 0.5), **inits})
+    check_half(program, {"x": rand((2, 3, 5, 8), 63)}, mode, [kernel])
+
+
 def test_fast_math_rounds_float32_products_to_tf32():
     a, b = rand((8, 64), 1), rand((64, 9), 2)
     program = model([node("MatMul", ["a", "b"], ["y"])], {"a": ((8, 64), F32), "b": ((64, 9), F32)},
@@ -210,15 +272,18 @@ def test_graph_edges_stay_float32_and_outputs_keep_their_names():
 
 
 def test_sensitive_ops_and_unrepresentable_constants_stay_float32():
-    # x @ w -> Where(mask, scores, -1e30) -> Softmax: the fill value overflows float16 (the
-    # Where stays float32 there) but not bfloat16; Softmax is float32 in both
+    # x @ w -> Where(mask, scores, -1e30) -> Softmax, and ReduceSum(scores): the fill value
+    # overflows float16 (the Where stays float32 there, and the Softmax after it) but not
+    # bfloat16 (Softmax follows in bfloat16: its kernel computes in float32); ReduceSum is
+    # float32 in both
     mask = rand((4, 6), 3, 0, 2, np.int64).astype(bool)
     program = model([node("MatMul", ["x", "w"], ["s"]),
                      node("Where", ["mask", "s", "fill"], ["m"]),
-                     node("Softmax", ["m"], ["y"], axis=-1)],
-                    {"x": ((4, 5), F32)}, {"y": (None, F32)},
+                     node("Softmax", ["m"], ["y"], axis=-1),
+                     node("ReduceSum", ["s", "axes"], ["t"], keepdims=0)],
+                    {"x": ((4, 5), F32)}, {"y": (None, F32), "t": (None, F32)},
                     inits={"w": rand((5, 6), 1), "mask": mask,
-                           "fill": np.array(-1e30, F32)})
+                           "fill": np.array(-1e30, F32), "axes": np.array([1], np.int64)})
     feeds = {"x": rand((4, 5), 2)}
     ref = reference(program, feeds)
     for mode, where_type in (("fp16", DType.f32), ("bf16", DType.bf16)):
@@ -226,9 +291,11 @@ def test_sensitive_ops_and_unrepresentable_constants_stay_float32():
                                  False, False)
         found = {n.op: n for n in _all_nodes(graph)}
         assert found["Where"].outputs[0].type.dtype == where_type
-        assert found["Softmax"].outputs[0].type.dtype == DType.f32
+        assert found["Softmax"].outputs[0].type.dtype == where_type
+        assert found["ReduceSum"].outputs[0].type.dtype == DType.f32
         got, executable = emulate(program, feeds, **{mode: True})
-        assert step_dtypes(executable, "Softmax") == {"f32"}
+        assert step_dtypes(executable, "Softmax") == {where_type.name}
+        assert step_dtypes(executable, "Reduce") == {"f32"}
         compare(got, ref, TOL[mode], TOL[mode])
 
 
@@ -329,7 +396,7 @@ def test_bert_like_network(mode):
     program, feeds = bert_like()
     got, executable = emulate(program, feeds, **{mode: True})
     compare(got, reference(program, feeds), TOL[mode], TOL[mode])
-    assert step_dtypes(executable, "LayerNormalization") == {"f32"}
+    assert step_dtypes(executable, "LayerNormalization") == {HALF[mode]}
     half_gemms = [s for s in steps(executable, "Gemm") + steps(executable, "Attention")
                   if s["inputs"][0]["dtype"] == HALF[mode]]
     assert half_gemms, "no matrix product ran in half precision"

@@ -1,20 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Attention on the gpu target: float32 Q, K, V in [B, S, H*D] or [B, H, S, D] form, an
-optional bool or float mask, causal or not, soft cap, sliding window, grouped-query heads,
-past key / value (concatenated here into present_key / present_value, which the kernel then
-reads) and the qk_matmul_output stages; float16 operands are converted to float32
-around the float32 kernel (as the ref target computes them). Not supported: nonpad_kv_seqlen and a
-softmax_precision other than float. Each operand is described to the kernel by (batch,
-head, row) strides."""
+"""Attention on the gpu target: Q, K, V (float32, float16 or bfloat16, one type for them and
+the outputs) in [B, S, H*D] or [B, H, S, D] form, an optional bool or float mask, causal or
+not, soft cap, sliding window, grouped-query heads, past key / value (concatenated here into
+present_key / present_value, which the kernel then reads) and the qk_matmul_output stages.
+The kernel computes scores and softmax in float32 and rounds the probabilities to the
+operands' type before the second product (src/gpu/attention.hip). Not supported:
+nonpad_kv_seqlen and a softmax_precision other than float. Each operand is described to the
+kernel by (batch, head, row) strides."""
 
 from __future__ import annotations
 
 import math
 
-from ...ir import DType, Node, TensorType, Value
+from ...ir import DType, Node
 from ..cpu.lower import LoweringContext, static_dims
-from ..cpu.lower_pointwise import OP
 from .lower_tensor import _strides, emit_copy
 
 
@@ -33,7 +33,7 @@ def _present(ctx: LoweringContext, node: Node, past, new, heads, out_value, name
     (b, h, t, d), strides = _layout(static_dims(new), heads)
     p = static_dims(past)[2] if past is not None else 0
     dims = (b, h, p + t, d)
-    slot = ctx.output(out_value) if out_value is not None else ctx.temp(DType.f32, dims)
+    slot = ctx.output(out_value) if out_value is not None else ctx.temp(new.type.dtype, dims)
     dst = _strides(dims)
     if past is not None:
         emit_copy(ctx, ctx.input(past), slot, static_dims(past), _strides(static_dims(past)),
@@ -92,6 +92,8 @@ def _supported(node: Node) -> bool:
         return False
     values = [v for v in (*node.inputs, *node.outputs) if v is not None]
     mask = node.inputs[3] if len(node.inputs) > 3 else None
+    if len({v.type.dtype for v in values if v is not mask}) != 1:
+        return False
     if any(v.type.dtype not in _FLOATS for v in values if v is not mask):
         return False
     if mask is not None and mask.type.dtype not in (*_FLOATS, DType.bool):
@@ -102,42 +104,8 @@ def _supported(node: Node) -> bool:
     return qh is not None and kh is not None and kh > 0 and qh % kh == 0
 
 
-_FLOATS = (DType.f32, DType.f16)  # bfloat16: the expected outputs round between steps
-_HALF = (DType.f16,)
+_FLOATS = (DType.f32, DType.f16, DType.bf16)
 
+lower_attention.supports = _supported
 
-def _convert(ctx: LoweringContext, src: int, dst: int, name: str) -> None:
-    """dst = src converted (a Pointwise program of one move: converted on load and store)."""
-    ctx.emit("Pointwise", [src], [dst],
-             {"program": [OP["Mov"], 1, 0, -1, -1], "params": [0.0, 0.0], "num_regs": 2,
-              "result": 1, "compute": "f32"}, name)
-
-
-def lower_attention_any(node: Node, ctx: LoweringContext) -> None:
-    """Half-precision operands through float32 copies; float32 straight to the kernel."""
-    half = lambda v: v is not None and v.type.dtype in _HALF  # noqa: E731
-    if not any(half(v) for v in (*node.inputs, *node.outputs)):
-        return lower_attention(node, ctx)
-    inputs, outputs, back = [], [], []
-    for v in node.inputs:
-        if half(v):
-            wide = Value(f"{v.name}/f32", TensorType(DType.f32, static_dims(v)))
-            slot = ctx.temp(DType.f32, static_dims(v))
-            _convert(ctx, ctx.input(v), slot, f"{node.name}/{v.name}/f32")
-            ctx.bind(wide, slot)
-            v = wide
-        inputs.append(v)
-    for v in node.outputs:
-        if half(v):
-            wide = Value(f"{v.name}/f32", TensorType(DType.f32, static_dims(v)))
-            back.append((wide, v))
-            v = wide
-        outputs.append(v)
-    lower_attention(Node("Attention", inputs, outputs, dict(node.attrs), node.name), ctx)
-    for wide, v in back:
-        _convert(ctx, ctx.slot_of(wide), ctx.output(v), f"{node.name}/{v.name}")
-
-
-lower_attention_any.supports = _supported
-
-LOWERINGS = {"Attention": lower_attention_any}
+LOWERINGS = {"Attention": lower_attention}

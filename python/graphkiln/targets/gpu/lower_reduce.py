@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Reductions on the gpu target (float32): Reduce*, global pooling, Softmax, LogSoftmax and
+"""Reductions on the gpu target: Reduce*, global pooling, Softmax, LogSoftmax and
 LayerNormalization, each as data seen as [outer, len, inner] (the reduced axes must be
-adjacent once size-1 dims are ignored)."""
+adjacent once size-1 dims are ignored). Float32, float16 or bfloat16 (the result of the
+input's type, float32 arithmetic in the kernels; LayerNormalization's mean and inverse
+standard deviation outputs float32); ArgMax / ArgMin float32."""
 
 from __future__ import annotations
 
@@ -18,8 +20,13 @@ REDUCE_OPS = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "Red
               "GlobalMaxPool": "max"}
 
 
-def _f32(node: Node) -> bool:
-    return all(v is None or v.type.dtype == DType.f32 for v in (node.inputs[0], node.outputs[0]))
+FLOATS = (DType.f32, DType.f16, DType.bf16)
+
+
+def _float(node: Node) -> bool:
+    """Input 0 and output 0 of one float type."""
+    return (node.inputs[0].type.dtype in FLOATS
+            and node.outputs[0].type.dtype == node.inputs[0].type.dtype)
 
 
 def _axes(node: Node, rank: int) -> list[int] | None:
@@ -65,7 +72,7 @@ def lower_reduce(node: Node, ctx: LoweringContext) -> None:
 
 
 def _reduce_ok(node: Node) -> bool:
-    if not _f32(node):
+    if not _float(node):
         return False
     dims = static_dims(node.inputs[0])
     axes = _axes(node, len(dims))
@@ -87,7 +94,7 @@ def _full(ctx: LoweringContext, value, dims_tail):
         return None
     if static_dims(value) == tuple(dims_tail):
         return ctx.input(value)
-    data = np.broadcast_to(np.asarray(value.constant, np.float32), dims_tail)
+    data = np.broadcast_to(np.asarray(value.constant, value.type.dtype.numpy), dims_tail)
     return ctx.constant(np.ascontiguousarray(data))
 
 
@@ -109,14 +116,17 @@ def lower_layer_norm(node: Node, ctx: LoweringContext) -> None:
 
 
 def _layer_norm_ok(node: Node) -> bool:
-    if not all(v is None or v.type.dtype == DType.f32 for v in (node.inputs[0], *node.outputs)):
+    dtype = node.inputs[0].type.dtype
+    if dtype not in FLOATS or node.outputs[0].type.dtype != dtype:
+        return False
+    if any(v is not None and v.type.dtype != DType.f32 for v in node.outputs[1:]):
         return False
     dims = static_dims(node.inputs[0])
     tail = tuple(dims[node.attrs.get("axis", -1) % len(dims):])
     for v in node.inputs[1:]:
         if v is not None and static_dims(v) != tail and v.constant is None:
             return False
-        if v is not None and v.type.dtype != DType.f32:
+        if v is not None and v.type.dtype != dtype:
             return False
     return True
 
@@ -149,7 +159,7 @@ def _arg_ok(node: Node) -> bool:
 lower_reduce.supports = _reduce_ok
 lower_rms_norm.supports = _layer_norm_ok
 lower_arg_reduce.supports = _arg_ok
-lower_softmax.supports = _f32
+lower_softmax.supports = _float
 lower_layer_norm.supports = _layer_norm_ok
 
 LOWERINGS = {op: lower_reduce for op in REDUCE_OPS}

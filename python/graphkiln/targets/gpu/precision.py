@@ -6,11 +6,18 @@ float16 or bfloat16, accumulation in float32, numerically sensitive ops in float
 Policy, node by node in execution order (run before the fusion passes, so the Casts it
 inserts fuse into the neighbouring pointwise kernels):
 - anchors (Conv, ConvTranspose, MatMul, Gemm, Attention) always run in half: their float32
-  inputs are cast (constants converted once, at compile time); the GPU kernels accumulate
-  in float32 (cuBLAS compute type 32F, the builtin GEMM, direct kernels) and round once;
-- FP32_OPS (normalizations, Softmax / LogSoftmax, reductions incl. global pooling, Exp,
-  Log, Pow, Reciprocal, cumulative sums, losses, CastLike) always run in float32: a half
-  input is cast back first;
+  inputs are cast (constants converted once, at compile time; a constant that would
+  overflow stays float32, which Attention takes for its mask); the GPU kernels accumulate
+  in float32 (cuBLAS compute type 32F, the builtin GEMM, direct kernels) and round once
+  (Attention: scores and softmax in float32, probabilities rounded to half for P V);
+- FP32_OPS (sums and products over many elements that could overflow half: ReduceSum,
+  ReduceSumSquare, ReduceL1 / L2, ReduceProd, ReduceLogSum(Exp); Exp, Log, Pow,
+  Reciprocal, cumulative sums, Instance / Group / Batch / Lp normalization, losses,
+  CastLike) always run in float32: a half input is cast back first;
+- normalizations and softmax (LayerNormalization, RMSNormalization, Softmax, LogSoftmax)
+  and ReduceMean / Max / Min, global average / max pooling follow their inputs like the ops
+  below, with kernels that read and write half but keep their statistics, exponentials
+  and sums in float32;
 - any other op follows its inputs: half when every non-constant float input is already
   half (or it reads only constants), float32 when one is float32 (mixing promotes, as in
   PyTorch autocast). A follow op reading a float32 constant that would overflow or flush
@@ -39,14 +46,16 @@ HALF_TYPES = {"fp16": DType.f16, "bf16": DType.bf16}
 
 ANCHORS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "Attention"})
 FP32_OPS = frozenset({
-    "LayerNormalization", "RMSNormalization", "SimplifiedLayerNormalization",
-    "InstanceNormalization", "GroupNormalization", "BatchNormalization", "LpNormalization",
-    "Softmax", "LogSoftmax", "Hardmax",
-    "ReduceMean", "ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum",
-    "ReduceLogSumExp", "ReduceProd", "GlobalAveragePool", "GlobalLpPool", "LpPool",
+    "SimplifiedLayerNormalization", "InstanceNormalization", "GroupNormalization",
+    "BatchNormalization", "LpNormalization", "Hardmax",
+    "ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum",
+    "ReduceLogSumExp", "ReduceProd", "GlobalLpPool", "LpPool",
     "Exp", "Log", "Pow", "Reciprocal", "CumSum", "CumProd",
     "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "CastLike",
 })
+# follow ops whose half kernels read and write half but compute in float32 (row statistics,
+# exponentials and their sums never round to half): LayerNormalization, RMSNormalization,
+# Softmax, LogSoftmax, ReduceMean / Max / Min, GlobalAveragePool / GlobalMaxPool
 # ops that read any element type as it is (the value, not its rounding, matters)
 READ_AS_IS = frozenset({"Cast", "Shape", "Size"})
 # ops whose float inputs are not all data of the output's type: the data input indices
@@ -131,6 +140,8 @@ class _Rewrite:
                 placeholders[i] = Value(f"{v.name}/half", half_type)
                 continue
             if not _representable(v.constant, self.half, strict=not anchor):
+                if anchor:  # left in float32: the lowering says whether it takes the mix
+                    continue
                 return False
             const = Node("Constant", [], [], {"value": _narrow(v.constant, self.half)})
             const.outputs = [Value(f"{v.name}/half", half_type, const)]
