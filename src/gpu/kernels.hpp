@@ -23,6 +23,8 @@ std::unique_ptr<Kernel> make_layer_norm(const KernelSpec& spec);    // layer_nor
 std::unique_ptr<Kernel> make_reduce(const KernelSpec& spec);        // reduce.hip
 std::unique_ptr<Kernel> make_arg_reduce(const KernelSpec& spec);    // reduce.hip
 std::unique_ptr<Kernel> make_attention(const KernelSpec& spec);     // attention.hip
+// the fused kernel where it applies, else make_attention             // attention_flash.hip
+std::unique_ptr<Kernel> make_attention_fused_or_not(const KernelSpec& spec);
 std::unique_ptr<Kernel> make_cast_lookup(const KernelSpec& spec);   // bytes.hip
 std::unique_ptr<Kernel> make_cast_steps(const KernelSpec& spec);    // bytes.hip
 std::unique_ptr<Kernel> make_cast_sub_byte_int(const KernelSpec& spec);  // bytes.hip

@@ -21,7 +21,7 @@ const std::map<std::string, Factory>& table() {
       {"MaxPool", make_max_pool},           {"AveragePool", make_average_pool},
       {"Softmax", make_softmax},            {"LogSoftmax", make_log_softmax},
       {"LayerNormalization", make_layer_norm}, {"Reduce", make_reduce},
-      {"Attention", make_attention},        {"Trilu", make_trilu},
+      {"Attention", make_attention_fused_or_not},        {"Trilu", make_trilu},
       {"GatherElements", make_gather_elements}, {"ArgReduce", make_arg_reduce},
       {"CastLookup", make_cast_lookup},     {"CastSteps", make_cast_steps},
       {"CastSubByteInt", make_cast_sub_byte_int}, {"Bitwise", make_bitwise},

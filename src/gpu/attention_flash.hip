@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// Attention as one fused kernel (flash-style): scores, mask, softmax and P V for a tile of
+// query rows in one pass over the keys, with a running maximum and sum per row, so the
+// [rows, keys] score matrix never reaches memory. Same step contract as attention.hip (the
+// lowering's "Attention" step: batch / heads / kv_heads / q_seq / kv_seq / head_dim / v_dim,
+// (batch, head, row) strides with contiguous features, scale, soft cap, causal frontier,
+// sliding window, optional float or bool mask); steps that ask for the scores as a second
+// output, or head sizes over kMaxDim, go to attention.hip instead.
+//
+// A block holds kWarps warps on one (batch, head); each warp owns kRowsPerWarp query rows.
+// Keys go by in chunks of 32, staged in shared memory as float: lane j scores key j against
+// the warp's row, the warp reduces the chunk's maximum and sum with shuffles, and each lane
+// accumulates its slice (features lane, lane + 32, ...) of P V in float registers.
+// NVIDIA only (32-lane warps and the *_sync shuffles); AMD builds and GRAPHKILN_GPU_FLASH=0
+// use attention.hip.
+#include "gpu/common.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "gpu/half.hpp"
+#include "gpu/kernel.hpp"
+#include "gpu/kernels.hpp"
+
+namespace graphkiln {
+namespace gpu {
+
+#if defined(__CUDACC__) && !defined(__HIP__)
+namespace {
+
+constexpr int kWarps = 4, kRowsPerWarp = 4, kChunk = 32, kMaxDim = 128;
+constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
+
+struct FlashShape {
+  int64_t heads, group, q_seq, kv_seq, head_dim, v_dim;
+  int64_t q[3], k[3], v[3], y[3];  // (batch, head, row) strides in elements
+  float scale, softcap;
+  int causal;
+  int64_t offset, left, right;
+  int mask_kind;        // 0 none, 1 additive float, 2 bool (false masks the key)
+  int mask_float_type;  // 0 float32, 1 float16, 2 bfloat16
+  int64_t mask_len;
+  int64_t mask_strides[4];  // [batch, head, row, key] (0 where broadcast)
+};
+
+__device__ inline float mask_at(const void* mask, int type, int64_t at) {
+  if (type == 1) return load_float(static_cast<const F16*>(mask)[at]);
+  if (type == 2) return load_float(static_cast<const BF16*>(mask)[at]);
+  return static_cast<const float*>(mask)[at];
+}
+
+__device__ inline float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ inline float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// SLICE: features per lane (head_dim and v_dim <= 32 * SLICE)
+template <typename T, int SLICE>
+__global__ void __launch_bounds__(kWarps * 32)
+flash_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                const void* __restrict__ mask, T* __restrict__ y, FlashShape s) {
+  constexpr int kDim = 32 * SLICE;
+  __shared__ float ks[kChunk][kDim + 1];  // +1: lane j reads row j without bank conflicts
+  __shared__ float vs[kChunk][kDim];
+  __shared__ float qs[kRowsPerBlock][kDim];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t b = blockIdx.z, h = blockIdx.y, kv_h = h / s.group;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
+  const T* qb = q + b * s.q[0] + h * s.q[1];
+  const T* kb = k + b * s.k[0] + kv_h * s.k[1];
+  const T* vb = v + b * s.v[0] + kv_h * s.v[1];
+
+  for (int i = threadIdx.x; i < kRowsPerBlock * kDim; i += blockDim.x) {
+    const int r = i / kDim, d = i % kDim;
+    const int64_t row = row0 + r;
+    qs[r][d] = (row < s.q_seq && d < s.head_dim) ? load_float(qb[row * s.q[2] + d]) * s.scale : 0.f;
+  }
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][SLICE];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.f;
+#pragma unroll
+    for (int e = 0; e < SLICE; ++e) acc[r][e] = 0.f;
+  }
+  // causal / window limits over the whole block decide which chunks can matter at all
+  int64_t key_end = s.kv_seq;
+  if (s.causal) {
+    const int64_t last = s.offset + row0 + kRowsPerBlock - 1;
+    key_end = last + 1 < key_end ? last + 1 : key_end;
+  }
+  if (s.right >= 0) {
+    const int64_t last = s.offset + row0 + kRowsPerBlock - 1 + s.right;
+    key_end = last + 1 < key_end ? last + 1 : key_end;
+  }
+  for (int64_t key0 = 0; key0 < key_end; key0 += kChunk) {
+    __syncthreads();  // the previous chunk is consumed (and qs written, the first time)
+    for (int i = threadIdx.x; i < kChunk * kDim; i += blockDim.x) {
+      const int j = i / kDim, d = i % kDim;
+      const int64_t key = key0 + j;
+      const bool in = key < s.kv_seq;
+      ks[j][d] = (in && d < s.head_dim) ? load_float(kb[key * s.k[2] + d]) : 0.f;
+      vs[j][d] = (in && d < s.v_dim) ? load_float(vb[key * s.v[2] + d]) : 0.f;
+    }
+    __syncthreads();
+    const int64_t key = key0 + lane;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int local = warp * kRowsPerWarp + r;
+      const int64_t row = row0 + local;
+      if (row >= s.q_seq) break;  // uniform across the warp
+      float score = 0.f;
+      for (int d = 0; d < s.head_dim; ++d) score += qs[local][d] * ks[lane][d];
+      if (s.softcap > 0.f) score = s.softcap * tanhf(score / s.softcap);
+      const int64_t pos = s.offset + row;
+      bool allowed = key < s.kv_seq;
+      if (s.causal && key > pos) allowed = false;
+      if (s.left >= 0 && key < pos - s.left) allowed = false;
+      if (s.right >= 0 && key > pos + s.right) allowed = false;
+      if (allowed && s.mask_kind != 0) {
+        if (key >= s.mask_len) {
+          allowed = false;
+        } else {
+          const int64_t at = b * s.mask_strides[0] + h * s.mask_strides[1] +
+                             row * s.mask_strides[2] + key * s.mask_strides[3];
+          if (s.mask_kind == 1)
+            score += mask_at(mask, s.mask_float_type, at);
+          else if (!static_cast<const unsigned char*>(mask)[at])
+            allowed = false;
+        }
+      }
+      if (!allowed) score = -INFINITY;
+      const float chunk_max = warp_max(score);
+      const float m_new = fmaxf(m[r], chunk_max);
+      if (m_new == -INFINITY) continue;  // nothing allowed yet for this row
+      const float p = __expf(score - m_new);  // exp(-inf) = 0
+      const float correction = __expf(m[r] - m_new);
+      l[r] = l[r] * correction + warp_sum(p);
+      m[r] = m_new;
+#pragma unroll
+      for (int e = 0; e < SLICE; ++e) acc[r][e] *= correction;
+      for (int j = 0; j < kChunk; ++j) {
+        const float pj = __shfl_sync(0xffffffffu, p, j);
+#pragma unroll
+        for (int e = 0; e < SLICE; ++e) acc[r][e] += pj * vs[j][lane + 32 * e];
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int64_t row = row0 + warp * kRowsPerWarp + r;
+    if (row >= s.q_seq) break;
+    const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;  // a row with no allowed key gives zeros
+    T* out = y + b * s.y[0] + h * s.y[1] + row * s.y[2];
+#pragma unroll
+    for (int e = 0; e < SLICE; ++e) {
+      const int d = lane + 32 * e;
+      if (d < s.v_dim) out[d] = store_float<T>(acc[r][e] * inv);
+    }
+  }
+}
+
+class FlashAttention : public Kernel {
+ public:
+  FlashAttention(const KernelSpec& spec, const FlashShape& shape, int64_t batch)
+      : dtype_(spec.inputs.at(0).dtype), s_(shape), batch_(batch) {}
+
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+    if (batch_ == 0 || s_.heads == 0 || s_.q_seq == 0) return;
+    dispatch_float(dtype_, [&](auto t) {
+      using T = decltype(t);
+      if (s_.head_dim <= 32 && s_.v_dim <= 32) launch<T, 1>(inputs, outputs, ctx);
+      else if (s_.head_dim <= 64 && s_.v_dim <= 64) launch<T, 2>(inputs, outputs, ctx);
+      else launch<T, 4>(inputs, outputs, ctx);
+    });
+  }
+
+ private:
+  template <typename T, int SLICE>
+  void launch(const void* const* inputs, void* const* outputs, Context& ctx) {
+    const dim3 grid(static_cast<unsigned>((s_.q_seq + kRowsPerBlock - 1) / kRowsPerBlock),
+                    static_cast<unsigned>(s_.heads), static_cast<unsigned>(batch_));
+    flash_attention<T, SLICE><<<grid, kWarps * 32, 0, ctx.stream>>>(
+        static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
+        static_cast<const T*>(inputs[2]), inputs[3], static_cast<T*>(outputs[0]), s_);
+    check_launch("flash_attention");
+  }
+
+  DType dtype_;
+  FlashShape s_;
+  int64_t batch_;
+};
+
+// The fused kernel when the step fits it; else null (attention.hip takes the step).
+std::unique_ptr<Kernel> try_flash(const KernelSpec& spec) {
+  const Attrs& a = spec.attrs;
+  if (spec.outputs.size() != 1) return nullptr;  // the scores are asked for: unfused
+  const DType dtype = spec.inputs.at(0).dtype;
+  if (!is_float_type(dtype)) return nullptr;
+  for (int i = 1; i < 3; ++i)
+    if (spec.inputs.at(i).dtype != dtype) return nullptr;
+  if (spec.outputs[0].dtype != dtype) return nullptr;
+  FlashShape s{};
+  const int64_t batch = a.get_int("batch");
+  s.heads = a.get_int("heads");
+  const int64_t kv_heads = a.get_int("kv_heads", s.heads);
+  if (kv_heads <= 0 || s.heads % kv_heads) return nullptr;
+  s.group = s.heads / kv_heads;
+  s.q_seq = a.get_int("q_seq");
+  s.kv_seq = a.get_int("kv_seq");
+  s.head_dim = a.get_int("head_dim");
+  s.v_dim = a.get_int("v_dim");
+  if (s.head_dim > kMaxDim || s.v_dim > kMaxDim || s.head_dim < 1 || s.v_dim < 1) return nullptr;
+  if (batch > 65535 || s.heads > 65535) return nullptr;
+  const std::vector<int64_t> q = a.get_ints("q_strides"), k = a.get_ints("k_strides"),
+                             v = a.get_ints("v_strides"), y = a.get_ints("y_strides");
+  if (q.size() < 3 || k.size() < 3 || v.size() < 3 || y.size() < 3) return nullptr;
+  for (int i = 0; i < 3; ++i) {
+    s.q[i] = q[i];
+    s.k[i] = k[i];
+    s.v[i] = v[i];
+    s.y[i] = y[i];
+  }
+  s.scale = static_cast<float>(a.get_float("scale"));
+  s.softcap = static_cast<float>(a.get_float("softcap", 0.0));
+  s.causal = static_cast<int>(a.get_int("is_causal", 0));
+  s.offset = a.get_int("offset", 0);
+  s.left = a.get_int("left_window", -1);
+  s.right = a.get_int("right_window", -1);
+  if (spec.has_input(3)) {
+    const TensorInfo& m = spec.inputs[3];
+    if (m.rank() < 1 || m.rank() > 4) return nullptr;
+    if (m.dtype == DType::boolean) s.mask_kind = 2;
+    else if (is_float_type(m.dtype)) s.mask_kind = 1;
+    else return nullptr;
+    s.mask_float_type = m.dtype == DType::f16 ? 1 : m.dtype == DType::bf16 ? 2 : 0;
+    s.mask_len = m.dims.back();
+    for (int d = 0; d < 4; ++d) {
+      const int src = d - (4 - m.rank());
+      s.mask_strides[d] = (src < 0 || m.dims[src] == 1) ? 0 : m.strides[src];
+    }
+  }
+  return std::make_unique<FlashAttention>(spec, s, batch);
+}
+
+bool flash_enabled() {
+  const char* env = std::getenv("GRAPHKILN_GPU_FLASH");
+  return !(env && std::strcmp(env, "0") == 0);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_attention_fused_or_not(const KernelSpec& spec) {
+  if (flash_enabled())
+    if (std::unique_ptr<Kernel> flash = try_flash(spec)) return flash;
+  return make_attention(spec);
+}
+#else
+std::unique_ptr<Kernel> make_attention_fused_or_not(const KernelSpec& spec) {
+  return make_attention(spec);
+}
+#endif  // NVIDIA
+
+}  // namespace gpu
+}  // namespace graphkiln
