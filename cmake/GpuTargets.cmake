@@ -187,6 +187,8 @@ function(graphkiln_add_gpu_sources target)
     "${_src}/gpu/blas.hip"
     "${_src}/gpu/copy.hip"
     "${_src}/gpu/pointwise.hip"
+    "${_src}/gpu/rtc.hip"
+    "${_src}/gpu/kernel_cache.cpp"
     "${_src}/gpu/gather.hip"
     "${_src}/gpu/gemm.hip"
     "${_src}/gpu/conv.hip"
@@ -202,6 +204,8 @@ function(graphkiln_add_gpu_sources target)
     "${_src}/gpu/axis.hip")
   add_library(graphkiln_gpu STATIC ${_sources})
   target_include_directories(graphkiln_gpu PUBLIC "${_src}")
+  # the runtime compiler's cache key names graphkiln's version (src/gpu/rtc.hip)
+  target_compile_definitions(graphkiln_gpu PRIVATE GRAPHKILN_VERSION="${PROJECT_VERSION}")
   if(GRAPHKILN_GPU_PLATFORM STREQUAL "nvidia")
     set_source_files_properties(${_sources} PROPERTIES LANGUAGE CUDA)
   endif()

@@ -10,12 +10,18 @@
 // Registers 0..n_inputs-1 hold the inputs, broadcast to the output's shape and converted on
 // load; the result register is converted to the output dtype on store. The program and the
 // inputs' index maps live in device memory, uploaded when the plan is built.
+// When the step carries generated source (attrs "jit_source", "jit_entry", "jit_maps": see
+// python/graphkiln/targets/gpu/codegen.py) and a runtime compiler is found (rtc.hpp), the
+// kernel runs that instead: the same program with opcodes, dtypes and index maps baked in.
 #include "gpu/common.hpp"
 
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
 
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
+#include "gpu/rtc.hpp"
 
 namespace graphkiln {
 namespace gpu {
@@ -303,6 +309,7 @@ class Pointwise : public Kernel {
     d.result = static_cast<int>(spec.attrs.get_int("result"));
     if (d.result < 0 || d.result >= num_regs) spec_error(spec, "bad result register");
     f64_ = spec.attrs.get_str("compute", "f32") == "f64";
+    if (spec.attrs.has("jit_source")) use_generated(spec, d);
     const size_t bytes = sizeof(Desc) + code.size() * sizeof(Instr);
     check(hipMalloc(&device_, bytes), "allocating a pointwise program");
     check(hipMemcpy(device_, &d, sizeof(Desc), hipMemcpyHostToDevice), "uploading a program");
@@ -318,6 +325,10 @@ class Pointwise : public Kernel {
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
     if (n_ == 0) return;
+    if (jit_) {
+      run_generated(inputs, outputs[0], ctx);
+      return;
+    }
     Pointers ptr;
     for (int k = 0; k < kMaxInputs && inputs && k < n_inputs(); ++k) ptr.in[k] = inputs[k];
     ptr.out = outputs[0];
@@ -332,6 +343,54 @@ class Pointwise : public Kernel {
 
  private:
   int n_inputs() const { return n_inputs_; }
+
+  // The generated kernel, when it assumed the index maps computed here and it compiles.
+  void use_generated(const KernelSpec& spec, const Desc& d) {
+    std::vector<int64_t> maps = {n_, d.out_dtype, d.n_inputs};
+    for (int k = 0; k < d.n_inputs; ++k) {
+      const InputDesc& in = d.in[k];
+      maps.insert(maps.end(), {in.dtype, in.mode, in.mode == 2 ? in.map.rank : 0});
+      if (in.mode != 2) continue;
+      maps.insert(maps.end(), in.map.dims, in.map.dims + in.map.rank);
+      maps.insert(maps.end(), in.map.strides, in.map.strides + in.map.rank);
+    }
+    if (spec.attrs.get_ints("jit_maps") != maps) {
+      warn_once("the generated source of Pointwise '" + spec.name +
+                "' assumed other index maps; the interpreter runs it");
+      return;
+    }
+    const std::string entry = spec.attrs.get_str("jit_entry");
+    std::string why_not;
+    jit_ = jit_module(spec.attrs.get_str("jit_source"), {entry, entry + "_v4"}, &why_not);
+    if (!jit_) {
+      warn_once("Pointwise steps run the interpreter: " + why_not);
+      return;
+    }
+    out_size_ = dtype_size(static_cast<DType>(d.out_dtype));
+    for (int k = 0; k < d.n_inputs; ++k)
+      if (d.in[k].mode == 0) same_sizes_.push_back({k, dtype_size(static_cast<DType>(d.in[k].dtype))});
+  }
+
+  void run_generated(const void* const* inputs, void* out, Context& ctx) {
+    void* ptrs[kMaxInputs + 1];
+    void* args[kMaxInputs + 1];
+    // four elements a thread when the output and the inputs read at its index are aligned
+    bool aligned = reinterpret_cast<uintptr_t>(out) % (4 * out_size_) == 0;
+    for (const auto& s : same_sizes_)
+      aligned = aligned && reinterpret_cast<uintptr_t>(inputs[s.first]) % (4 * s.second) == 0;
+    for (int k = 0; k < n_inputs_; ++k) ptrs[k] = const_cast<void*>(inputs[k]);
+    ptrs[n_inputs_] = out;
+    for (int k = 0; k <= n_inputs_; ++k) args[k] = &ptrs[k];
+    const int64_t work = aligned ? (n_ + 3) / 4 : n_;
+    // a thread per unit of work (grid-stride loops beyond 2**30 units)
+    const unsigned blocks = blocks_for(work < (int64_t(1) << 30) ? work : (int64_t(1) << 30), 256);
+    jit_->launch(aligned ? 1 : 0, blocks, 256, args, ctx.stream);
+  }
+
+  static void warn_once(const std::string& message) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) std::fprintf(stderr, "graphkiln: %s\n", message.c_str());
+  }
 
   void describe_input(const KernelSpec& spec, const TensorInfo& in, const TensorInfo& out,
                       InputDesc& desc) {
@@ -368,6 +427,9 @@ class Pointwise : public Kernel {
   }
 
   void* device_ = nullptr;
+  std::shared_ptr<const JitModule> jit_;
+  size_t out_size_ = 0;
+  std::vector<std::pair<int, size_t>> same_sizes_;  // inputs read at the output's index
   int n_inputs_ = 0;
   int64_t n_ = 0;
   bool f64_ = false;

@@ -5,15 +5,21 @@
 Every pointwise op, alone or as a run of fused body nodes, becomes one `Pointwise` step
 written by the cpu target's emit_pointwise (targets/cpu/lower_pointwise.py): the same
 register program runs on both targets (src/gpu/pointwise.hip interprets it on the device).
+Each such step also carries its program as generated CUDA/HIP source (codegen.py: attrs
+"jit_source", "jit_entry", "jit_maps"), which the device compiles at plan build when a runtime
+compiler is found (src/gpu/rtc.hip); the interpreter runs it otherwise.
 A Fused node of another kind (conv, gemm, matmul, reduce) is lowered body node by body node:
 its anchor through the gpu table, each run of pointwise nodes as one program per value the
 rest of the body (or the graph) reads."""
 
 from __future__ import annotations
 
+import os
+
 from ...ir import Node, Value
 from ..cpu.lower import LoweringContext, LoweringError
 from ..cpu.lower_pointwise import HANDLED, emit_pointwise, node_supported
+from .codegen import CodegenError, pointwise_source
 
 
 def emit_program(nodes: list[Node], result: Value, ctx: LoweringContext, name: str,
@@ -35,7 +41,37 @@ def emit_program(nodes: list[Node], result: Value, ctx: LoweringContext, name: s
                 bindings[v] = ctx.input(v)
     out = ctx.output(result) if out_slot is None else out_slot
     emit_pointwise(ctx, members, bindings, result, out, name)
+    attach_source(ctx, ctx.plan.steps[-1])
     return out
+
+
+def attach_source(ctx: LoweringContext, step) -> None:
+    """Add the generated kernel of a Pointwise step to its attrs (the interpreter's stay)."""
+    inputs = [(ctx.slot(s).dtype, ctx.slot(s).dims, ctx.slot(s).strides) for s in step.inputs]
+    out = ctx.slot(step.outputs[0])
+    try:
+        source = pointwise_source(step.attrs, inputs, (out.dtype, out.dims))
+    except CodegenError:
+        return  # the interpreter runs it (e.g. an empty output)
+    step.attrs.update(jit_source=source.text, jit_entry=source.entry, jit_maps=source.maps)
+    dump_source(source.text, source.entry)
+
+
+def dump_source(text: str, entry: str) -> None:
+    """GRAPHKILN_GPU_DUMP_SRC=folder: write the source as <folder>/<entry>.cu (the entry name
+    is a hash of the source)."""
+    from ... import env
+
+    folder = env.get("GRAPHKILN_GPU_DUMP_SRC")
+    if not folder:
+        return
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{entry}.cu")
+    if not os.path.exists(path):
+        temp = f"{path}.{os.getpid()}.tmp"
+        with open(temp, "w") as f:
+            f.write(text)
+        os.replace(temp, path)
 
 
 def lower_pointwise(node: Node, ctx: LoweringContext) -> None:

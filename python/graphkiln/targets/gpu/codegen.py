@@ -1,0 +1,481 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Generated GPU source for a Pointwise step: the register program that src/gpu/pointwise.hip
+interprets, specialized into straight-line CUDA/HIP C++ (opcodes, dtypes, constants and each
+input's index map baked in), compiled at plan build by the runtime compiler (NVRTC / hipRTC,
+src/gpu/rtc.hip) for the live device.
+
+The source needs no header: only builtin types and the device math functions every runtime
+compiler knows; f16/bf16 go through bit conversions as in pointwise.hip. Outside a GPU
+compiler the same text is host C++ (the kernels become loops over all elements), which is how
+tests check its semantics on a machine without a GPU.
+
+Each source has two entries, launched with 256 threads a block and a grid-stride loop:
+  <entry>     one element a thread;
+  <entry>_v4  four consecutive elements a thread, with vector loads of the inputs that read
+              the output's own index and a vector store; pointwise.hip picks it when the
+              pointers of those inputs and of the output are aligned to four elements.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+from ...ir import DType
+
+# graphkiln::DType numbers (src/core/tensor.hpp)
+DTYPE_CODES = {DType.f32: 0, DType.f64: 1, DType.f16: 2, DType.bf16: 3, DType.i8: 4,
+               DType.i16: 5, DType.i32: 6, DType.i64: 7, DType.u8: 8, DType.u16: 9,
+               DType.u32: 10, DType.u64: 11, DType.bool: 12}
+_STORAGE = {DType.f32: "float", DType.f64: "double", DType.f16: "gk_u16", DType.bf16: "gk_u16",
+            DType.i8: "gk_i8", DType.i16: "gk_i16", DType.i32: "gk_i32", DType.i64: "gk_i64",
+            DType.u8: "gk_u8", DType.u16: "gk_u16", DType.u32: "gk_u32", DType.u64: "gk_u64",
+            DType.bool: "gk_u8"}
+_SIZE = {DType.f32: 4, DType.f64: 8, DType.f16: 2, DType.bf16: 2, DType.i8: 1, DType.i16: 2,
+         DType.i32: 4, DType.i64: 8, DType.u8: 1, DType.u16: 2, DType.u32: 4, DType.u64: 8,
+         DType.bool: 1}
+# index maps of an input (same numbers as pointwise.hip's InputDesc::mode)
+SAME, SCALAR, MAPPED = 0, 1, 2
+VECTOR = 4
+THREADS = 256
+
+_PRELUDE_COMMON = r"""// graphkiln generated pointwise kernel (python/graphkiln/targets/gpu/codegen.py)
+#ifndef GK_PRELUDE
+#define GK_PRELUDE
+typedef signed char gk_i8;
+typedef short gk_i16;
+typedef int gk_i32;
+typedef long long gk_i64;
+typedef unsigned char gk_u8;
+typedef unsigned short gk_u16;
+typedef unsigned int gk_u32;
+typedef unsigned long long gk_u64;
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
+#define GK_FN __device__ __forceinline__
+#define GK_KERNEL extern "C" __global__ void __launch_bounds__(256)
+#define GK_FIRST ((gk_i64)blockIdx.x * blockDim.x + threadIdx.x)
+#define GK_STEP ((gk_i64)gridDim.x * blockDim.x)
+GK_FN gk_u32 gk_f2u(float f) { return __float_as_uint(f); }
+GK_FN float gk_u2f(gk_u32 u) { return __uint_as_float(u); }
+#else  // host C++: each kernel is a loop over all elements (tests)
+#include <math.h>
+#include <string.h>
+#define GK_FN inline
+#define GK_KERNEL extern "C" void
+#define GK_FIRST 0
+#define GK_STEP 1
+GK_FN gk_u32 gk_f2u(float f) { gk_u32 u; memcpy(&u, &f, 4); return u; }
+GK_FN float gk_u2f(gk_u32 u) { float f; memcpy(&f, &u, 4); return f; }
+#endif
+#define GK_INF gk_u2f(0x7f800000u)
+#define GK_NAN gk_u2f(0x7fc00000u)
+template <typename E>
+struct alignas(4 * sizeof(E)) gk_v4 { E v[4]; };
+
+GK_FN float gk_half_to_float(gk_u16 h) {
+  const gk_u32 sign = (gk_u32)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = (float)mant * 5.9604644775390625e-08f;
+    return sign ? -v : v;
+  }
+  return gk_u2f(exp == 31 ? (sign | 0x7f800000u | (mant << 13))
+                          : (sign | ((exp + 112) << 23) | (mant << 13)));
+}
+GK_FN gk_u16 gk_float_to_half(float f) {
+  const gk_u32 x = gk_f2u(f);
+  const gk_u32 sign = (x >> 16) & 0x8000u, mag = x & 0x7fffffffu;
+  if (mag > 0x7f800000u) return (gk_u16)(sign | 0x7e00u);
+  if (mag >= 0x477ff000u) return (gk_u16)(sign | 0x7c00u);
+  if (mag < 0x38800000u) return (gk_u16)(sign | (gk_u32)rintf(fabsf(f) * 16777216.0f));
+  return (gk_u16)(sign | ((mag - (112u << 23) + 0xfffu + ((mag >> 13) & 1u)) >> 13));
+}
+GK_FN float gk_bf16_to_float(gk_u16 h) { return gk_u2f((gk_u32)h << 16); }
+GK_FN gk_u16 gk_float_to_bf16(float f) {
+  const gk_u32 x = gk_f2u(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (gk_u16)((x | 0x00400000u) >> 16);
+  return (gk_u16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+"""
+
+# helpers over the compute type, written once for float (suffix f) and once for double
+_PRELUDE_TYPED = r"""GK_FN {T} gk_sigmoid({T} x) { return ({T})1 / (({T})1 + exp{f}(-x)); }
+GK_FN {T} gk_softplus({T} x) {
+  const {T} ax = x < ({T})0 ? -x : x;
+  return (x > ({T})0 ? x : ({T})0) + log1p{f}(exp{f}(-ax));
+}
+GK_FN {T} gk_mod_floor({T} a, {T} b) {
+  const {T} r = fmod{f}(a, b);
+  return (r != ({T})0 && ((r < ({T})0) != (b < ({T})0))) ? r + b : r;
+}
+GK_FN {T} gk_celu({T} a, {T} alpha) {
+  const {T} neg = alpha * expm1{f}(a / alpha);
+  return (a > ({T})0 ? a : ({T})0) + (neg < ({T})0 ? neg : ({T})0);
+}
+GK_FN {T} gk_hard_sigmoid({T} a, {T} alpha, {T} beta) {
+  {T} v = a * alpha + beta;
+  v = v < ({T})0 ? ({T})0 : v;
+  return v > ({T})1 ? ({T})1 : v;
+}
+GK_FN {T} gk_hard_swish({T} a) {
+  {T} v = a / ({T})6 + ({T})0.5;
+  v = v < ({T})0 ? ({T})0 : v;
+  v = v > ({T})1 ? ({T})1 : v;
+  return a * v;
+}
+// truncate, non-finite -> 0, wrap to `bits` (signed or not), as pw_to_int on the CPU
+GK_FN {T} gk_to_int({T} x, int bits, bool is_signed) {
+  if (!(x == x) || x - x != ({T})0) return ({T})0;
+  const {T} t = trunc{f}(x);
+  if (bits >= 64) return t;
+  const gk_i64 v = (gk_i64)t;
+  const gk_u64 mask = ((gk_u64)1 << bits) - 1;
+  const gk_u64 low = (gk_u64)v & mask;
+  if (is_signed && (low >> (bits - 1))) return ({T})((gk_i64)low - ((gk_i64)1 << bits));
+  return ({T})(gk_i64)low;
+}
+GK_FN {T} gk_round_f16({T} a) { return ({T})gk_half_to_float(gk_float_to_half((float)a)); }
+GK_FN {T} gk_round_bf16({T} a) {
+  const float f = (float)a;
+  if ((gk_f2u(f) & 0x7fffffffu) > 0x7f800000u) return a;
+  return ({T})gk_bf16_to_float(gk_float_to_bf16(f));
+}
+"""
+
+_PRELUDE = (_PRELUDE_COMMON
+            + _PRELUDE_TYPED.replace("{T}", "float").replace("{f}", "f")
+            + _PRELUDE_TYPED.replace("{T}", "double").replace("{f}", "")
+            + "#endif  // GK_PRELUDE\n")
+
+# one-operand math: opcode -> C function (float version adds the `f` suffix)
+_MATH1 = {"Abs": "fabs", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Floor": "floor",
+          "Ceil": "ceil", "Round": "rint", "Sin": "sin", "Cos": "cos", "Tan": "tan",
+          "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh",
+          "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Tanh": "tanh", "Erf": "erf"}
+_COMPARE = {"Equal": "==", "Less": "<", "LessEqual": "<=", "Greater": ">", "GreaterEqual": ">="}
+_ARITH = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
+
+
+class CodegenError(ValueError):
+    """The step cannot be turned into a generated kernel (the interpreter runs it)."""
+
+
+def index_map(in_dims, in_strides, out_dims) -> tuple[int, list[int], list[int]]:
+    """(mode, dims, strides) of one input read at the output's linear index, exactly as
+    pointwise.hip's describe_input computes it: right-aligned broadcasting, size-1 dims read
+    with stride 0, runs of dims that stay contiguous together merged."""
+    in_dims, in_strides, out_dims = list(in_dims), list(in_strides), list(out_dims)
+    numel = math.prod(in_dims)
+    contiguous = all(d == 1 or s == e for d, s, e in
+                     zip(in_dims, in_strides, _row_major(in_dims)))
+    if in_dims == out_dims and contiguous:
+        return SAME, [], []
+    if numel == 1:
+        return SCALAR, [], []
+    if len(in_dims) > len(out_dims):
+        raise CodegenError("an input has a higher rank than the output")
+    shift = len(out_dims) - len(in_dims)
+    dims: list[int] = []
+    strides: list[int] = []
+    for d, size in enumerate(out_dims):
+        src = d - shift
+        if src >= 0 and in_dims[src] not in (1, size):
+            raise CodegenError("an input does not broadcast to the output")
+        stride = 0 if src < 0 or in_dims[src] == 1 else in_strides[src]
+        if size == 1:
+            continue
+        if dims and strides[-1] == stride * size:
+            dims[-1] *= size
+            strides[-1] = stride
+        else:
+            dims.append(size)
+            strides.append(stride)
+    return MAPPED, dims, strides
+
+
+def _row_major(dims) -> list[int]:
+    strides, step = [0] * len(dims), 1
+    for axis in reversed(range(len(dims))):
+        strides[axis] = step
+        step *= dims[axis]
+    return strides
+
+
+def _literal(value: float, ctype: str) -> str:
+    if math.isnan(value):
+        return f"(({ctype})GK_NAN)"
+    if math.isinf(value):
+        return f"(({ctype})GK_INF)" if value > 0 else f"(-({ctype})GK_INF)"
+    return f"(({ctype}){value!r})"
+
+
+class PointwiseSource:
+    """The generated source of one Pointwise step, its entry names and the index maps it
+    assumed (attrs "jit_maps", which the C++ kernel compares with its own before it uses
+    the generated code)."""
+
+    def __init__(self, text: str, entry: str, maps: list[int]):
+        self.text = text
+        self.entry = entry
+        self.maps = maps
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> PointwiseSource:
+    """`attrs`: the Pointwise step's ("program", "params", "num_regs", "result", "compute");
+    `inputs`: (DType, dims, strides) per input; `output`: (DType, dims), contiguous."""
+    from ..cpu.lower_pointwise import OPCODES
+
+    out_dtype, out_dims = output[0], list(output[1])
+    if out_dtype not in _STORAGE:
+        raise CodegenError(f"output dtype {out_dtype} has no generated store")
+    n = math.prod(out_dims)
+    if n == 0:
+        raise CodegenError("the output is empty")
+    ct = "double" if attrs.get("compute", "f32") == "f64" else "float"
+    suffix = "" if ct == "double" else "f"
+    maps_attr = [n, DTYPE_CODES[out_dtype], len(inputs)]
+    modes = []
+    offsets = []  # per input: lines computing its offset `o<k>` from `i`, or None
+    wide = n >= 2 ** 30
+    for k, (dtype, dims, strides) in enumerate(inputs):
+        if dtype not in _STORAGE:
+            raise CodegenError(f"input dtype {dtype} has no generated load")
+        mode, mdims, mstrides = index_map(dims, strides, out_dims)
+        modes.append(mode)
+        maps_attr += [DTYPE_CODES[dtype], mode, len(mdims), *mdims, *mstrides]
+        if mode == MAPPED:
+            span = sum((d - 1) * abs(s) for d, s in zip(mdims, mstrides))
+            wide = wide or span >= 2 ** 31
+            offsets.append((mdims, mstrides))
+        else:
+            offsets.append(None)
+    idx = "gk_i64" if wide else "gk_i32"
+
+    def offset_lines(k: int, var: str) -> list[str]:
+        """`o<k>`: the element offset of input k at output index `var` (constants baked in:
+        the compiler turns the divisions into multiplications)."""
+        mdims, mstrides = offsets[k]
+        lowest = min((d for d, s in enumerate(mstrides) if s != 0), default=len(mdims))
+        lines = [f"{idx} t{k} = ({idx}){var}, o{k} = 0;"]
+        for d in range(len(mdims) - 1, lowest - 1, -1):
+            if mstrides[d] != 0:
+                term = f"t{k}" if d == 0 else f"(t{k} % {mdims[d]})"
+                lines.append(f"o{k} += {term} * {mstrides[d]};")
+            if d > lowest:
+                lines.append(f"t{k} /= {mdims[d]};")
+        return lines
+
+    def convert_in(dtype: DType, expr: str) -> str:
+        if dtype is DType.f16:
+            return f"({ct})gk_half_to_float({expr})"
+        if dtype is DType.bf16:
+            return f"({ct})gk_bf16_to_float({expr})"
+        return f"({ct}){expr}"
+
+    def convert_out(expr: str) -> str:
+        if out_dtype is DType.f32:
+            return f"(float){expr}"
+        if out_dtype is DType.f64:
+            return f"(double){expr}"
+        if out_dtype is DType.f16:
+            return f"gk_float_to_half((float){expr})"
+        if out_dtype is DType.bf16:
+            return f"gk_float_to_bf16((float){expr})"
+        if out_dtype is DType.bool:
+            return f"(gk_u8)({expr} != ({ct})0 ? 1 : 0)"
+        return f"({_STORAGE[out_dtype]})(gk_i64){expr}"
+
+    body = _program_lines(attrs, OPCODES, len(inputs), ct, suffix)
+    params = [f"const {_STORAGE[d]}* __restrict__ in{k}" for k, (d, _, _) in
+              enumerate(inputs)]
+    params.append(f"{_STORAGE[out_dtype]}* __restrict__ out")
+    args = ", ".join(f"{ct} x{k}" for k in range(len(inputs)))
+    call = ", ".join(f"x{k}" for k in range(len(inputs)))
+
+    def load_lines(i: str, vector_j: int | None) -> list[str]:
+        lines = []
+        for k, (dtype, _, _) in enumerate(inputs):
+            if modes[k] == SAME:
+                src = f"in{k}[{i}]" if vector_j is None else f"l{k}.v[{vector_j}]"
+            elif modes[k] == SCALAR:
+                src = f"in{k}[0]"
+            else:
+                lines += offset_lines(k, i)
+                src = f"in{k}[o{k}]"
+            lines.append(f"const {ct} x{k} = {convert_in(dtype, src)};")
+        return lines
+
+    eval_name = "gk_eval"
+    head = [f"GK_FN {ct} {eval_name}({args}) {{", *("  " + s for s in body), "}"]
+    scalar = ["GK_KERNEL GK_ENTRY(" + ", ".join(params) + ") {",
+              f"  for (gk_i64 g = GK_FIRST; g < {n}; g += GK_STEP) {{",
+              f"    const {idx} i = ({idx})g;",
+              *("    " + s for s in load_lines("i", None)),
+              f"    out[i] = {convert_out(f'{eval_name}({call})')};",
+              "  }", "}"]
+    groups = n // VECTOR
+    ot = _STORAGE[out_dtype]
+    vector = ["GK_KERNEL GK_ENTRY_V4(" + ", ".join(params) + ") {",
+              f"  for (gk_i64 g = GK_FIRST; g < {groups}; g += GK_STEP) {{"]
+    if MAPPED in modes:
+        vector.append(f"    const {idx} i0 = ({idx})g * {VECTOR};")
+    for k, (dtype, _, _) in enumerate(inputs):
+        if modes[k] == SAME:
+            st = _STORAGE[dtype]
+            vector.append(f"    const gk_v4<{st}> l{k} = ((const gk_v4<{st}>*)in{k})[g];")
+    vector.append(f"    gk_v4<{ot}> r;")
+    for j in range(VECTOR):
+        index = [f"      const {idx} i = i0 + {j};"] if MAPPED in modes else []
+        vector += ["    {", *index, *("      " + s for s in load_lines("i", j)),
+                   f"      r.v[{j}] = {convert_out(f'{eval_name}({call})')};", "    }"]
+    vector += [f"    ((gk_v4<{ot}>*)out)[g] = r;", "  }"]
+    if n % VECTOR:
+        vector += [f"  for (gk_i64 g = {groups * VECTOR} + GK_FIRST; g < {n}; g += GK_STEP) {{",
+                   f"    const {idx} i = ({idx})g;",
+                   *("    " + s for s in load_lines("i", None)),
+                   f"    out[i] = {convert_out(f'{eval_name}({call})')};", "  }"]
+    vector.append("}")
+    kernel = "\n".join(head + scalar + vector) + "\n"
+    entry = "gk_pw_" + hashlib.sha256((_PRELUDE + kernel).encode()).hexdigest()[:20]
+    # the names are unique per kernel, so many sources can share one translation unit
+    kernel = kernel.replace(f"GK_FN {ct} {eval_name}(", f"GK_FN {ct} {entry}_eval(")
+    kernel = kernel.replace(f"{eval_name}({call})", f"{entry}_eval({call})")
+    kernel = kernel.replace("GK_ENTRY_V4(", f"{entry}_v4(").replace("GK_ENTRY(", f"{entry}(")
+    return PointwiseSource(_PRELUDE + kernel, entry, maps_attr)
+
+
+def _program_lines(attrs: dict, opcodes, n_inputs: int, ct: str, f: str) -> list[str]:
+    """The register program as one `const` variable per instruction, returning the result."""
+    code, params = list(attrs["program"]), list(attrs["params"])
+    if len(code) % 5 or len(params) != len(code) // 5 * 2:
+        raise CodegenError("program and params differ in length")
+    num_regs = int(attrs["num_regs"])
+    current = {k: f"x{k}" for k in range(n_inputs)}
+    zero, one = f"({ct})0", f"({ct})1"
+    lines = []
+    for k in range(len(code) // 5):
+        op_code, dst, a, b, c = code[5 * k:5 * k + 5]
+        if not 0 <= op_code < len(opcodes):
+            raise CodegenError(f"unknown opcode {op_code}")
+        if not 0 <= dst < num_regs or max(a, b, c) >= num_regs:
+            raise CodegenError("register out of range")
+        op = opcodes[op_code]
+        regs = []
+        for r in (a, b, c):
+            if r < 0:
+                regs.append(zero)
+            elif r not in current:
+                raise CodegenError(f"register {r} read before it is written")
+            else:
+                regs.append(current[r])
+        A, B, C = regs
+        p0v, p1v = float(params[2 * k]), float(params[2 * k + 1])
+        P0, P1 = _literal(p0v, ct), _literal(p1v, ct)
+        expr = _expression(op, A, B, C, P0, P1, p0v, p1v, ct, f, zero, one)
+        name = f"v{k}"
+        lines.append(f"const {ct} {name} = {expr};")
+        current[dst] = name
+    result = int(attrs["result"])
+    if result not in current:
+        raise CodegenError("the result register is never written")
+    lines.append(f"return {current[result]};")
+    return lines
+
+
+def _expression(op, A, B, C, P0, P1, p0v, p1v, ct, f, zero, one) -> str:
+    if op == "Mov":
+        return A
+    if op == "Const":
+        return P0
+    if op in _ARITH:
+        return f"{A} {_ARITH[op]} {B}"
+    if op == "DivInt":
+        return f"({B} == {zero} ? {zero} : trunc{f}({A} / {B}))"
+    if op == "Pow":
+        return f"pow{f}({A}, {B})"
+    if op == "ModFloor":
+        return f"gk_mod_floor({A}, {B})"
+    if op == "Fmod":
+        return f"fmod{f}({A}, {B})"
+    if op == "Max":
+        return f"(({A} > {B} || {A} != {A}) ? {A} : {B})"
+    if op == "Min":
+        return f"(({A} < {B} || {A} != {A}) ? {A} : {B})"
+    if op == "Neg":
+        return f"-{A}"
+    if op in _MATH1:
+        return f"{_MATH1[op]}{f}({A})"
+    if op == "Recip":
+        return f"{one} / {A}"
+    if op == "Sign":
+        return f"({A} > {zero} ? {one} : ({A} < {zero} ? -{one} : {A} == {zero} ? {zero} : {A}))"
+    if op == "Sigmoid":
+        return f"gk_sigmoid({A})"
+    if op == "Relu":
+        return f"({A} < {zero} ? {zero} : {A})"
+    if op == "LeakyRelu":
+        return f"({A} < {zero} ? {A} * {P0} : {A})"
+    if op == "Elu":
+        return f"({A} > {zero} ? {A} : {P0} * expm1{f}({A}))"
+    if op == "Selu":
+        return f"({A} > {zero} ? {P1} * {A} : {P1} * {P0} * expm1{f}({A}))"
+    if op == "Celu":
+        return f"gk_celu({A}, {P0})"
+    if op == "HardSigmoid":
+        return f"gk_hard_sigmoid({A}, {P0}, {P1})"
+    if op == "HardSwish":
+        return f"gk_hard_swish({A})"
+    if op == "Softplus":
+        return f"gk_softplus({A})"
+    if op == "Softsign":
+        return f"{A} / ({one} + fabs{f}({A}))"
+    if op == "Gelu":
+        return f"({ct})0.5 * {A} * ({one} + erf{f}({A} * ({ct})0.70710678118654752))"
+    if op == "GeluTanh":
+        return (f"({ct})0.5 * {A} * ({one} + tanh{f}(({ct})0.79788456080286536 * "
+                f"({A} + ({ct})0.044715 * {A} * {A} * {A})))")
+    if op == "Mish":
+        return f"{A} * tanh{f}(gk_softplus({A}))"
+    if op == "Swish":
+        return f"{A} * gk_sigmoid({A} * {P0})"
+    if op == "ThresholdedRelu":
+        return f"({A} > {P0} ? {A} : {zero})"
+    if op == "PRelu":
+        return f"({A} < {zero} ? {A} * {B} : {A})"
+    if op == "Shrink":
+        return f"({A} < -{P1} ? {A} + {P0} : ({A} > {P1} ? {A} - {P0} : {zero}))"
+    if op in _COMPARE:
+        return f"({A} {_COMPARE[op]} {B} ? {one} : {zero})"
+    if op == "And":
+        return f"(({A} != {zero} && {B} != {zero}) ? {one} : {zero})"
+    if op == "Or":
+        return f"(({A} != {zero} || {B} != {zero}) ? {one} : {zero})"
+    if op == "Xor":
+        return f"((({A} != {zero}) != ({B} != {zero})) ? {one} : {zero})"
+    if op == "Not":
+        return f"({A} == {zero} ? {one} : {zero})"
+    if op == "IsNaN":
+        return f"({A} != {A} ? {one} : {zero})"
+    if op == "IsInf":
+        tests = ([f"{A} == ({ct})GK_INF"] if p1v != 0 else []) + (
+            [f"{A} == -({ct})GK_INF"] if p0v != 0 else [])
+        return f"(({' || '.join(tests)}) ? {one} : {zero})" if tests else zero
+    if op == "Where":
+        return f"({A} != {zero} ? {B} : {C})"
+    if op == "ToF16":
+        return f"gk_round_f16({A})"
+    if op == "ToBF16":
+        return f"gk_round_bf16({A})"
+    if op == "ToF32":
+        return f"({ct})(float){A}"
+    if op == "ToInt":
+        return f"gk_to_int({A}, {int(p0v)}, {'true' if p1v != 0 else 'false'})"
+    if op == "ToBool":
+        return f"({A} != {zero} ? {one} : {zero})"
+    if op == "MulAdd":
+        return f"{A} * {B} + {C}"
+    raise CodegenError(f"no generated code for opcode {op}")
