@@ -62,7 +62,7 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
     if saved is not None:   # the saved plan and packed weights, as they are: no lowering
         try:
             executable = target.from_saved(graph, dict(options), saved)
-        except (CompileError, GraphError, ValueError, TypeError, RuntimeError) as exc:
+        except (CompileError, GraphError, ValueError, TypeError, RuntimeError, MemoryError) as exc:
             raise FormatError(f"damaged file: the saved cpu plan does not build: "
                               f"{type(exc).__name__}: {str(exc)[:300]}") from None
     else:
@@ -82,6 +82,11 @@ def _lower(target, name: str, graph: Graph, options: dict):
                           f"here: {exc}") from None
     except (CompileError, GraphError, ValueError) as exc:
         raise FormatError(f"the saved compiled graph does not lower on target {name!r}: {exc}") from None
+    except (TypeError, KeyError, IndexError, AttributeError, MemoryError) as exc:
+        # a damaged graph the lowering did not expect (e.g. a value without a type, sizes
+        # too large to allocate): no passes or type inference run on a loaded graph
+        raise FormatError(f"damaged file: the saved compiled graph does not lower on target "
+                          f"{name!r}: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 def _check_gpu_arch(arch: str) -> None:

@@ -62,4 +62,6 @@ def plan_mac(secret: bytes, message: bytes) -> str:
 
 
 def mac_matches(secret: bytes | None, message: bytes, mac: str) -> bool:
-    return secret is not None and hmac.compare_digest(plan_mac(secret, message), mac)
+    if secret is None or not mac.isascii():
+        return False
+    return hmac.compare_digest(plan_mac(secret, message), mac)
