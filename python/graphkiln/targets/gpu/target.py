@@ -34,11 +34,13 @@ class GpuTarget(Target):
                             "operands to TF32 on tensor cores (cuBLAS); default False"}
 
     def passes(self, options: dict) -> list:
-        from ...passes import fuse_pointwise
+        from ...passes import attention_heads, fuse_pointwise
         from ...passes.pipelines import FULL
         from . import precision
 
         pipeline = list(FULL)
+        # Attention reads [B, S, H*D] projections in place (no head transposes)
+        pipeline.insert(pipeline.index(fuse_pointwise), attention_heads)
         if precision.half_dtype(options) is not None:  # before fusion: its Casts fuse
             pipeline.insert(pipeline.index(fuse_pointwise), precision)
         return pipeline
