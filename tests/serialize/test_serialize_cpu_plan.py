@@ -114,6 +114,7 @@ def test_saved_plan_is_used_and_bit_identical(kind, fmt):
     assert packed >= 2   # both weights of each model were packed by oneDNN kernels
     loaded = gk.load_buffer(gk.save_buffer(program, fmt))
     assert loaded._executable.plan_source == "saved"
+    assert loaded.stats()["plan"]["plan_source"] == "saved"
     (segment,) = plan_segments(loaded)
     assert segment.reused_packings == packed   # no weight reordered again
     assert same_bytes(expected, loaded.run(feeds))

@@ -174,7 +174,7 @@ class CpuExecutable(Executable):
 
     def plan_summary(self) -> dict:
         """Steps, kernels and arena bytes of the plans built so far (for stats)."""
-        out = {"plans": len(self._plans)}
+        out = {"plans": len(self._plans), "plan_source": self.plan_source}
         for segments in self._plans.values():
             out["steps"] = sum(s.num_steps for s in segments)
             out["arena_bytes"] = sum(s.arena_bytes for s in segments)
