@@ -367,16 +367,21 @@ class Pointwise : public Kernel {
       return;
     }
     out_size_ = dtype_size(static_cast<DType>(d.out_dtype));
+    std::vector<int64_t> aligned;
     for (int k = 0; k < d.n_inputs; ++k)
-      if (d.in[k].mode == 0) same_sizes_.push_back({k, dtype_size(static_cast<DType>(d.in[k].dtype))});
+      if (d.in[k].mode == 0) aligned.push_back(k);
+    for (int64_t k : spec.attrs.get_ints("jit_aligned", aligned)) {
+      if (k < 0 || k >= d.n_inputs) spec_error(spec, "jit_aligned names no input");
+      aligned_.push_back({static_cast<int>(k), dtype_size(static_cast<DType>(d.in[k].dtype))});
+    }
   }
 
   void run_generated(const void* const* inputs, void* out, Context& ctx) {
     void* ptrs[kMaxInputs + 1];
     void* args[kMaxInputs + 1];
-    // four elements a thread when the output and the inputs read at its index are aligned
+    // four elements a thread when the output and the inputs read as vectors are aligned
     bool aligned = reinterpret_cast<uintptr_t>(out) % (4 * out_size_) == 0;
-    for (const auto& s : same_sizes_)
+    for (const auto& s : aligned_)
       aligned = aligned && reinterpret_cast<uintptr_t>(inputs[s.first]) % (4 * s.second) == 0;
     for (int k = 0; k < n_inputs_; ++k) ptrs[k] = const_cast<void*>(inputs[k]);
     ptrs[n_inputs_] = out;
@@ -429,7 +434,7 @@ class Pointwise : public Kernel {
   void* device_ = nullptr;
   std::shared_ptr<const JitModule> jit_;
   size_t out_size_ = 0;
-  std::vector<std::pair<int, size_t>> same_sizes_;  // inputs read at the output's index
+  std::vector<std::pair<int, size_t>> aligned_;  // inputs the _v4 entry reads as vectors
   int n_inputs_ = 0;
   int64_t n_ = 0;
   bool f64_ = false;

@@ -65,8 +65,7 @@ class JitEmulator(Emulator):
         pointers = [self._address(t) for t in tensors]
         entry = a["jit_entry"]
         if self.vector:
-            same = [k for k, mode in enumerate(input_modes(a["jit_maps"])) if mode == 0]
-            checked = [(pointers[k], _itemsize(tensors[k])) for k in same]
+            checked = [(pointers[k], _itemsize(tensors[k])) for k in a["jit_aligned"]]
             checked.append((pointers[-1], _itemsize(tensors[-1])))
             if all(p % (4 * size) == 0 for p, size in checked):
                 entry += "_v4"

@@ -120,6 +120,11 @@ for _i, (_a, _b) in enumerate([((2, 8, 5, 7), (1,)), ((2, 8, 5, 7), (1, 8, 1, 1)
                                ((4, 9), (4, 9)), ((2, 3, 60), (60,)), ((1027,), (1027,))]):
     for _op in ("Add", "Sub", "Mul", "Div", "Max", "Min"):
         CASES[f"broadcast{_i}_{_op}"] = _binary(_op, _a, _b)
+# the four-element entry reads a broadcast innermost dim once ("splat"), a contiguous one as
+# vectors ("run"), others element by element
+CASES["vec_splat"] = _binary("Mul", (2, 8, 4, 8), (1, 8, 1, 1))
+CASES["vec_run"] = _binary("Sub", (3, 5, 16), (5, 16))
+CASES["vec_run_f16"] = _binary("Add", (3, 5, 16), (5, 16), np.float16)
 CASES["pow"] = _binary("Pow", (6, 10), (10,), low=0.1, high=2)
 CASES["prelu"] = _binary("PRelu", (2, 4, 3, 3), (4, 1, 1))
 CASES["mod_float"] = _binary("Mod", (40,), (40,), b_low=0.5, fmod=0)
@@ -303,7 +308,8 @@ def test_gpu_jit_generated_kernels_match_ref(built, name):
 
 @pytest.mark.parametrize("name", ["broadcast6_Add", "broadcast1_Mul", "chain", "f16_Gelu",
                                   "int_int32_Add", "cast_float32_float16", "where",
-                                  "broadcast0_Sub", "unary_Exp"])
+                                  "broadcast0_Sub", "unary_Exp", "vec_splat", "vec_run",
+                                  "vec_run_f16"])
 def test_gpu_jit_four_element_entry_matches_ref(built, name):
     emulator = _run(built, name, vector=True)
     assert any(e.endswith("_v4") for e in emulator.entries), emulator.entries
@@ -354,6 +360,16 @@ def test_gpu_jit_muladd_and_strided_inputs(tmp_path):
     out = np.zeros((5, 6), F32)
     fn(*[ctypes.c_void_p(x.ctypes.data) for x in (at, b, c, out)])
     np.testing.assert_allclose(out, a * b + c, rtol=1e-6)
+
+
+def test_gpu_jit_vector_reads(built):
+    executables, _ = built
+    steps = {name: [s for s in executables[name][1].steps if "jit_source" in s.attrs][0]
+             for name in ("vec_splat", "vec_run", "broadcast1_Mul")}
+    assert steps["vec_run"].attrs["jit_aligned"] == [0, 1]
+    assert steps["vec_splat"].attrs["jit_aligned"] == [0]
+    assert steps["broadcast1_Mul"].attrs["jit_aligned"] == [0]
+    assert " s1 = " in steps["vec_splat"].attrs["jit_source"]  # one load for four outputs
 
 
 def test_gpu_jit_index_map_matches_the_kernel_rules():

@@ -12,9 +12,10 @@ tests check its semantics on a machine without a GPU.
 
 Each source has two entries, launched with 256 threads a block and a grid-stride loop:
   <entry>     one element a thread;
-  <entry>_v4  four consecutive elements a thread, with vector loads of the inputs that read
-              the output's own index and a vector store; pointwise.hip picks it when the
-              pointers of those inputs and of the output are aligned to four elements.
+  <entry>_v4  four consecutive elements a thread: vector loads of the inputs read at the
+              output's index (or along a contiguous innermost dim), one load for a broadcast
+              innermost dim, and a vector store; pointwise.hip picks it when the output and
+              the inputs listed in attrs "jit_aligned" are aligned to four elements.
 """
 
 from __future__ import annotations
@@ -214,10 +215,11 @@ class PointwiseSource:
     assumed (attrs "jit_maps", which the C++ kernel compares with its own before it uses
     the generated code)."""
 
-    def __init__(self, text: str, entry: str, maps: list[int]):
+    def __init__(self, text: str, entry: str, maps: list[int], aligned: list[int]):
         self.text = text
         self.entry = entry
         self.maps = maps
+        self.aligned = aligned  # inputs the four-element entry reads as aligned vectors
 
     @property
     def digest(self) -> str:
@@ -319,18 +321,36 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
               "  }", "}"]
     groups = n // VECTOR
     ot = _STORAGE[out_dtype]
+    # the four-element entry: how each input is read for four consecutive outputs
+    kinds = [_vector_kind(modes[k], offsets[k]) for k in range(len(inputs))]
     vector = ["GK_KERNEL GK_ENTRY_V4(" + ", ".join(params) + ") {",
               f"  for (gk_i64 g = GK_FIRST; g < {groups}; g += GK_STEP) {{"]
-    if MAPPED in modes:
+    if any(kind in ("splat", "run", "each") for kind in kinds):
         vector.append(f"    const {idx} i0 = ({idx})g * {VECTOR};")
     for k, (dtype, _, _) in enumerate(inputs):
-        if modes[k] == SAME:
-            st = _STORAGE[dtype]
+        st = _STORAGE[dtype]
+        if kinds[k] == "same":
             vector.append(f"    const gk_v4<{st}> l{k} = ((const gk_v4<{st}>*)in{k})[g];")
+        elif kinds[k] in ("splat", "run"):
+            vector += ["    " + line for line in offset_lines(k, "i0")]
+            if kinds[k] == "splat":
+                vector.append(f"    const {ct} s{k} = {convert_in(dtype, f'in{k}[o{k}]')};")
+            else:
+                vector.append(f"    const gk_v4<{st}> l{k} = *(const gk_v4<{st}>*)(in{k} + o{k});")
     vector.append(f"    gk_v4<{ot}> r;")
     for j in range(VECTOR):
-        index = [f"      const {idx} i = i0 + {j};"] if MAPPED in modes else []
-        vector += ["    {", *index, *("      " + s for s in load_lines("i", j)),
+        lines = [f"const {idx} i = i0 + {j};"] if "each" in kinds else []
+        for k, (dtype, _, _) in enumerate(inputs):
+            if kinds[k] in ("same", "run"):
+                lines.append(f"const {ct} x{k} = {convert_in(dtype, f'l{k}.v[{j}]')};")
+            elif kinds[k] == "splat":
+                lines.append(f"const {ct} x{k} = s{k};")
+            elif kinds[k] == "scalar":
+                lines.append(f"const {ct} x{k} = {convert_in(dtype, f'in{k}[0]')};")
+            else:
+                lines += offset_lines(k, "i")
+                lines.append(f"const {ct} x{k} = {convert_in(dtype, f'in{k}[o{k}]')};")
+        vector += ["    {", *("      " + line for line in lines),
                    f"      r.v[{j}] = {convert_out(f'{eval_name}({call})')};", "    }"]
     vector += [f"    ((gk_v4<{ot}>*)out)[g] = r;", "  }"]
     if n % VECTOR:
@@ -345,7 +365,25 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
     kernel = kernel.replace(f"GK_FN {ct} {eval_name}(", f"GK_FN {ct} {entry}_eval(")
     kernel = kernel.replace(f"{eval_name}({call})", f"{entry}_eval({call})")
     kernel = kernel.replace("GK_ENTRY_V4(", f"{entry}_v4(").replace("GK_ENTRY(", f"{entry}(")
-    return PointwiseSource(_PRELUDE + kernel, entry, maps_attr)
+    aligned = [k for k, kind in enumerate(kinds) if kind in ("same", "run")]
+    return PointwiseSource(_PRELUDE + kernel, entry, maps_attr, aligned)
+
+
+def _vector_kind(mode: int, offsets) -> str:
+    """How the four-element entry reads an input: "same" (a vector at the output's index),
+    "scalar" (its one element), "splat" (one element for all four: the innermost map dim is
+    broadcast and a multiple of four long), "run" (a vector: that dim is contiguous, a
+    multiple of four long, and the other strides multiples of four), "each" (four offsets)."""
+    if mode == SAME:
+        return "same"
+    if mode == SCALAR:
+        return "scalar"
+    dims, strides = offsets
+    if dims[-1] % VECTOR == 0 and strides[-1] == 0:
+        return "splat"
+    if dims[-1] % VECTOR == 0 and strides[-1] == 1 and all(s % VECTOR == 0 for s in strides[:-1]):
+        return "run"
+    return "each"
 
 
 def _program_lines(attrs: dict, opcodes, n_inputs: int, ct: str, f: str) -> list[str]:

@@ -6,8 +6,8 @@ Every pointwise op, alone or as a run of fused body nodes, becomes one `Pointwis
 written by the cpu target's emit_pointwise (targets/cpu/lower_pointwise.py): the same
 register program runs on both targets (src/gpu/pointwise.hip interprets it on the device).
 Each such step also carries its program as generated CUDA/HIP source (codegen.py: attrs
-"jit_source", "jit_entry", "jit_maps"), which the device compiles at plan build when a runtime
-compiler is found (src/gpu/rtc.hip); the interpreter runs it otherwise.
+"jit_source", "jit_entry", "jit_maps", "jit_aligned"), which the device compiles at plan
+build when a runtime compiler is found (src/gpu/rtc.hip); the interpreter runs it otherwise.
 A Fused node of another kind (conv, gemm, matmul, reduce) is lowered body node by body node:
 its anchor through the gpu table, each run of pointwise nodes as one program per value the
 rest of the body (or the graph) reads."""
@@ -20,6 +20,7 @@ from ...ir import Node, Value
 from ..cpu.lower import LoweringContext, LoweringError
 from ..cpu.lower_pointwise import HANDLED, emit_pointwise, node_supported
 from .codegen import CodegenError, pointwise_source
+from .lower_conv_epilogue import lower_conv_with_epilogue
 
 
 def emit_program(nodes: list[Node], result: Value, ctx: LoweringContext, name: str,
@@ -53,7 +54,8 @@ def attach_source(ctx: LoweringContext, step) -> None:
         source = pointwise_source(step.attrs, inputs, (out.dtype, out.dims))
     except CodegenError:
         return  # the interpreter runs it (e.g. an empty output)
-    step.attrs.update(jit_source=source.text, jit_entry=source.entry, jit_maps=source.maps)
+    step.attrs.update(jit_source=source.text, jit_entry=source.entry, jit_maps=source.maps,
+                      jit_aligned=source.aligned)
     dump_source(source.text, source.entry)
 
 
@@ -101,6 +103,8 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
     body = node.attrs["body"]
     for inner, outer in zip(body.inputs, node.inputs):
         ctx.bind(inner, ctx.slot_of(outer))
+    if lower_conv_with_epilogue(node, ctx):  # Conv + Relu / residual Add: one Conv step
+        return
     nodes = [n for n in body.nodes if n.op != "Constant"]
     result = body.outputs[0]
     out_value = node.outputs[0]
