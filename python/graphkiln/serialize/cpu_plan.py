@@ -39,6 +39,8 @@ CORE_DTYPES = frozenset(("f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64",
 MAX_OFFSET = 1 << 62
 INT64 = (-(1 << 63), (1 << 63) - 1)   # the C++ core's attribute integers
 KEY_FIELDS = ("isa", "onednn", "graphkiln")
+_INT = frozenset((int,))
+_STEP_FIELDS = frozenset(("kernel", "name", "attrs", "inputs", "outputs", "packed"))
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -237,19 +239,26 @@ class _PlanReader:
             out.append((dtype, self.dims(item[1], f"{where}[{i}][1]", 0)))
         return out
 
+    def quick_tensor(self, obj) -> dict | None:
+        """The common case, checked without building messages: None where anything is off
+        (then tensor() says what)."""
+        if type(obj) is not list or len(obj) != 6:
+            return None
+        dtype, dims, strides, storage, index, offset = obj
+        top = self.limits.max_dim
+        if (type(dtype) is str and dtype in CORE_DTYPES and type(dims) is list
+                and type(strides) is list and len(dims) == len(strides) <= self.limits.max_rank
+                and set(map(type, dims)) <= _INT and set(map(type, strides)) <= _INT
+                and (not dims or (min(dims) >= 0 and max(dims) <= top
+                                  and min(strides) >= -top and max(strides) <= top))
+                and type(storage) is int and 0 <= storage <= 3
+                and type(index) is int and 0 <= index <= MAX_OFFSET
+                and type(offset) is int and 0 <= offset <= MAX_OFFSET):
+            return {"dtype": dtype, "dims": dims, "strides": strides,
+                    "ref": (storage, index, offset)}
+        return None
+
     def tensor(self, obj, where: str) -> dict:
-        if type(obj) is list and len(obj) == 6:   # the common case, checked without messages
-            dtype, dims, strides, storage, index, offset = obj
-            top = self.limits.max_dim
-            if (type(dtype) is str and dtype in CORE_DTYPES and type(dims) is list
-                    and type(strides) is list and len(dims) == len(strides) <= self.limits.max_rank
-                    and all(type(d) is int and 0 <= d <= top for d in dims)
-                    and all(type(s) is int and -top <= s <= top for s in strides)
-                    and type(storage) is int and 0 <= storage <= 3
-                    and type(index) is int and 0 <= index <= MAX_OFFSET
-                    and type(offset) is int and 0 <= offset <= MAX_OFFSET):
-                return {"dtype": dtype, "dims": dims, "strides": strides,
-                        "ref": (storage, index, offset)}
         need_list(obj, where, self.limits, 6)
         dtype = need_str(obj[0], f"{where}[0]", self.limits)
         if dtype not in CORE_DTYPES:
@@ -262,21 +271,30 @@ class _PlanReader:
                need_int(obj[5], f"{where}[5]", 0, MAX_OFFSET))
         return {"dtype": dtype, "dims": dims, "strides": strides, "ref": ref}
 
+    def tensor_list(self, obj, where: str, optional: bool) -> list:
+        out = []
+        quick = self.quick_tensor
+        for i, t in enumerate(need_list(obj, where, self.limits)):
+            if t is None and optional:
+                out.append(None)
+            else:
+                out.append(quick(t) or self.tensor(t, f"{where}[{i}]"))
+        return out
+
     def step(self, obj, where: str, saved) -> None:
-        need_dict(obj, where, ("kernel", "name", "attrs", "inputs", "outputs"), ("packed",))
+        if not (type(obj) is dict and obj.keys() <= _STEP_FIELDS and len(obj) >= 5):
+            need_dict(obj, where, ("kernel", "name", "attrs", "inputs", "outputs"), ("packed",))
         attrs = {}
         for i, item in enumerate(need_list(obj["attrs"], f"{where}.attrs", self.limits)):
-            name, value = self.attribute(item, f"{where}.attrs[{i}]")
+            name, value = self.attribute(item, where, i)
             if name in attrs:
                 raise damaged(f"{where}.attrs[{i}]", f"attribute {name[:40]!r} given twice")
             attrs[name] = value
         saved.steps.append({
             "kernel": need_str(obj["kernel"], f"{where}.kernel", self.limits),
             "name": need_str(obj["name"], f"{where}.name", self.limits), "attrs": attrs,
-            "inputs": [None if t is None else self.tensor(t, f"{where}.inputs[{i}]")
-                       for i, t in enumerate(need_list(obj["inputs"], f"{where}.inputs", self.limits))],
-            "outputs": [self.tensor(t, f"{where}.outputs[{i}]")
-                        for i, t in enumerate(need_list(obj["outputs"], f"{where}.outputs", self.limits))]})
+            "inputs": self.tensor_list(obj["inputs"], f"{where}.inputs", True),
+            "outputs": self.tensor_list(obj["outputs"], f"{where}.outputs", False)})
         if "packed" in obj:
             packed = []
             for i, item in enumerate(need_list(obj["packed"], f"{where}.packed", self.limits)):
@@ -289,7 +307,22 @@ class _PlanReader:
                 packed.append((layout, array))
             saved.packed[len(saved.steps) - 1] = packed
 
-    def attribute(self, item, where: str) -> tuple:
+    def attribute(self, item, step_where: str, index: int) -> tuple:
+        if type(item) is list and len(item) == 3 and type(item[0]) is str:   # the common case
+            name, code, raw = item
+            low, high = INT64
+            if len(name) > self.limits.max_string_bytes:
+                pass
+            elif code == "I" and type(raw) is list and len(raw) <= self.limits.max_list_length:
+                if set(map(type, raw)) <= _INT and (not raw or (min(raw) >= low and max(raw) <= high)):
+                    return name, raw
+            elif code == "i" and type(raw) is int and low <= raw <= high:
+                return name, raw
+            elif code == "f" and type(raw) is float:
+                return name, raw
+            elif code == "s" and type(raw) is str and len(raw) <= self.limits.max_string_bytes:
+                return name, raw
+        where = f"{step_where}.attrs[{index}]"
         need_list(item, where, self.limits, 3)
         name = need_str(item[0], f"{where}[0]", self.limits)
         code, raw = item[1], item[2]
