@@ -192,6 +192,8 @@ function(graphkiln_add_gpu_sources target)
     "${_src}/gpu/gather.hip"
     "${_src}/gpu/gemm.hip"
     "${_src}/gpu/conv.hip"
+    "${_src}/gpu/cudnn.hip"
+    "${_src}/gpu/conv_cudnn.hip"
     "${_src}/gpu/pool.hip"
     "${_src}/gpu/softmax.hip"
     "${_src}/gpu/layer_norm.hip"

@@ -15,6 +15,8 @@ std::unique_ptr<Kernel> make_gather(const KernelSpec& spec);        // gather.hi
 std::unique_ptr<Kernel> make_gather_elements(const KernelSpec& spec);  // gather.hip
 std::unique_ptr<Kernel> make_gemm(const KernelSpec& spec);          // gemm.hip
 std::unique_ptr<Kernel> make_conv(const KernelSpec& spec);          // conv.hip
+// "Conv" steps: cuDNN where it loads, else make_conv (+ the epilogue)  // conv_cudnn.hip
+std::unique_ptr<Kernel> make_conv_step(const KernelSpec& spec);
 std::unique_ptr<Kernel> make_max_pool(const KernelSpec& spec);      // pool.hip
 std::unique_ptr<Kernel> make_average_pool(const KernelSpec& spec);  // pool.hip
 std::unique_ptr<Kernel> make_softmax(const KernelSpec& spec);       // softmax.hip

@@ -17,7 +17,7 @@ const std::map<std::string, Factory>& table() {
   static const std::map<std::string, Factory> t = {
       {"Copy", make_strided_copy},          {"StridedCopy", make_strided_copy},
       {"Pointwise", make_pointwise},        {"Gather", make_gather},
-      {"Gemm", make_gemm},                  {"Conv", make_conv},
+      {"Gemm", make_gemm},                  {"Conv", make_conv_step},
       {"MaxPool", make_max_pool},           {"AveragePool", make_average_pool},
       {"Softmax", make_softmax},            {"LogSoftmax", make_log_softmax},
       {"LayerNormalization", make_layer_norm}, {"Reduce", make_reduce},

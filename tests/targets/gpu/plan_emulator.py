@@ -148,6 +148,13 @@ class Emulator:
                     y[:, gi * mg:(gi + 1) * mg] += np.einsum("nchw,mc->nmhw", patch[:, gi * cg:(gi + 1) * cg], ws)
         if b is not None:  # the product accumulates onto the bias (beta = 1): one rounding
             y += self.tensor(b).astype(np.float64).reshape(1, -1, 1, 1)
+        # the fused epilogue (src/gpu/conv_cudnn.hip): + residual input 3, then the activation
+        if len(step["inputs"]) > 3 and step["inputs"][3] is not None:
+            y += self.tensor(step["inputs"][3]).astype(np.float64)
+        if a.get("activation") == "relu":
+            y = np.maximum(y, 0)
+        elif a.get("activation") is not None:
+            raise ValueError(f"Conv activation {a['activation']!r} is not modelled")
         self.write(y_t, y.astype(np.float32))
 
     def _pool(self, step, a, is_max):

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// The factory of "Conv" steps. A Conv step computes y = act(conv(x, w) + bias + z): inputs x, w,
+// optional bias (input 2) and optional residual z (input 3, y's shape and type), attribute
+// activation "relu" or absent (targets/gpu/lower_conv_epilogue.py fuses those epilogues).
+// On NVIDIA builds, cuDNN (cudnn.hpp) runs the step when the library loads and accepts it:
+// with a ReLU, one cudnnConvolutionBiasActivationForward call; otherwise
+// cudnnConvolutionForward and, when there is a bias or residual, the epilogue kernel below.
+// The algorithm is cuDNN's heuristic choice (as PyTorch's default), checked at build time by
+// one trial run on scratch buffers. Elsewhere (AMD, GRAPHKILN_GPU_CUDNN=0, cuDNN missing or
+// refusing the shapes) conv.hip's kernel runs, followed by the epilogue kernel when the step
+// has a residual or an activation, so a plan means the same on every build.
+// float32 runs with FMA math (no TF32) unless the step's fast_math attribute allows TF32;
+// float16 / bfloat16 use tensor cores, with float32 accumulation.
+// GRAPHKILN_GPU_CUDNN_VERBOSE=1 prints each Conv step's choice to stderr at build.
+#include "gpu/common.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "gpu/cudnn.hpp"
+#include "gpu/half.hpp"
+#include "gpu/kernel.hpp"
+#include "gpu/kernels.hpp"
+
+namespace graphkiln {
+namespace gpu {
+
+namespace {
+
+bool verbose() {
+  const char* v = std::getenv("GRAPHKILN_GPU_CUDNN_VERBOSE");
+  return v && std::strcmp(v, "0") != 0 && v[0] != '\0';
+}
+
+bool cudnn_disabled() {
+  const char* v = std::getenv("GRAPHKILN_GPU_CUDNN");
+  return v && std::strcmp(v, "0") == 0;
+}
+
+struct Epilogue {
+  bool relu = false;
+  bool has_z = false;
+};
+
+Epilogue read_epilogue(const KernelSpec& spec) {
+  Epilogue e;
+  const std::string act = spec.attrs.get_str("activation", "");
+  if (act == "relu") {
+    e.relu = true;
+  } else if (!act.empty()) {
+    spec_error(spec, "activation '" + act + "' is not accepted (accepted: relu, or none)");
+  }
+  e.has_z = spec.has_input(3);
+  if (e.has_z) {
+    const TensorInfo& z = spec.inputs.at(3);
+    const TensorInfo& y = spec.outputs.at(0);
+    if (z.dtype != y.dtype || z.dims != y.dims || !z.is_contiguous())
+      spec_error(spec, "the residual input (input 3) must be contiguous with the output's "
+                       "shape and type");
+  }
+  return e;
+}
+
+// y = act(y + bias[channel] + z), in float, one rounding (bias and z may be null)
+template <typename T>
+__global__ void conv_epilogue(T* y, const T* bias, const T* z, int64_t channels, int64_t plane,
+                              int64_t total, bool relu) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float v = load_float(y[i]);
+    if (bias) v += load_float(bias[(i / plane) % channels]);
+    if (z) v += load_float(z[i]);
+    if (relu && v < 0.f) v = 0.f;
+    y[i] = store_float<T>(v);
+  }
+}
+
+void launch_epilogue(DType dtype, void* y, const void* bias, const void* z, int64_t channels,
+                     int64_t plane, int64_t total, bool relu, hipStream_t stream) {
+  if (total == 0) return;
+  dispatch_float(dtype, [&](auto t) {
+    using T = decltype(t);
+    conv_epilogue<T><<<blocks_for(total, 256), 256, 0, stream>>>(
+        static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(z), channels,
+        plane, total, relu);
+  });
+  check_launch("conv_epilogue");
+}
+
+// conv.hip's kernel (x, w, bias) followed by the residual / activation epilogue
+class ConvThenEpilogue : public Kernel {
+ public:
+  ConvThenEpilogue(const KernelSpec& spec, const Epilogue& e) : epilogue_(e) {
+    KernelSpec inner = spec;
+    inner.inputs.resize(3);
+    inner.present.resize(3, false);
+    inner_ = make_conv(inner);
+    const TensorInfo& y = spec.outputs.at(0);
+    if (!y.is_contiguous()) spec_error(spec, "needs a contiguous output");
+    dtype_ = y.dtype;
+    channels_ = y.dims.at(1);
+    plane_ = y.dims.at(2) * y.dims.at(3);
+    total_ = y.numel();
+  }
+  size_t workspace_bytes() const override { return inner_->workspace_bytes(); }
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+    inner_->run(inputs, outputs, ctx);
+    launch_epilogue(dtype_, outputs[0], nullptr, epilogue_.has_z ? inputs[3] : nullptr,
+                    channels_, plane_, total_, epilogue_.relu, ctx.stream);
+  }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  Epilogue epilogue_;
+  DType dtype_ = DType::f32;
+  int64_t channels_ = 0, plane_ = 0, total_ = 0;
+};
+
+#if defined(GRAPHKILN_GPU_CUDNN)
+
+constexpr size_t kWorkspaceCap = size_t{256} << 20;
+
+int cudnn_type(DType t) {
+  return t == DType::f16 ? cudnn::kHalf : t == DType::bf16 ? cudnn::kBfloat16 : cudnn::kFloat;
+}
+
+bool fits_int(int64_t v) { return v >= 0 && v < (int64_t{1} << 31); }
+
+// Device scratch owned for the duration of a build-time trial.
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(size_t bytes) {
+    if (bytes && hipMalloc(&p, bytes) == hipSuccess) (void)hipMemsetAsync(p, 0, bytes, nullptr);
+  }
+  ~DeviceBuffer() {
+    if (p) (void)hipFree(p);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+class CudnnConv : public Kernel {
+ public:
+  // The kernel, or null with *why set when cuDNN does not take this step.
+  static std::unique_ptr<Kernel> try_make(const KernelSpec& spec, const Epilogue& e,
+                                          std::string* why) {
+    const cudnn::Api* a = cudnn::api(why);
+    if (!a) return nullptr;
+    std::unique_ptr<CudnnConv> k(new CudnnConv(*a, spec, e));
+    if (!k->build(spec, why)) return nullptr;
+    return k;
+  }
+
+  ~CudnnConv() override {
+    if (x_desc_) api_.destroy_tensor(x_desc_);
+    if (y_desc_) api_.destroy_tensor(y_desc_);
+    if (bias_desc_) api_.destroy_tensor(bias_desc_);
+    if (w_desc_) api_.destroy_filter(w_desc_);
+    if (conv_desc_) api_.destroy_conv(conv_desc_);
+    if (act_desc_) api_.destroy_activation(act_desc_);
+    if (zero_bias_) (void)hipFree(zero_bias_);
+  }
+
+  size_t workspace_bytes() const override { return workspace_; }
+
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+    {
+      std::lock_guard<std::mutex> lock(cudnn::handle_mutex());
+      cudnn::check(api_.set_stream(handle_, ctx.stream), "cudnnSetStream");
+      cudnn::check(enqueue(inputs, outputs[0], ctx.workspace), fused_ ? "cudnnConvolutionBiasActivationForward" : "cudnnConvolutionForward");
+    }
+    if (!fused_ && (has_bias_ || epilogue_.has_z || epilogue_.relu))
+      launch_epilogue(dtype_, outputs[0], has_bias_ ? inputs[2] : nullptr,
+                      epilogue_.has_z ? inputs[3] : nullptr, channels_, plane_, total_,
+                      epilogue_.relu, ctx.stream);
+  }
+
+ private:
+  CudnnConv(const cudnn::Api& a, const KernelSpec& spec, const Epilogue& e)
+      : api_(a), epilogue_(e), name_(spec.name) {}
+
+  cudnn::Status enqueue(const void* const* inputs, void* y, void* workspace) {
+    const float one = 1.f, zero = 0.f;
+    if (!fused_)
+      return api_.forward(handle_, &one, x_desc_, inputs[0], w_desc_, inputs[1], conv_desc_,
+                          algo_, workspace, workspace_, &zero, y_desc_, y);
+    const void* bias = has_bias_ ? inputs[2] : zero_bias_;
+    const void* z = epilogue_.has_z ? inputs[3] : y;
+    return api_.bias_activation_forward(handle_, &one, x_desc_, inputs[0], w_desc_, inputs[1],
+                                        conv_desc_, algo_, workspace, workspace_,
+                                        epilogue_.has_z ? &one : &zero, y_desc_, z, bias_desc_,
+                                        bias, act_desc_, y_desc_, y);
+  }
+
+  bool tensor_desc(cudnn::TensorDesc* d, const TensorInfo& t) {
+    if (api_.create_tensor(d) != cudnn::kSuccess) return false;
+    return api_.set_tensor_4d_ex(*d, cudnn_type(t.dtype), int(t.dims[0]), int(t.dims[1]),
+                                 int(t.dims[2]), int(t.dims[3]), int(t.strides[0]),
+                                 int(t.strides[1]), int(t.strides[2]),
+                                 int(t.strides[3])) == cudnn::kSuccess;
+  }
+
+  bool build(const KernelSpec& spec, std::string* why) {
+    auto refuse = [&](const std::string& reason) {
+      *why = reason;
+      return false;
+    };
+    const TensorInfo& x = spec.inputs.at(0);
+    const TensorInfo& w = spec.inputs.at(1);
+    const TensorInfo& y = spec.outputs.at(0);
+    if (x.rank() != 4 || w.rank() != 4 || y.rank() != 4) return refuse("not 4-D");
+    dtype_ = y.dtype;
+    has_bias_ = spec.has_input(2);
+    if (!is_float_type(dtype_) || x.dtype != dtype_ || w.dtype != dtype_ ||
+        (has_bias_ && spec.inputs.at(2).dtype != dtype_))
+      return refuse("not one float type");
+    if (!x.is_contiguous() || !w.is_contiguous() || !y.is_contiguous())
+      return refuse("not contiguous NCHW");
+    if (x.numel() == 0 || y.numel() == 0 || w.numel() == 0) return refuse("empty tensor");
+    for (const TensorInfo* t : {&x, &w, &y})
+      if (!fits_int(t->numel())) return refuse("a tensor of 2^31 elements or more");
+    const std::vector<int64_t> pads = spec.attrs.get_ints("pads");
+    const std::vector<int64_t> strides = spec.attrs.get_ints("strides");
+    const std::vector<int64_t> dilations = spec.attrs.get_ints("dilations");
+    const int64_t group = spec.attrs.get_int("group", 1);
+    if (pads.size() != 4 || strides.size() != 2 || dilations.size() != 2)
+      return refuse("not 2-D pads, strides and dilations");
+    if (group < 1 || x.dims[1] % group || w.dims[0] % group || w.dims[1] * group != x.dims[1])
+      return refuse("channels do not match the group count");
+    const bool fast_math = spec.attrs.get_int("fast_math", 0) != 0;
+    channels_ = y.dims[1];
+    plane_ = y.dims[2] * y.dims[3];
+    total_ = y.numel();
+
+    handle_ = cudnn::handle();
+    // cuDNN pads symmetrically: pad by the leading pads; the trailing ones only decide how
+    // many output rows / columns exist, checked against y below
+    if (!tensor_desc(&x_desc_, x) || !tensor_desc(&y_desc_, y)) return refuse("tensor descriptor");
+    if (api_.create_filter(&w_desc_) != cudnn::kSuccess ||
+        api_.set_filter_4d(w_desc_, cudnn_type(dtype_), cudnn::kNchw, int(w.dims[0]),
+                           int(w.dims[1]), int(w.dims[2]), int(w.dims[3])) != cudnn::kSuccess)
+      return refuse("filter descriptor");
+    if (api_.create_conv(&conv_desc_) != cudnn::kSuccess ||
+        api_.set_conv_2d(conv_desc_, int(pads[0]), int(pads[1]), int(strides[0]),
+                         int(strides[1]), int(dilations[0]), int(dilations[1]),
+                         cudnn::kCrossCorrelation, cudnn::kFloat) != cudnn::kSuccess ||
+        api_.set_group_count(conv_desc_, int(group)) != cudnn::kSuccess)
+      return refuse("convolution descriptor (pads, strides, dilations or groups)");
+    int on = 0, oc = 0, oh = 0, ow = 0;
+    if (api_.output_dim(conv_desc_, x_desc_, w_desc_, &on, &oc, &oh, &ow) != cudnn::kSuccess ||
+        on != y.dims[0] || oc != y.dims[1] || oh != y.dims[2] || ow != y.dims[3])
+      return refuse("asymmetric pads that change the output size");
+    if (api_.create_tensor(&bias_desc_) != cudnn::kSuccess ||
+        api_.set_tensor_4d_ex(bias_desc_, cudnn_type(dtype_), 1, int(channels_), 1, 1,
+                              int(channels_), 1, 1, 1) != cudnn::kSuccess)
+      return refuse("bias descriptor");
+    if (api_.create_activation(&act_desc_) != cudnn::kSuccess ||
+        api_.set_activation(act_desc_, epilogue_.relu ? cudnn::kActivationRelu
+                                                      : cudnn::kActivationIdentity,
+                            cudnn::kNotPropagateNan, 0.0) != cudnn::kSuccess)
+      return refuse("activation descriptor");
+
+    const bool strict_f32 = dtype_ == DType::f32 && !fast_math;
+    const int base_math = strict_f32 ? cudnn::kFmaMath
+                          : dtype_ == DType::f32 ? cudnn::kDefaultMath : cudnn::kTensorOpMath;
+    cudnn::AlgoPerf perf[cudnn::kFwdAlgoCount] = {};
+    int count = 0;
+    if (api_.set_math_type(conv_desc_, base_math) != cudnn::kSuccess ||
+        api_.forward_algorithm_v7(handle_, x_desc_, w_desc_, conv_desc_, y_desc_,
+                                  cudnn::kFwdAlgoCount, &count, perf) != cudnn::kSuccess)
+      return refuse("cudnnGetConvolutionForwardAlgorithm_v7 failed");
+
+    std::lock_guard<std::mutex> lock(cudnn::handle_mutex());
+    if (api_.set_stream(handle_, nullptr) != cudnn::kSuccess) return refuse("cudnnSetStream");
+    // scratch operands for the trial runs (zeros); the fused call's missing bias reads zeros
+    DeviceBuffer xb(x.nbytes()), wb(w.nbytes()), yb(y.nbytes()),
+        zb(epilogue_.has_z ? y.nbytes() : 0), bb(static_cast<size_t>(channels_) * dtype_size(dtype_));
+    if (!xb.p || !wb.p || !yb.p || (epilogue_.has_z && !zb.p) || !bb.p)
+      return refuse("no device memory for the trial run");
+    if (!has_bias_) {
+      if (hipMalloc(&zero_bias_, static_cast<size_t>(channels_) * dtype_size(dtype_)) != hipSuccess)
+        return refuse("no device memory for a zero bias");
+      (void)hipMemsetAsync(zero_bias_, 0, static_cast<size_t>(channels_) * dtype_size(dtype_), nullptr);
+    }
+    const void* trial_inputs[4] = {xb.p, wb.p, has_bias_ ? bb.p : nullptr, zb.p};
+    // a ReLU tries the fused call first; every step can fall back to the plain forward call
+    std::string tried;
+    for (const bool fused : {true, false}) {
+      if (fused && !epilogue_.relu) continue;
+      for (int i = 0; i < count; ++i) {
+        const cudnn::AlgoPerf& p = perf[i];
+        if (p.status != cudnn::kSuccess) continue;
+        const int math = strict_f32 ? cudnn::kFmaMath : p.math_type;
+        size_t bytes = 0;
+        if (api_.set_math_type(conv_desc_, math) != cudnn::kSuccess ||
+            api_.workspace_size(handle_, x_desc_, w_desc_, conv_desc_, y_desc_, p.algo,
+                                &bytes) != cudnn::kSuccess || bytes > kWorkspaceCap)
+          continue;
+        DeviceBuffer ws(bytes);
+        if (bytes && !ws.p) continue;
+        fused_ = fused;
+        algo_ = p.algo;
+        workspace_ = bytes;
+        const cudnn::Status status = enqueue(trial_inputs, yb.p, ws.p);
+        const hipError_t sync = hipDeviceSynchronize();
+        (void)hipGetLastError();
+        tried += " " + std::to_string(p.algo) + (fused ? "f" : "") + ":" + std::to_string(status);
+        if (status == cudnn::kSuccess && sync == hipSuccess) {
+          if (verbose())
+            std::fprintf(stderr, "graphkiln cuDNN conv '%s': %s algo %d math %d workspace %zu\n",
+                         name_.c_str(), fused ? "fused bias+activation" : "forward", algo_,
+                         math, workspace_);
+          return true;
+        }
+      }
+    }
+    return refuse("no algorithm ran (algo:status" + tried + ")");
+  }
+
+  const cudnn::Api& api_;
+  Epilogue epilogue_;
+  std::string name_;
+  cudnn::Handle handle_ = nullptr;
+  cudnn::TensorDesc x_desc_ = nullptr, y_desc_ = nullptr, bias_desc_ = nullptr;
+  cudnn::FilterDesc w_desc_ = nullptr;
+  cudnn::ConvDesc conv_desc_ = nullptr;
+  cudnn::ActDesc act_desc_ = nullptr;
+  void* zero_bias_ = nullptr;
+  DType dtype_ = DType::f32;
+  bool has_bias_ = false, fused_ = false;
+  int algo_ = 0;
+  size_t workspace_ = 0;
+  int64_t channels_ = 0, plane_ = 0, total_ = 0;
+};
+
+#endif  // GRAPHKILN_GPU_CUDNN
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv_step(const KernelSpec& spec) {
+  const Epilogue e = read_epilogue(spec);
+#if defined(GRAPHKILN_GPU_CUDNN)
+  if (!cudnn_disabled()) {
+    std::string why;
+    if (std::unique_ptr<Kernel> k = CudnnConv::try_make(spec, e, &why)) return k;
+    if (verbose())
+      std::fprintf(stderr, "graphkiln cuDNN conv '%s': not used (%s)\n", spec.name.c_str(),
+                   why.c_str());
+  }
+#else
+  (void)cudnn_disabled;
+  (void)verbose;
+#endif  // GRAPHKILN_GPU_CUDNN
+  if (!e.has_z && !e.relu) return make_conv(spec);
+  return std::make_unique<ConvThenEpilogue>(spec, e);
+}
+
+}  // namespace gpu
+}  // namespace graphkiln
