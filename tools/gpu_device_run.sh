@@ -61,6 +61,7 @@ else
   build_core() {
     local dir="$1" targets="$2"; shift 2
     local start; start=$(date +%s)
+    rm -rf "$dir"  # a warm machine may hold a build of another checkout there
     env -u CXXFLAGS -u CFLAGS -u CUDAFLAGS -u LDFLAGS -u CPPFLAGS \
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -Dpybind11_DIR="$(python3 -c 'import pybind11; print(pybind11.get_cmake_dir())')" \

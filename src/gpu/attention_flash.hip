@@ -8,10 +8,10 @@
 // sliding window, optional float or bool mask); steps that ask for the scores as a second
 // output, or head sizes over kMaxDim, go to attention.hip instead.
 //
-// A block holds kWarps warps on one (batch, head); each warp owns kRowsPerWarp query rows.
-// Keys go by in chunks of 32, staged in shared memory as float: lane j scores key j against
-// the warp's row, the warp reduces the chunk's maximum and sum with shuffles, and each lane
-// accumulates its slice (features lane, lane + 32, ...) of P V in float registers.
+// A block holds 4 or 8 warps on one (batch, head); each warp owns 4 query rows. Keys go by
+// in chunks of 32, staged in shared memory as float: lane j scores key j against the warp's
+// 4 rows at once, the warp reduces each row's chunk maximum and sum with shuffles, and each
+// lane accumulates its slice (features lane, lane + 32, ...) of P V in float registers.
 // NVIDIA only (32-lane warps and the *_sync shuffles); AMD builds and GRAPHKILN_GPU_FLASH=0
 // use attention.hip.
 #include "gpu/common.hpp"
@@ -31,8 +31,7 @@ namespace gpu {
 #if defined(__CUDACC__) && !defined(__HIP__)
 namespace {
 
-constexpr int kWarps = 4, kRowsPerWarp = 4, kChunk = 32, kMaxDim = 128;
-constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
+constexpr int kRowsPerWarp = 4, kChunk = 32, kMaxDim = 128;
 
 struct FlashShape {
   int64_t heads, group, q_seq, kv_seq, head_dim, v_dim;
@@ -62,23 +61,44 @@ __device__ inline float warp_sum(float v) {
   return v;
 }
 
-// SLICE: features per lane (head_dim and v_dim <= 32 * SLICE)
-template <typename T, int SLICE>
-__global__ void __launch_bounds__(kWarps * 32)
+// The score of key `key` for query row `row`, after soft cap, window and mask (-inf: masked).
+__device__ inline float biased_score(float score, const FlashShape& s, const void* mask,
+                                     int64_t b, int64_t h, int64_t row, int64_t key) {
+  if (row >= s.q_seq || key >= s.kv_seq) return -INFINITY;
+  if (s.softcap > 0.f) score = s.softcap * tanhf(score / s.softcap);
+  const int64_t pos = s.offset + row;
+  if (s.causal && key > pos) return -INFINITY;
+  if (s.left >= 0 && key < pos - s.left) return -INFINITY;
+  if (s.right >= 0 && key > pos + s.right) return -INFINITY;
+  if (s.mask_kind != 0) {
+    if (key >= s.mask_len) return -INFINITY;
+    const int64_t at = b * s.mask_strides[0] + h * s.mask_strides[1] + row * s.mask_strides[2] +
+                       key * s.mask_strides[3];
+    if (s.mask_kind == 1) return score + mask_at(mask, s.mask_float_type, at);
+    if (!static_cast<const unsigned char*>(mask)[at]) return -INFINITY;
+  }
+  return score;
+}
+
+// SLICE: features per lane (head_dim and v_dim <= 32 * SLICE); WARPS warps a block, each
+// owning kRowsPerWarp query rows that it scores together (one K load feeds every row).
+template <typename T, int SLICE, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32)
 flash_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                 const void* __restrict__ mask, T* __restrict__ y, FlashShape s) {
-  constexpr int kDim = 32 * SLICE;
+  constexpr int kDim = 32 * SLICE, kRows = WARPS * kRowsPerWarp;
   __shared__ float ks[kChunk][kDim + 1];  // +1: lane j reads row j without bank conflicts
   __shared__ float vs[kChunk][kDim];
-  __shared__ float qs[kRowsPerBlock][kDim];
+  __shared__ __align__(16) float qs[kRows][kDim];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t b = blockIdx.z, h = blockIdx.y, kv_h = h / s.group;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  const int64_t wrow0 = row0 + warp * kRowsPerWarp;  // this warp's first row
   const T* qb = q + b * s.q[0] + h * s.q[1];
   const T* kb = k + b * s.k[0] + kv_h * s.k[1];
   const T* vb = v + b * s.v[0] + kv_h * s.v[1];
 
-  for (int i = threadIdx.x; i < kRowsPerBlock * kDim; i += blockDim.x) {
+  for (int i = threadIdx.x; i < kRows * kDim; i += blockDim.x) {
     const int r = i / kDim, d = i % kDim;
     const int64_t row = row0 + r;
     qs[r][d] = (row < s.q_seq && d < s.head_dim) ? load_float(qb[row * s.q[2] + d]) * s.scale : 0.f;
@@ -93,14 +113,10 @@ flash_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __res
   }
   // causal / window limits over the whole block decide which chunks can matter at all
   int64_t key_end = s.kv_seq;
-  if (s.causal) {
-    const int64_t last = s.offset + row0 + kRowsPerBlock - 1;
-    key_end = last + 1 < key_end ? last + 1 : key_end;
-  }
-  if (s.right >= 0) {
-    const int64_t last = s.offset + row0 + kRowsPerBlock - 1 + s.right;
-    key_end = last + 1 < key_end ? last + 1 : key_end;
-  }
+  const int64_t last_pos = s.offset + row0 + kRows - 1;
+  if (s.causal && last_pos + 1 < key_end) key_end = last_pos + 1;
+  if (s.right >= 0 && last_pos + s.right + 1 < key_end) key_end = last_pos + s.right + 1;
+  const float* qw = &qs[warp * kRowsPerWarp][0];
   for (int64_t key0 = 0; key0 < key_end; key0 += kChunk) {
     __syncthreads();  // the previous chunk is consumed (and qs written, the first time)
     for (int i = threadIdx.x; i < kChunk * kDim; i += blockDim.x) {
@@ -111,52 +127,49 @@ flash_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __res
       vs[j][d] = (in && d < s.v_dim) ? load_float(vb[key * s.v[2] + d]) : 0.f;
     }
     __syncthreads();
+    if (wrow0 >= s.q_seq) continue;  // uniform across the warp (it still joins the barriers)
+    // lane j scores key key0 + j against the warp's rows
+    float score[kRowsPerWarp] = {};
+    for (int d = 0; d < kDim; d += 4) {
+      const float k0 = ks[lane][d], k1 = ks[lane][d + 1], k2 = ks[lane][d + 2], k3 = ks[lane][d + 3];
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const float4 qv = *reinterpret_cast<const float4*>(qw + r * kDim + d);
+        score[r] += qv.x * k0 + qv.y * k1 + qv.z * k2 + qv.w * k3;
+      }
+    }
     const int64_t key = key0 + lane;
+    float p[kRowsPerWarp];
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int local = warp * kRowsPerWarp + r;
-      const int64_t row = row0 + local;
-      if (row >= s.q_seq) break;  // uniform across the warp
-      float score = 0.f;
-      for (int d = 0; d < s.head_dim; ++d) score += qs[local][d] * ks[lane][d];
-      if (s.softcap > 0.f) score = s.softcap * tanhf(score / s.softcap);
-      const int64_t pos = s.offset + row;
-      bool allowed = key < s.kv_seq;
-      if (s.causal && key > pos) allowed = false;
-      if (s.left >= 0 && key < pos - s.left) allowed = false;
-      if (s.right >= 0 && key > pos + s.right) allowed = false;
-      if (allowed && s.mask_kind != 0) {
-        if (key >= s.mask_len) {
-          allowed = false;
-        } else {
-          const int64_t at = b * s.mask_strides[0] + h * s.mask_strides[1] +
-                             row * s.mask_strides[2] + key * s.mask_strides[3];
-          if (s.mask_kind == 1)
-            score += mask_at(mask, s.mask_float_type, at);
-          else if (!static_cast<const unsigned char*>(mask)[at])
-            allowed = false;
-        }
+      const float biased = biased_score(score[r], s, mask, b, h, wrow0 + r, key);
+      const float m_new = fmaxf(m[r], warp_max(biased));
+      if (m_new == -INFINITY) {  // nothing allowed yet for this row (uniform across the warp)
+        p[r] = 0.f;
+        continue;
       }
-      if (!allowed) score = -INFINITY;
-      const float chunk_max = warp_max(score);
-      const float m_new = fmaxf(m[r], chunk_max);
-      if (m_new == -INFINITY) continue;  // nothing allowed yet for this row
-      const float p = __expf(score - m_new);  // exp(-inf) = 0
+      p[r] = __expf(biased - m_new);  // exp(-inf) = 0
       const float correction = __expf(m[r] - m_new);
-      l[r] = l[r] * correction + warp_sum(p);
+      l[r] = l[r] * correction + warp_sum(p[r]);
       m[r] = m_new;
 #pragma unroll
       for (int e = 0; e < SLICE; ++e) acc[r][e] *= correction;
-      for (int j = 0; j < kChunk; ++j) {
-        const float pj = __shfl_sync(0xffffffffu, p, j);
+    }
+    for (int j = 0; j < kChunk; ++j) {
+      float vj[SLICE];
 #pragma unroll
-        for (int e = 0; e < SLICE; ++e) acc[r][e] += pj * vs[j][lane + 32 * e];
+      for (int e = 0; e < SLICE; ++e) vj[e] = vs[j][lane + 32 * e];
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const float pj = __shfl_sync(0xffffffffu, p[r], j);
+#pragma unroll
+        for (int e = 0; e < SLICE; ++e) acc[r][e] += pj * vj[e];
       }
     }
   }
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
-    const int64_t row = row0 + warp * kRowsPerWarp + r;
+    const int64_t row = wrow0 + r;
     if (row >= s.q_seq) break;
     const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;  // a row with no allowed key gives zeros
     T* out = y + b * s.y[0] + h * s.y[1] + row * s.y[2];
@@ -186,9 +199,11 @@ class FlashAttention : public Kernel {
  private:
   template <typename T, int SLICE>
   void launch(const void* const* inputs, void* const* outputs, Context& ctx) {
+    constexpr int kWarps = SLICE <= 2 ? 8 : 4;  // shared memory stays under 48 KiB
+    constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
     const dim3 grid(static_cast<unsigned>((s_.q_seq + kRowsPerBlock - 1) / kRowsPerBlock),
                     static_cast<unsigned>(s_.heads), static_cast<unsigned>(batch_));
-    flash_attention<T, SLICE><<<grid, kWarps * 32, 0, ctx.stream>>>(
+    flash_attention<T, SLICE, kWarps><<<grid, kWarps * 32, 0, ctx.stream>>>(
         static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
         static_cast<const T*>(inputs[2]), inputs[3], static_cast<T*>(outputs[0]), s_);
     check_launch("flash_attention");
