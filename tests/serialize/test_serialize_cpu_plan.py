@@ -220,6 +220,8 @@ DAMAGE = {
     "attribute code": (lambda d: d["compiled"]["cpu_plan"]["segments"][0]["steps"][0]["attrs"]
                        .append(["x", "Q", 1]), "unknown attribute code"),
     "missing mac": (lambda d: d["compiled"]["cpu_plan"].pop("mac"), "missing field"),
+    "step without inputs": (lambda d: d["compiled"]["cpu_plan"]["segments"][0]["steps"][0]
+                            .pop("inputs"), "missing field"),
     "packed not bytes": (lambda d: d["compiled"]["cpu_plan"]["segments"][0]["steps"][0]
                          .__setitem__("packed", [["layout", d["compiled"]["cpu_plan"]
                                                   ["segments"][0]["constants"][0]]]),

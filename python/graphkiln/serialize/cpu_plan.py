@@ -40,7 +40,8 @@ MAX_OFFSET = 1 << 62
 INT64 = (-(1 << 63), (1 << 63) - 1)   # the C++ core's attribute integers
 KEY_FIELDS = ("isa", "onednn", "graphkiln")
 _INT = frozenset((int,))
-_STEP_FIELDS = frozenset(("kernel", "name", "attrs", "inputs", "outputs", "packed"))
+_STEP_REQUIRED = frozenset(("kernel", "name", "attrs", "inputs", "outputs"))
+_STEP_FIELDS = _STEP_REQUIRED | {"packed"}
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -282,7 +283,7 @@ class _PlanReader:
         return out
 
     def step(self, obj, where: str, saved) -> None:
-        if not (type(obj) is dict and obj.keys() <= _STEP_FIELDS and len(obj) >= 5):
+        if not (type(obj) is dict and _STEP_REQUIRED <= obj.keys() <= _STEP_FIELDS):
             need_dict(obj, where, ("kernel", "name", "attrs", "inputs", "outputs"), ("packed",))
         attrs = {}
         for i, item in enumerate(need_list(obj["attrs"], f"{where}.attrs", self.limits)):
