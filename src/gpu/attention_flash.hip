@@ -183,23 +183,30 @@ flash_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __res
 
 class FlashAttention : public Kernel {
  public:
-  FlashAttention(const KernelSpec& spec, const FlashShape& shape, int64_t batch)
-      : dtype_(spec.inputs.at(0).dtype), s_(shape), batch_(batch) {}
+  // warps: 4 or 8 a block (0: 8 where head sizes <= 64, else 4)
+  FlashAttention(const KernelSpec& spec, const FlashShape& shape, int64_t batch, int warps)
+      : dtype_(spec.inputs.at(0).dtype), s_(shape), batch_(batch), warps_(warps) {}
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
     if (batch_ == 0 || s_.heads == 0 || s_.q_seq == 0) return;
     dispatch_float(dtype_, [&](auto t) {
       using T = decltype(t);
-      if (s_.head_dim <= 32 && s_.v_dim <= 32) launch<T, 1>(inputs, outputs, ctx);
-      else if (s_.head_dim <= 64 && s_.v_dim <= 64) launch<T, 2>(inputs, outputs, ctx);
-      else launch<T, 4>(inputs, outputs, ctx);
+      const bool four = warps_ == 4;
+      if (s_.head_dim <= 32 && s_.v_dim <= 32) {
+        if (four) launch<T, 1, 4>(inputs, outputs, ctx);
+        else launch<T, 1, 8>(inputs, outputs, ctx);
+      } else if (s_.head_dim <= 64 && s_.v_dim <= 64) {
+        if (four) launch<T, 2, 4>(inputs, outputs, ctx);
+        else launch<T, 2, 8>(inputs, outputs, ctx);
+      } else {
+        launch<T, 4, 4>(inputs, outputs, ctx);  // 8 warps would pass 48 KiB of shared memory
+      }
     });
   }
 
  private:
-  template <typename T, int SLICE>
+  template <typename T, int SLICE, int kWarps>
   void launch(const void* const* inputs, void* const* outputs, Context& ctx) {
-    constexpr int kWarps = SLICE <= 2 ? 8 : 4;  // shared memory stays under 48 KiB
     constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
     const dim3 grid(static_cast<unsigned>((s_.q_seq + kRowsPerBlock - 1) / kRowsPerBlock),
                     static_cast<unsigned>(s_.heads), static_cast<unsigned>(batch_));
@@ -212,11 +219,16 @@ class FlashAttention : public Kernel {
   DType dtype_;
   FlashShape s_;
   int64_t batch_;
+  int warps_;
 };
 
 // The fused kernel when the step fits it; else null (attention.hip takes the step).
+// attrs "variant" (graphkiln.tuning.gpu): 0 heuristic, 1 fused with 4 warps a block,
+// 2 fused with 8 warps, 3 unfused.
 std::unique_ptr<Kernel> try_flash(const KernelSpec& spec) {
   const Attrs& a = spec.attrs;
+  const int64_t variant = a.get_int("variant", 0);
+  if (variant == 3) return nullptr;
   if (spec.outputs.size() != 1) return nullptr;  // the scores are asked for: unfused
   const DType dtype = spec.inputs.at(0).dtype;
   if (!is_float_type(dtype)) return nullptr;
@@ -263,7 +275,8 @@ std::unique_ptr<Kernel> try_flash(const KernelSpec& spec) {
       s.mask_strides[d] = (src < 0 || m.dims[src] == 1) ? 0 : m.strides[src];
     }
   }
-  return std::make_unique<FlashAttention>(spec, s, batch);
+  const int warps = variant == 1 ? 4 : 8;
+  return std::make_unique<FlashAttention>(spec, s, batch, warps);
 }
 
 bool flash_enabled() {

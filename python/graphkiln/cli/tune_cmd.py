@@ -59,6 +59,7 @@ class ProgressBar:
 def cmd_tune(args) -> int:
     from .. import tuning
     from ..tuning import cpu as cpu_tuning
+    from ..tuning import gpu as gpu_tuning
     from ..tuning.db import TuningDB
 
     if args.db:
@@ -87,13 +88,16 @@ def cmd_tune(args) -> int:
     prog = load_program(args)
     before = tuning.counters()
     if not args.no_progress:
-        cpu_tuning.set_progress(ProgressBar())
+        bar = ProgressBar()
+        cpu_tuning.set_progress(bar)
+        gpu_tuning.set_progress(bar)
     start = time.perf_counter()
     try:
         prog.compile(args.target, **options)
         prog.run(make_inputs(prog, [], 0))  # makes the plans of dynamic-shape models too
     finally:
         cpu_tuning.set_progress(None)
+        gpu_tuning.set_progress(None)
     after = tuning.counters()
     print(f"tuned {after['tuned'] - before['tuned']} kernels "
           f"({after['benchmarks'] - before['benchmarks']} candidates measured) in "

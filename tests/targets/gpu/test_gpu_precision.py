@@ -411,7 +411,7 @@ def test_options_are_saved_with_the_program(monkeypatch, tmp_path):
 
     monkeypatch.setattr(device, "require_gpu", lambda: type("V", (), {"usable": []})())
     monkeypatch.setattr(gpu_target, "GpuPlan",
-                        lambda g, b, graphs=True, fast_math=False: _Plan(g, fast_math))
+                        lambda g, b, graphs=True, fast_math=False, *rest, **kw: _Plan(g, fast_math))
     program, feeds = resnet_like()
     compiled = gk.parse_onnx_buffer(program).compile("gpu", fp16=True, fast_math=True)
     assert compiled.options == {"fp16": True, "fast_math": True}

@@ -31,7 +31,13 @@ class GpuTarget(Target):
                        "outputs stay float32): targets/gpu/precision.py; default False",
                "bf16": "True: as fp16 with bfloat16 (excludes fp16); default False",
                "fast_math": "True lets float32 matrix products and convolutions round their "
-                            "operands to TF32 on tensor cores (cuBLAS); default False"}
+                            "operands to TF32 on tensor cores (cuBLAS); default False",
+               # graphkiln.tuning (tuning/gpu.py)
+               "exhaustive_tune": "True times the variants of every tunable kernel "
+                                  "(attention, convolution) on this GPU and stores the "
+                                  "winners in the tuning database; default False",
+               "tuning": "False ignores the tuning database (heuristic kernel choices only); "
+                         "default True"}
 
     def passes(self, options: dict) -> list:
         from ...passes import attention_heads, fuse_pointwise
@@ -63,7 +69,10 @@ class GpuTarget(Target):
             ops = sorted({n.op for n in missing})
             raise LoweringError(f"the gpu target has no kernel for {', '.join(ops)} (first: "
                                 f"node {missing[0].name!r})")
-        executable = GpuExecutable(graph, blas == "builtin", graphs=graphs, fast_math=fast_math)
+        tune = ("exhaustive" if options.get("exhaustive_tune")
+                else "lookup" if options.get("tuning", True) else "off")
+        executable = GpuExecutable(graph, blas == "builtin", graphs=graphs, fast_math=fast_math,
+                                   tune=tune)
         executable.precision = next((k for k in ("fp16", "bf16") if options.get(k)), "fp32")
         executable.arch = verdict.usable[0].arch if verdict.usable else None
         return executable
@@ -98,28 +107,33 @@ class GpuPlan:
     """One plan built on the device for one set of input shapes."""
 
     def __init__(self, graph: Graph, builtin_blas: bool, graphs: bool = True,
-                 fast_math: bool = False):
+                 fast_math: bool = False, tune: str = "lookup"):
         from ..._native import load_core
+        from ...tuning.gpu import tune_plan
 
         plan = lower_plan(graph, fast_math)
         specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
                                for s in slots]
+
+        def build(p: Plan, use_graphs: bool = False):
+            return load_core().GpuExecutor(p.executor_steps(), p.constants, p.arena_bytes,
+                                           specs(p.input_slots), specs(p.output_slots),
+                                           builtin_blas, use_graphs)
+
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
-        self.executor = load_core().GpuExecutor(plan.executor_steps(), plan.constants,
-                                                plan.arena_bytes, specs(plan.input_slots),
-                                                specs(plan.output_slots), builtin_blas,
-                                                graphs)
+        self.tuning = tune_plan(plan, tune, build)  # sets tuned kernel variants on the plan
+        self.executor = build(plan, graphs)
         self.plan = plan
 
 
 class GpuExecutable(Executable):
     def __init__(self, graph: Graph, builtin_blas: bool = False, plan_factory=None,
-                 graphs: bool = True, fast_math: bool = False):
+                 graphs: bool = True, fast_math: bool = False, tune: str = "lookup"):
         """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device,
         replayed as a graph when `graphs`; tests pass a numpy model of the kernels)."""
         self.graph = graph
         self.builtin_blas = builtin_blas
-        self.plan_factory = plan_factory or (lambda g, b: GpuPlan(g, b, graphs, fast_math))
+        self.plan_factory = plan_factory or (lambda g, b: GpuPlan(g, b, graphs, fast_math, tune))
         self.fast_math = fast_math
         self.precision = "fp32"  # or the half type of the options fp16 / bf16 (compile sets it)
         self.parameters = parameter_inputs(graph)
@@ -169,7 +183,8 @@ class GpuExecutable(Executable):
             out.update(steps=plan.executor.num_steps, arena_bytes=plan.executor.arena_bytes,
                        device_bytes=plan.executor.device_bytes, blas=plan.executor.blas,
                        device=plan.executor.device,
-                       graph=getattr(plan.executor, "graph_state", "n/a"))
+                       graph=getattr(plan.executor, "graph_state", "n/a"),
+                       tuning=getattr(plan, "tuning", None))
         return out
 
 

@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""GPU tunables: per step of a tunable kernel the integer attr "variant", which the kernel
+reads when it is built (0 is always the heuristic the lowering would use):
+  Attention  1: fused kernel, 4 warps a block; 2: fused, 8 warps; 3: unfused (two products
+             and a softmax)                                   (src/gpu/attention_flash.hip)
+  Conv       1 + k: cuDNN's k-th forward algorithm; the last: graphkiln's im2col + GEMM
+             (src/gpu/conv_cudnn.hip, where the build has cuDNN)
+
+`tune_plan(plan, mode, build)` runs after lowering, before the plan's executor is built
+(`build(plan)` makes a GpuExecutor of the plan's current steps):
+  "lookup"      each tunable step's key is looked up; a hit sets its variant;
+  "exhaustive"  one executor is built per candidate (candidate c sets variant c on every
+                tunable step that has one), each timed step by step on the device over
+                interleaved rounds; per problem the fastest candidate is stored and set;
+  "off"         nothing.
+Keys name the GPU (name and ISA), graphkiln's version and the GPU toolkit's, and the step.
+"""
+
+from __future__ import annotations
+
+import statistics
+from functools import lru_cache
+
+import numpy as np
+
+from .counters import count
+from .db import TuningDB, TuningKey
+from .keys import problem_key
+
+TARGET = "gpu"
+VARIANTS = {"Attention": 3, "Conv": 0}  # candidates beyond the heuristic, per kernel
+ROUNDS = 12            # interleaved rounds of step-by-step timing per candidate
+MIN_GAIN = 0.03        # a candidate must beat the heuristic by 3% to replace it
+
+_progress = None
+
+
+def set_progress(callback) -> None:
+    """callback(done, total, what) during exhaustive tuning; None to stop."""
+    global _progress
+    _progress = callback
+
+
+def set_variants(kernel: str, count_beyond_heuristic: int) -> None:
+    """Kernels register how many variants they offer (conv's depend on the cuDNN build)."""
+    VARIANTS[kernel] = count_beyond_heuristic
+
+
+@lru_cache(maxsize=None)
+def device() -> str:
+    from ..device import check_gpu_compatibility
+
+    verdict = check_gpu_compatibility()
+    gpu = verdict.usable[0] if verdict.usable else None
+    return f"{getattr(gpu, 'name', '?')}/{getattr(gpu, 'arch', '?')}"
+
+
+@lru_cache(maxsize=None)
+def versions() -> dict:
+    from .. import __version__
+    from .._native import load_core
+
+    info = load_core().build_info()
+    return {"graphkiln": __version__, "toolkit": info.get("gpu_toolkit", "?")}
+
+
+def describe(plan, step) -> dict:
+    from .cpu import _tensor
+
+    attrs = {k: v for k, v in step.attrs.items() if k != "variant"}
+    return {"kernel": step.kernel, "attrs": attrs,
+            "inputs": [None if s is None else _tensor(plan, s) for s in step.inputs],
+            "outputs": [_tensor(plan, s) for s in step.outputs]}
+
+
+def step_key(plan, step) -> TuningKey:
+    return problem_key(TARGET, device(), versions(), describe(plan, step))
+
+
+def tunable_steps(plan) -> list:
+    return [s for s in plan.steps if VARIANTS.get(s.kernel, 0) > 0]
+
+
+def tune_plan(plan, mode: str, build, db: TuningDB | None = None) -> dict:
+    """Look up or measure the tunable steps of `plan`, setting their "variant" attrs.
+    Returns {"steps", "hits", "misses", "tuned"}."""
+    summary = {"steps": 0, "hits": 0, "misses": 0, "tuned": 0}
+    steps = tunable_steps(plan) if mode != "off" else []
+    summary["steps"] = len(steps)
+    if not steps:
+        return summary
+    if db is None:
+        import os
+
+        from .cpu import open_db
+        from .db import default_path
+
+        if mode == "lookup" and not os.path.exists(default_path()):
+            count("misses", len(steps))
+            summary["misses"] = len(steps)
+            return summary
+        db = open_db()
+    keys = [step_key(plan, step) for step in steps]
+    if mode == "exhaustive":
+        solutions = measure(plan, steps, keys, build)
+        rows = [db.row(key, *solutions[key.problem])
+                for key in {k.problem: k for k in keys}.values() if key.problem in solutions]
+        db.put_rows(rows)
+        count("tuned", len(rows))
+        summary["tuned"] = len(rows)
+        for step, key in zip(steps, keys):
+            if key.problem in solutions:
+                _apply(step, solutions[key.problem][0])
+        return summary
+    for step, key in zip(steps, keys):
+        entry = db.get(key)
+        if entry is None:
+            count("misses")
+            summary["misses"] += 1
+        else:
+            count("hits")
+            summary["hits"] += 1
+            _apply(step, entry.solution)
+    return summary
+
+
+def _apply(step, solution: dict) -> None:
+    variant = int(solution.get("variant", 0))
+    if variant:
+        step.attrs["variant"] = variant
+    else:
+        step.attrs.pop("variant", None)
+
+
+def measure(plan, steps, keys, build) -> dict:
+    """{problem: (solution, ms)}: candidate c is the plan with variant c on every tunable step
+    that offers it (the heuristic elsewhere); all candidates' executors are timed step by step
+    in interleaved rounds, and per problem the candidate with the least summed median time of
+    its steps wins (it must beat the heuristic by MIN_GAIN)."""
+    index = {id(step): i for i, step in enumerate(plan.steps)}
+    n_candidates = 1 + max(VARIANTS[s.kernel] for s in steps)
+    arrays = random_inputs(plan)
+    built = []
+    for c in range(n_candidates):
+        if _progress is not None:
+            _progress(c, n_candidates, f"building candidate {c}")
+        saved = [dict(s.attrs) for s in steps]
+        for s in steps:
+            if 0 < c <= VARIANTS[s.kernel]:
+                s.attrs["variant"] = c
+        try:
+            executor = build(plan)
+        except (RuntimeError, ValueError):
+            executor = None  # a variant this build cannot make: not a candidate
+        finally:
+            for s, a in zip(steps, saved):
+                s.attrs = a
+        if executor is None and c == 0:
+            return {}
+        if executor is not None:
+            executor.run(arrays)  # warm-up (lazy library set-up)
+            built.append((c, executor))
+    times: dict[int, list[list[float]]] = {c: [] for c, _ in built}
+    for r in range(ROUNDS):
+        if _progress is not None:
+            _progress(r, ROUNDS, "timing candidates")
+        for c, executor in built:
+            times[c].append([ms for _, ms in executor.profile(arrays)])
+    count("benchmarks", len(built) * len({k.problem for k in keys}))
+    median = {c: [statistics.median(run[i] for run in runs) for i in range(len(runs[0]))]
+              for c, runs in times.items()}
+    by_problem: dict[str, list] = {}
+    for step, key in zip(steps, keys):
+        by_problem.setdefault(key.problem, []).append(step)
+    out = {}
+    for problem, members in by_problem.items():
+        def total(c):
+            return sum(median[c][index[id(s)]] for s in members)
+
+        base = total(0)
+        offered = [c for c in median if c <= VARIANTS[members[0].kernel]]
+        best = min(offered, key=total)
+        if total(best) > base * (1 - MIN_GAIN):
+            best = 0
+        out[problem] = ({"variant": best, "heuristic_ms": base / len(members),
+                         "candidates": len(offered)}, total(best) / len(members))
+    return out
+
+
+def random_inputs(plan) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    arrays = []
+    for s in plan.input_slots:
+        slot = plan.slots[s]
+        dtype = np.dtype(slot.dtype.numpy)
+        if dtype.kind == "f":
+            arrays.append((rng.standard_normal(slot.dims) * 0.5).astype(dtype))
+        elif dtype.kind == "b":
+            arrays.append(np.ones(slot.dims, dtype))
+        else:
+            arrays.append(np.zeros(slot.dims, dtype))  # index 0 is valid for any table
+    return arrays
