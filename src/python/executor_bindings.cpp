@@ -114,16 +114,18 @@ class PyExecutor {
                                            num_threads, sizes);
   }
 
-  // [(step index, [(layout, uint8 array copy)])] for the steps whose kernels packed constants
-  py::list packed_constants() const {
+  // [(step index, [(layout, read-only uint8 view)])] for the steps whose kernels packed
+  // constants; each view keeps `self` (the executor owning the bytes) alive
+  py::list packed_constants(py::object self) const {
     py::list out;
     for (size_t i = 0; i < executor_->num_steps(); ++i) {
       const auto& packed = executor_->packed_constants(i);
       if (packed.empty()) continue;
       py::list items;
       for (const PackedConstant& p : packed) {
-        py::array_t<uint8_t> bytes(static_cast<py::ssize_t>(p.nbytes));
-        if (p.nbytes) std::memcpy(bytes.mutable_data(), p.data, static_cast<size_t>(p.nbytes));
+        py::array_t<uint8_t> bytes({static_cast<py::ssize_t>(p.nbytes)}, {1},
+                                   static_cast<const uint8_t*>(p.data), self);
+        py::detail::array_proxy(bytes.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
         items.append(py::make_tuple(p.layout, bytes));
       }
       out.append(py::make_tuple(i, items));
@@ -228,9 +230,10 @@ void bind_executor(py::module_& m) {
            "time every step of the following runs")
       .def("step_times", &PyExecutor::step_times,
            "[(kernel, node name, total ms, runs)] per step, while profiling")
-      .def("packed_constants", &PyExecutor::packed_constants,
-           "[(step index, [(layout, uint8 array)])]: copies of the constants kernels packed at "
-           "build time (oneDNN weights), to save with a program")
+      .def("packed_constants",
+           [](py::object self) { return self.cast<const PyExecutor&>().packed_constants(self); },
+           "[(step index, [(layout, uint8 array)])]: read-only views of the constants kernels "
+           "packed at build time (oneDNN weights), to save with a program")
       .def_property_readonly("reused_packings", &PyExecutor::reused_packings,
                              "how many saved packed constants the kernels took as they are")
       .def_property_readonly("arena_bytes", &PyExecutor::arena_bytes)
