@@ -360,6 +360,12 @@ class Pointwise : public Kernel {
       return;
     }
     const std::string entry = spec.attrs.get_str("jit_entry");
+    if (spec.attrs.has("jit_prefetch")) {
+      std::vector<std::vector<std::string>> entries;
+      for (const std::string& e : spec.attrs.get_strs("jit_prefetch_entries"))
+        entries.push_back({e, e + "_v4"});
+      jit_prefetch(spec.attrs.get_strs("jit_prefetch"), entries);
+    }
     std::string why_not;
     jit_ = jit_module(spec.attrs.get_str("jit_source"), {entry, entry + "_v4"}, &why_not);
     if (!jit_) {

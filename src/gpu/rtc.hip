@@ -9,11 +9,15 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "gpu/kernel.hpp"
 #include "gpu/kernel_cache.hpp"
@@ -313,29 +317,55 @@ std::map<std::string, std::weak_ptr<const JitModule>>& loaded() {
   return m;
 }
 
+// Compiles started ahead (jit_prefetch): key -> the code, "" when it failed (the compile is
+// then repeated by jit_module, which reports the error).
+std::map<std::string, std::shared_future<std::string>>& pending() {
+  static std::map<std::string, std::shared_future<std::string>> m;
+  return m;
+}
+
+// The workers of the prefetches; their futures wait for them at exit.
+std::vector<std::future<void>>& workers() {
+  static std::vector<std::future<void>> w;
+  return w;
+}
+
+std::string cache_key(const Compiler& c, const TargetChoice& target, const std::string& source,
+                      const std::vector<std::string>& entries) {
+  std::string key = std::string("graphkiln ") + GRAPHKILN_VERSION + "\n" + c.name + "\n";
+  for (const std::string& o : target.options) key += o + "\n";
+  for (const std::string& e : entries) key += e + "\n";
+  return key + source;
+}
+
+// The compiler and target, or false with `why_not` set.
+bool usable(const Compiler** c, TargetChoice* target, std::string* why_not) {
+  if (jit_disabled()) {
+    *why_not = "GRAPHKILN_GPU_JIT=0";
+    return false;
+  }
+  *c = &compiler();
+  if (!(*c)->error.empty()) {
+    *why_not = (*c)->error;
+    return false;
+  }
+  *target = choose_target(**c);
+  if (!target->error.empty()) {
+    *why_not = target->error;
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::shared_ptr<const JitModule> jit_module(const std::string& source,
                                             const std::vector<std::string>& entries,
                                             std::string* why_not) {
-  if (jit_disabled()) {
-    *why_not = "GRAPHKILN_GPU_JIT=0";
-    return nullptr;
-  }
-  const Compiler& c = compiler();
-  if (!c.error.empty()) {
-    *why_not = c.error;
-    return nullptr;
-  }
-  const TargetChoice target = choose_target(c);
-  if (!target.error.empty()) {
-    *why_not = target.error;
-    return nullptr;
-  }
-  std::string key = std::string("graphkiln ") + GRAPHKILN_VERSION + "\n" + c.name + "\n";
-  for (const std::string& o : target.options) key += o + "\n";
-  for (const std::string& e : entries) key += e + "\n";
-  key += source;
+  const Compiler* c = nullptr;
+  TargetChoice target;
+  if (!usable(&c, &target, why_not)) return nullptr;
+  const std::string key = cache_key(*c, target, source, entries);
   std::lock_guard<std::mutex> lock(mutex);
   auto found = loaded().find(key);
   if (found != loaded().end())
@@ -343,17 +373,22 @@ std::shared_ptr<const JitModule> jit_module(const std::string& source,
   const KernelCache cache(kernel_cache_dir());
   std::string binary;
   std::shared_ptr<const JitModule> module;
-  if (cache.load(key, &binary)) {
+  auto ahead = pending().find(key);
+  if (ahead != pending().end()) {
+    binary = ahead->second.get();  // waits for the compile started ahead
+    pending().erase(ahead);
+  }
+  if (!binary.empty() || cache.load(key, &binary)) {
     try {
       module = std::make_shared<LoadedModule>(binary, entries);
     } catch (const std::exception&) {
-      (void)hipGetLastError();  // a cached file the runtime refuses: compile again
+      (void)hipGetLastError();  // code the runtime refuses (a damaged cache file): compile again
     }
   }
   if (!module) {
-    const std::string error = compile(c, target, source, &binary);
+    const std::string error = compile(*c, target, source, &binary);
     if (!error.empty()) {
-      *why_not = c.name + " for " + target.arch + ": " + error;
+      *why_not = c->name + " for " + target.arch + ": " + error;
       return nullptr;
     }
     try {
@@ -367,6 +402,49 @@ std::shared_ptr<const JitModule> jit_module(const std::string& source,
   }
   loaded()[key] = module;
   return module;
+}
+
+void jit_prefetch(const std::vector<std::string>& sources,
+                  const std::vector<std::vector<std::string>>& entries) {
+  const Compiler* c = nullptr;
+  TargetChoice target;
+  std::string why_not;
+  if (!usable(&c, &target, &why_not) || sources.size() != entries.size()) return;
+  const KernelCache cache(kernel_cache_dir());
+  struct Job {
+    std::string key, source;
+    std::promise<std::string> done;
+  };
+  auto jobs = std::make_shared<std::vector<Job>>();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::string ignored;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      std::string key = cache_key(*c, target, sources[i], entries[i]);
+      auto found = loaded().find(key);
+      if ((found != loaded().end() && !found->second.expired()) || pending().count(key) ||
+          cache.load(key, &ignored))
+        continue;
+      jobs->push_back(Job{key, sources[i], {}});
+      pending()[key] = jobs->back().done.get_future().share();
+    }
+  }
+  if (jobs->empty()) return;
+  // NVRTC and hipRTC compile programs on several threads at once
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t n_workers = std::min<size_t>({jobs->size(), cores, 16});
+  auto next = std::make_shared<std::atomic<size_t>>(0);
+  std::lock_guard<std::mutex> lock(mutex);
+  for (size_t w = 0; w < n_workers; ++w)
+    workers().push_back(std::async(std::launch::async, [jobs, next, c, target, cache] {
+      for (size_t i = next->fetch_add(1); i < jobs->size(); i = next->fetch_add(1)) {
+        Job& job = (*jobs)[i];
+        std::string binary;
+        if (compile(*c, target, job.source, &binary).empty()) cache.store(job.key, binary);
+        else binary.clear();
+        job.done.set_value(binary);
+      }
+    }));
 }
 
 std::string jit_status() {

@@ -35,6 +35,12 @@ std::shared_ptr<const JitModule> jit_module(const std::string& source,
                                             const std::vector<std::string>& entries,
                                             std::string* why_not);
 
+// Starts compiling these sources (with their entries) on worker threads, for the
+// jit_module calls that follow: a plan's first generated kernel names the others, so they
+// compile in parallel instead of one after another. Skips what is cached or loaded.
+void jit_prefetch(const std::vector<std::string>& sources,
+                  const std::vector<std::vector<std::string>>& entries);
+
 // One line: "nvrtc 13.0, sm_90 cubin, cache <dir>" or "off: <why>" (for plan summaries).
 std::string jit_status();
 

@@ -392,3 +392,20 @@ def test_gpu_jit_source_is_deterministic_and_self_contained():
     assert f'GK_KERNEL {one.entry}(' in one.text and f'GK_KERNEL {one.entry}_v4(' in one.text
     other = pointwise_source(attrs, inputs, (DType.f32, (4, 8)))
     assert other.entry != one.entry
+
+
+def test_gpu_jit_first_kernel_lists_the_others_for_parallel_compiles():
+    nodes, inits, prev = [], {}, "x"
+    for k in range(4):  # four programs with distinct constants, split by Softmax
+        inits[f"c{k}"] = np.array(0.5 + k, F32)
+        nodes += [node("Mul", [prev, f"c{k}"], [f"m{k}"]),
+                  node("Softmax", [f"m{k}"], [f"u{k}"], axis=-1)]
+        prev = f"u{k}"
+    model = onnx_model(nodes, {"x": (3, 8)}, {prev: (3, 8)}, initializers=inits)
+    graph, _ = compile_graph(gk.parse_onnx_buffer(model).graph, GpuTarget(), {}, False, False)
+    steps = [s for s in lower_plan(graph).steps if "jit_source" in s.attrs]
+    assert len(steps) == 4
+    first = steps[0].attrs
+    assert first["jit_prefetch_entries"] == [s.attrs["jit_entry"] for s in steps[1:]]
+    assert first["jit_prefetch"] == [s.attrs["jit_source"] for s in steps[1:]]
+    assert all("jit_prefetch" not in s.attrs for s in steps[1:])

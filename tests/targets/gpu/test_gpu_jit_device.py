@@ -37,6 +37,17 @@ def _check(name: str):
     return program
 
 
+def _generates_source(name: str) -> bool:
+    """Whether the gpu plan of the model has a Pointwise step with generated source (a conv
+    epilogue, for one, may run inside the convolution instead)."""
+    from graphkiln.compiler import compile_graph
+    from graphkiln.targets.gpu.target import GpuTarget, lower_plan
+
+    model, _ = MODELS[name]()
+    graph, _ = compile_graph(gk.parse_onnx_buffer(model).graph, GpuTarget(), {}, False, False)
+    return any("jit_source" in s.attrs for s in lower_plan(graph).steps)
+
+
 def _cached(folder) -> list[str]:
     return sorted(f for f in os.listdir(folder) if f.endswith(".bin")) if os.path.isdir(
         folder) else []
@@ -48,7 +59,8 @@ def test_gpu_jit_on_matches_ref(name, tmp_path, monkeypatch):
     monkeypatch.setenv("GRAPHKILN_KERNEL_CACHE", str(tmp_path))
     monkeypatch.delenv("GRAPHKILN_GPU_JIT", raising=False)
     _check(name)
-    assert _cached(tmp_path), "no kernel was runtime-compiled (is libnvrtc / hipRTC found?)"
+    if _generates_source(name):
+        assert _cached(tmp_path), "no kernel was runtime-compiled (is libnvrtc / hipRTC found?)"
 
 
 @requires_gpu

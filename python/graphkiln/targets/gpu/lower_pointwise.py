@@ -57,6 +57,14 @@ def attach_source(ctx: LoweringContext, step) -> None:
     step.attrs.update(jit_source=source.text, jit_entry=source.entry, jit_maps=source.maps,
                       jit_aligned=source.aligned)
     dump_source(source.text, source.entry)
+    # the plan's first generated kernel lists the later ones: the device compiles them all
+    # in parallel when it builds that one (attrs "jit_prefetch", "jit_prefetch_entries")
+    first = next(s for s in ctx.plan.steps if "jit_source" in s.attrs)
+    if first is not step:
+        entries = first.attrs.setdefault("jit_prefetch_entries", [])
+        if source.entry != first.attrs["jit_entry"] and source.entry not in entries:
+            entries.append(source.entry)
+            first.attrs.setdefault("jit_prefetch", []).append(source.text)
 
 
 def dump_source(text: str, entry: str) -> None:
