@@ -6,8 +6,8 @@
 // On NVIDIA builds, cuDNN (cudnn.hpp) runs the step when the library loads and accepts it:
 // with a ReLU, one cudnnConvolutionBiasActivationForward call; otherwise
 // cudnnConvolutionForward and, when there is a bias or residual, the epilogue kernel below.
-// The algorithm is cuDNN's heuristic choice (as PyTorch's default), checked at build time by
-// one trial run on scratch buffers. Elsewhere (AMD, GRAPHKILN_GPU_CUDNN=0, cuDNN missing or
+// The call form and algorithm are chosen at build time among cuDNN's heuristic top choices
+// by timing trial runs on scratch buffers (fused or plain call; a refused one is skipped). Elsewhere (AMD, GRAPHKILN_GPU_CUDNN=0, cuDNN missing or
 // refusing the shapes) conv.hip's kernel runs, followed by the epilogue kernel when the step
 // has a residual or an activation, so a plan means the same on every build.
 // float32 runs with FMA math (no TF32) unless the step's fast_math attribute allows TF32;
@@ -124,6 +124,8 @@ class ConvThenEpilogue : public Kernel {
 #if defined(GRAPHKILN_GPU_CUDNN)
 
 constexpr size_t kWorkspaceCap = size_t{256} << 20;
+constexpr int kCandidates = 3;  // algorithms timed per call form (fused / plain)
+constexpr int kTimedRuns = 3;
 
 int cudnn_type(DType t) {
   return t == DType::f16 ? cudnn::kHalf : t == DType::bf16 ? cudnn::kBfloat16 : cudnn::kFloat;
@@ -195,6 +197,38 @@ class CudnnConv : public Kernel {
                                         conv_desc_, algo_, workspace, workspace_,
                                         epilogue_.has_z ? &one : &zero, y_desc_, z, bias_desc_,
                                         bias, act_desc_, y_desc_, y);
+  }
+
+  // The step as configured (cuDNN call + epilogue kernel when not fused) on the legacy
+  // stream.
+  cudnn::Status enqueue_all(const void* const* inputs, void* y, void* workspace) {
+    const cudnn::Status status = enqueue(inputs, y, workspace);
+    if (status == cudnn::kSuccess && !fused_ && (has_bias_ || epilogue_.has_z || epilogue_.relu))
+      launch_epilogue(dtype_, y, has_bias_ ? inputs[2] : nullptr,
+                      epilogue_.has_z ? inputs[3] : nullptr, channels_, plane_, total_,
+                      epilogue_.relu, nullptr);
+    return status;
+  }
+
+  // One checked run, then *ms = the mean time of kTimedRuns more; a status other than
+  // kSuccess when cuDNN refuses or the device reports an error.
+  cudnn::Status trial(const void* const* inputs, void* y, void* workspace, float* ms) {
+    cudnn::Status status = enqueue_all(inputs, y, workspace);
+    if (hipDeviceSynchronize() != hipSuccess || hipGetLastError() != hipSuccess)
+      return status == cudnn::kSuccess ? -1 : status;
+    if (status != cudnn::kSuccess) return status;
+    hipEvent_t start = nullptr, stop = nullptr;
+    if (hipEventCreate(&start) != hipSuccess || hipEventCreate(&stop) != hipSuccess) return -1;
+    (void)hipEventRecord(start, nullptr);
+    for (int r = 0; r < kTimedRuns && status == cudnn::kSuccess; ++r)
+      status = enqueue_all(inputs, y, workspace);
+    (void)hipEventRecord(stop, nullptr);
+    const bool timed = hipEventSynchronize(stop) == hipSuccess &&
+                       hipEventElapsedTime(ms, start, stop) == hipSuccess;
+    (void)hipEventDestroy(start);
+    (void)hipEventDestroy(stop);
+    *ms /= kTimedRuns;
+    return timed ? status : -1;
   }
 
   bool tensor_desc(cudnn::TensorDesc* d, const TensorInfo& t) {
@@ -288,11 +322,20 @@ class CudnnConv : public Kernel {
       (void)hipMemsetAsync(zero_bias_, 0, static_cast<size_t>(channels_) * dtype_size(dtype_), nullptr);
     }
     const void* trial_inputs[4] = {xb.p, wb.p, has_bias_ ? bb.p : nullptr, zb.p};
-    // a ReLU tries the fused call first; every step can fall back to the plain forward call
+    // Candidates: the fused call (when there is an epilogue) and the plain call (+ the
+    // epilogue kernel), each with cuDNN's first kCandidates algorithms; each one that runs is
+    // timed over kTimedRuns runs and the fastest is kept.
+    const bool needs_epilogue = has_bias_ || epilogue_.has_z || epilogue_.relu;
+    bool found = false;
+    bool best_fused = false;
+    int best_algo = 0, best_math = base_math;
+    size_t best_bytes = 0;
+    float best_ms = 0.f;
     std::string tried;
     for (const bool fused : {true, false}) {
-      if (fused && !epilogue_.relu) continue;
-      for (int i = 0; i < count; ++i) {
+      if (fused && !needs_epilogue) continue;
+      int timed = 0;
+      for (int i = 0; i < count && timed < kCandidates; ++i) {
         const cudnn::AlgoPerf& p = perf[i];
         if (p.status != cudnn::kSuccess) continue;
         const int math = strict_f32 ? cudnn::kFmaMath : p.math_type;
@@ -306,18 +349,34 @@ class CudnnConv : public Kernel {
         fused_ = fused;
         algo_ = p.algo;
         workspace_ = bytes;
-        const cudnn::Status status = enqueue(trial_inputs, yb.p, ws.p);
-        const hipError_t sync = hipDeviceSynchronize();
-        (void)hipGetLastError();
+        float ms = 0.f;
+        const cudnn::Status status = trial(trial_inputs, yb.p, ws.p, &ms);
         tried += " " + std::to_string(p.algo) + (fused ? "f" : "") + ":" + std::to_string(status);
-        if (status == cudnn::kSuccess && sync == hipSuccess) {
-          if (verbose())
-            std::fprintf(stderr, "graphkiln cuDNN conv '%s': %s algo %d math %d workspace %zu\n",
-                         name_.c_str(), fused ? "fused bias+activation" : "forward", algo_,
-                         math, workspace_);
-          return true;
+        if (status != cudnn::kSuccess) continue;
+        ++timed;
+        if (!found || ms < best_ms) {
+          found = true;
+          best_fused = fused;
+          best_algo = p.algo;
+          best_math = math;
+          best_bytes = bytes;
+          best_ms = ms;
         }
       }
+    }
+    if (found) {
+      fused_ = best_fused;
+      algo_ = best_algo;
+      workspace_ = best_bytes;
+      if (api_.set_math_type(conv_desc_, best_math) != cudnn::kSuccess)
+        return refuse("cudnnSetConvolutionMathType");
+      if (verbose())
+        std::fprintf(stderr,
+                     "graphkiln cuDNN conv '%s': %s algo %d math %d workspace %zu, %.4f ms "
+                     "(tried algo:status%s)\n",
+                     name_.c_str(), fused_ ? "fused bias+activation" : "forward", algo_,
+                     best_math, workspace_, best_ms, tried.c_str());
+      return true;
     }
     return refuse("no algorithm ran (algo:status" + tried + ")");
   }

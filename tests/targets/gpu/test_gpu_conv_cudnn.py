@@ -17,6 +17,8 @@ bfloat16 5e-2 (as test_gpu_precision.py)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -179,8 +181,9 @@ def test_device_epilogues_cudnn_on_and_off(epilogue, precision, monkeypatch):
 @requires_gpu
 @pytest.mark.parametrize("precision", ["f32", "fp16"])
 def test_device_cudnn_runs_the_fused_step(precision, monkeypatch, capfd):
-    """With the NVIDIA build and cuDNN found, the fused Conv + residual + ReLU is one cuDNN
-    call (skipped where cuDNN is not found: the AMD build, a machine without libcudnn)."""
+    """With the NVIDIA build and cuDNN found, cuDNN runs the steps and accepts the fused
+    Conv + residual + ReLU call (skipped where cuDNN is not found: the AMD build, a machine
+    without libcudnn)."""
     monkeypatch.setenv("GRAPHKILN_GPU_CUDNN_VERBOSE", "1")
     onnx_model, feeds = conv_model("3x3_pad", "add_relu", seed=20)
     got = _run(onnx_model, feeds, monkeypatch, True, precision)
@@ -188,7 +191,9 @@ def test_device_cudnn_runs_the_fused_step(precision, monkeypatch, capfd):
     err = capfd.readouterr().err
     if "graphkiln cuDNN conv" not in err:
         pytest.skip("cuDNN is not used by this build (AMD or no libcudnn.so.9)")
-    assert "fused bias+activation" in err, err
+    # the fused call ran in the build-time trials (status 0 after an algorithm marked f); the
+    # faster of fused and plain + epilogue kernel is kept, which may be either for tiny shapes
+    assert re.search(r" \d+f:0\b", err), err
 
 
 @requires_gpu
