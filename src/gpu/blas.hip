@@ -103,6 +103,7 @@ struct Cublas {
   int (*create)(CublasHandle*) = nullptr;
   int (*destroy)(CublasHandle) = nullptr;
   int (*set_stream)(CublasHandle, cudaStream_t) = nullptr;
+  int (*set_workspace)(CublasHandle, void*, size_t) = nullptr;  // optional (cuBLAS >= 11)
   int (*sgemm_strided_batched)(CublasHandle, int, int, int, int, int, const float*, const float*,
                                int, long long, const float*, int, long long, const float*,
                                float*, int, long long, int) = nullptr;
@@ -129,6 +130,7 @@ const Cublas& cublas() {
     c.create = reinterpret_cast<decltype(c.create)>(dlsym(so, "cublasCreate_v2"));
     c.destroy = reinterpret_cast<decltype(c.destroy)>(dlsym(so, "cublasDestroy_v2"));
     c.set_stream = reinterpret_cast<decltype(c.set_stream)>(dlsym(so, "cublasSetStream_v2"));
+    c.set_workspace = reinterpret_cast<decltype(c.set_workspace)>(dlsym(so, "cublasSetWorkspace_v2"));
     c.sgemm_strided_batched = reinterpret_cast<decltype(c.sgemm_strided_batched)>(
         dlsym(so, "cublasSgemmStridedBatched"));
     c.gemm_strided_batched_ex = reinterpret_cast<decltype(c.gemm_strided_batched_ex)>(
@@ -140,6 +142,11 @@ const Cublas& cublas() {
   }();
   return lib;
 }
+
+// cuBLAS's workspace: its own default is small, and the large Hopper GEMM kernels (split K,
+// stream K) need more; PyTorch gives it 32 MiB too. Set once, so CUDA-graph capture never
+// sees an allocation.
+constexpr size_t kBlasWorkspace = size_t{32} << 20;
 
 // cuBLAS enum values (library_types.h, cublas_api.h)
 constexpr int kCudaR32F = 0, kCudaR16F = 2, kCudaR16BF = 14;
@@ -163,6 +170,11 @@ Blas::Blas(hipStream_t stream, bool builtin) : stream_(stream) {
   }
   if (lib.create(&handle_) != 0) throw std::runtime_error("cublasCreate failed");
   if (lib.set_stream(handle_, stream_) != 0) throw std::runtime_error("cublasSetStream failed");
+  if (lib.set_workspace) {
+    check(hipMalloc(&workspace_, kBlasWorkspace), "cuBLAS workspace");
+    if (lib.set_workspace(handle_, workspace_, kBlasWorkspace) != 0)
+      throw std::runtime_error("cublasSetWorkspace failed");
+  }
   backend_ = "cuBLAS";
 #elif defined(GRAPHKILN_BLAS_ROCBLAS)
   rocblas_handle h = nullptr;
@@ -180,6 +192,7 @@ Blas::~Blas() {
   if (!handle_) return;
 #if defined(GRAPHKILN_BLAS_CUBLAS)
   cublas().destroy(handle_);
+  if (workspace_) hipFree(workspace_);
 #elif defined(GRAPHKILN_BLAS_ROCBLAS)
   rocblas_destroy_handle(static_cast<rocblas_handle>(handle_));
 #endif  // vendor BLAS

@@ -52,6 +52,7 @@ class Blas {
   void builtin_gemm(const GemmArgs& g);
   hipStream_t stream_;
   void* handle_ = nullptr;  // the vendor library's handle, when one loaded
+  void* workspace_ = nullptr;  // cuBLAS's workspace (kBlasWorkspace bytes), ours to free
   std::string backend_;
 };
 

@@ -30,27 +30,52 @@ struct ConvShape {
   int64_t sh, sw, ph, pw, dh, dw;
 };
 
-// col[image][channel][ky][kx][oy][ox] for a chunk of images from x (zero where padded); I is
-// the index type: 32-bit whenever the chunk's col has fewer than 2^31 elements (int64
-// division is several times slower on GPUs)
-template <typename T, typename I>
-__global__ void im2col(const T* x, T* col, ConvShape s, I total) {
-  const I ow = static_cast<I>(s.ow), oh = static_cast<I>(s.oh), kw = static_cast<I>(s.kw),
-          kh = static_cast<I>(s.kh), h = static_cast<I>(s.h), w = static_cast<I>(s.w);
-  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<I>(gridDim.x) * blockDim.x) {
-    I t = i / ow;
-    const I ox = i - t * ow;
-    I u = t / oh;
-    const I oy = t - u * oh;
-    t = u / kw;
-    const I kx = u - t * kw;
-    const I plane = t / kh, ky = t - plane * kh;  // plane: image * c + channel
-    const int64_t iy = static_cast<int64_t>(oy) * s.sh - s.ph + static_cast<int64_t>(ky) * s.dh;
-    const int64_t ix = static_cast<int64_t>(ox) * s.sw - s.pw + static_cast<int64_t>(kx) * s.dw;
-    col[i] = (iy >= 0 && iy < h && ix >= 0 && ix < w)
-                 ? x[(static_cast<int64_t>(plane) * h + iy) * w + ix] : T{};
+// Division of 32-bit indices below 2^31 by a divisor fixed at build time: a multiply-high, an
+// add and a shift instead of a division (Granlund and Montgomery's round-up method).
+struct FastDiv {
+  uint32_t d = 1, magic = 1, shift = 0;
+  FastDiv() = default;
+  explicit FastDiv(uint32_t divisor) : d(divisor) {
+    while ((uint64_t{1} << shift) < divisor) ++shift;
+    magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << shift) - divisor)) / divisor + 1);
   }
+  __device__ uint32_t div(uint32_t n) const { return (__umulhi(n, magic) + n) >> shift; }
+};
+
+// col[image][channel][ky][kx][oy][ox] for a chunk of images from x (zero where padded). Each
+// (image, channel, ky, kx) row of col belongs to one threadIdx.y of a block (several rows a
+// block when rows are short): its coordinates are worked out once, the x threads then walk
+// its oh * ow contiguous elements (one fast division each).
+template <typename T>
+__global__ void im2col(const T* x, T* col, ConvShape s, FastDiv ow, int64_t rows) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  if (r >= rows) return;  // r = (image * c + channel) * kh * kw + ky * kw + kx
+  const int64_t khw = s.kh * s.kw, plane = r / khw, k = r - plane * khw;
+  const int64_t ky = k / s.kw, kx = k - ky * s.kw;
+  const uint32_t ohw = static_cast<uint32_t>(s.oh * s.ow);
+  const int32_t h = static_cast<int32_t>(s.h), w = static_cast<int32_t>(s.w);
+  const int32_t y0 = static_cast<int32_t>(ky * s.dh - s.ph), x0 = static_cast<int32_t>(kx * s.dw - s.pw);
+  const int32_t sh = static_cast<int32_t>(s.sh), sw = static_cast<int32_t>(s.sw);
+  const T* src = x + plane * s.h * s.w;
+  T* dst = col + r * static_cast<int64_t>(ohw);
+  for (uint32_t p = threadIdx.x; p < ohw; p += blockDim.x) {
+    const uint32_t oy = ow.div(p), ox = p - oy * ow.d;
+    const int32_t iy = y0 + static_cast<int32_t>(oy) * sh, ix = x0 + static_cast<int32_t>(ox) * sw;
+    dst[p] = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? src[iy * w + ix] : T{};
+  }
+}
+
+// threads for a row of n elements: a power of two from 32 to 256
+inline int row_threads(int64_t n) {
+  int t = 32;
+  while (t < 256 && t < n) t *= 2;
+  return t;
+}
+
+// im2col's block: row_threads(row length) x threads, enough rows for 256 threads
+inline dim3 im2col_block(int64_t row) {
+  const int tx = row_threads(row);
+  return dim3(static_cast<unsigned>(tx), static_cast<unsigned>(256 / tx));
 }
 
 template <typename T>
@@ -77,12 +102,13 @@ __global__ void depthwise(const T* x, const T* wt, const T* bias, T* y, ConvShap
   }
 }
 
-// y[n][m][hw] = bias[m]: the product then accumulates onto it
+// y[n][m][hw] = bias[m]: the product then accumulates onto it. One block per (n, m) plane.
 template <typename T>
-__global__ void fill_channel_bias(T* y, const T* bias, int64_t m, int64_t hw, int64_t total) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    y[i] = bias[(i / hw) % m];
+__global__ void fill_channel_bias(T* y, const T* bias, int64_t m, int64_t hw) {
+  const int64_t plane = blockIdx.x;
+  const T value = bias[plane % m];
+  T* out = y + plane * hw;
+  for (int64_t i = threadIdx.x; i < hw; i += blockDim.x) out[i] = value;
 }
 
 class Conv : public Kernel {
@@ -117,6 +143,15 @@ class Conv : public Kernel {
         static_cast<size_t>(s_.c * s_.kh * s_.kw * s_.oh * s_.ow) * dtype_size(dtype_);
     chunk_ = image_bytes == 0 ? 1 : std::max<int64_t>(1, std::min<int64_t>(
                                         s_.n, static_cast<int64_t>(kWorkspaceCap / image_bytes)));
+    const int64_t image_col = s_.c * s_.kh * s_.kw * s_.oh * s_.ow;
+    if (!depthwise_ && !pointwise_ && image_col >= (int64_t{1} << 31))
+      spec_error(spec, "one image's im2col matrix exceeds 2^31 elements");
+    if (chunk_ * s_.c * s_.kh * s_.kw >= (int64_t{1} << 31))
+      spec_error(spec, "more than 2^31 im2col rows in a chunk");
+    ow_div_ = FastDiv(static_cast<uint32_t>(std::max<int64_t>(1, s_.ow)));
+    if (s_.n * s_.m >= (int64_t{1} << 31) || s_.oh * s_.ow >= (int64_t{1} << 31) ||
+        s_.h * s_.w >= (int64_t{1} << 31))
+      spec_error(spec, "more than 2^31 output planes or elements in a plane");
     col_bytes_ = (depthwise_ || pointwise_) ? 0 : image_bytes * static_cast<size_t>(chunk_);
   }
 
@@ -157,7 +192,8 @@ class Conv : public Kernel {
     g.stride_c = mg * ohw;
     g.batch = s_.group;
     if (bias) {
-      fill_channel_bias<T><<<blocks_for(total, 256), 256, 0, ctx.stream>>>(y, bias, s_.m, ohw, total);
+      fill_channel_bias<T><<<static_cast<unsigned>(s_.n * s_.m), row_threads(ohw), 0, ctx.stream>>>(
+          y, bias, s_.m, ohw);
       check_launch("fill_channel_bias");
       g.beta = 1.f;
     }
@@ -183,12 +219,11 @@ class Conv : public Kernel {
     T* col = static_cast<T*>(ctx.workspace);
     const int64_t image_col = s_.c * s_.kh * s_.kw * ohw;
     for (int64_t n0 = 0; n0 < s_.n; n0 += chunk_) {
-      const int64_t count = std::min(chunk_, s_.n - n0), cols = count * image_col;
-      if (cols < (int64_t{1} << 31))
-        im2col<T, uint32_t><<<blocks_for(cols, 256), 256, 0, ctx.stream>>>(
-            x + n0 * image_in, col, s_, static_cast<uint32_t>(cols));
-      else
-        im2col<T, int64_t><<<blocks_for(cols, 256), 256, 0, ctx.stream>>>(x + n0 * image_in, col, s_, cols);
+      const int64_t count = std::min(chunk_, s_.n - n0);
+      const int64_t rows = count * s_.c * s_.kh * s_.kw;
+      const dim3 block = im2col_block(ohw);
+      im2col<T><<<static_cast<unsigned>((rows + block.y - 1) / block.y), block, 0, ctx.stream>>>(
+          x + n0 * image_in, col, s_, ow_div_, rows);
       check_launch("im2col");
       if (s_.group == 1) {  // the chunk's images in one batched product
         g.stride_a = 0;
@@ -209,6 +244,7 @@ class Conv : public Kernel {
   }
 
   ConvShape s_{};
+  FastDiv ow_div_{};
   DType dtype_ = DType::f32;
   int64_t chunk_ = 1;
   size_t col_bytes_ = 0;
