@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "gpu/blas.hpp"
+#include "gpu/fast_div.hpp"
 #include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
@@ -28,18 +29,6 @@ constexpr size_t kWorkspaceCap = size_t{256} << 20;
 struct ConvShape {
   int64_t n, c, h, w, m, kh, kw, oh, ow, group;
   int64_t sh, sw, ph, pw, dh, dw;
-};
-
-// Division of 32-bit indices below 2^31 by a divisor fixed at build time: a multiply-high, an
-// add and a shift instead of a division (Granlund and Montgomery's round-up method).
-struct FastDiv {
-  uint32_t d = 1, magic = 1, shift = 0;
-  FastDiv() = default;
-  explicit FastDiv(uint32_t divisor) : d(divisor) {
-    while ((uint64_t{1} << shift) < divisor) ++shift;
-    magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << shift) - divisor)) / divisor + 1);
-  }
-  __device__ uint32_t div(uint32_t n) const { return (__umulhi(n, magic) + n) >> shift; }
 };
 
 // col[image][channel][ky][kx][oy][ox] for a chunk of images from x (zero where padded). Each

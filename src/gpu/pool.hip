@@ -5,8 +5,10 @@
 // arithmetic, one rounding per output). The output dims come from the IR.
 #include "gpu/common.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
+#include "gpu/fast_div.hpp"
 #include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
@@ -21,11 +23,23 @@ struct PoolShape {
   int include_pad;
 };
 
-template <bool kMax, typename T>
-__global__ void pool2d(const T* x, T* y, PoolShape s, int64_t total) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh, plane = i / (s.ow * s.oh);
+// I: the index type (uint32_t with fast divisions when the output has fewer than 2^31
+// elements, else int64_t)
+template <bool kMax, typename T, typename I>
+__global__ void pool2d(const T* x, T* y, PoolShape s, FastDiv ow, FastDiv oh, I total) {
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    int64_t ox, oy, plane;
+    if constexpr (sizeof(I) == 4) {
+      const uint32_t row = ow.div(i), p = oh.div(row);
+      ox = i - row * ow.d;
+      oy = row - p * oh.d;
+      plane = p;
+    } else {
+      ox = i % s.ow;
+      oy = (i / s.ow) % s.oh;
+      plane = i / (s.ow * s.oh);
+    }
     const T* xp = x + plane * s.h * s.w;
     float acc = kMax ? -INFINITY : 0.f;
     int64_t count = 0;
@@ -67,14 +81,22 @@ class Pool : public Kernel {
                    st[0], st[1], p[0], p[1], p[2], p[3], d[0], d[1],
                    static_cast<int>(spec.attrs.get_int("count_include_pad", 0))};
     total_ = y.numel();
+    ow_ = FastDiv(static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(s_.ow, INT32_MAX))));
+    oh_ = FastDiv(static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(s_.oh, INT32_MAX))));
   }
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
     if (total_ == 0) return;
     dispatch_float(dtype_, [&](auto t) {
       using T = decltype(t);
-      pool2d<kMax, T><<<blocks_for(total_, 256), 256, 0, ctx.stream>>>(
-          static_cast<const T*>(inputs[0]), static_cast<T*>(outputs[0]), s_, total_);
+      const T* x = static_cast<const T*>(inputs[0]);
+      T* y = static_cast<T*>(outputs[0]);
+      if (total_ < (int64_t{1} << 31))
+        pool2d<kMax, T, uint32_t><<<blocks_for(total_, 256), 256, 0, ctx.stream>>>(
+            x, y, s_, ow_, oh_, static_cast<uint32_t>(total_));
+      else
+        pool2d<kMax, T, int64_t><<<blocks_for(total_, 256), 256, 0, ctx.stream>>>(
+            x, y, s_, ow_, oh_, total_);
     });
     check_launch("pool2d");
   }
@@ -82,6 +104,7 @@ class Pool : public Kernel {
  private:
   PoolShape s_{};
   DType dtype_ = DType::f32;
+  FastDiv ow_{}, oh_{};
   int64_t total_ = 0;
 };
 
