@@ -67,14 +67,15 @@ inline dim3 im2col_block(int64_t row) {
   return dim3(static_cast<unsigned>(tx), static_cast<unsigned>(256 / tx));
 }
 
+// one thread per output; 32-bit fast index math (the caller keeps the output under 2^31
+// elements)
 template <typename T>
 __global__ void depthwise(const T* x, const T* wt, const T* bias, T* y, ConvShape s,
-                          int64_t total) {
+                          FastDiv ow, FastDiv oh, FastDiv channels, uint32_t total) {
   const int64_t per_group = s.m / s.group;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh;
-    const int64_t m = (i / (s.ow * s.oh)) % s.m, n = i / (s.ow * s.oh * s.m);
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+    const uint32_t row = ow.div(i), plane = oh.div(row), n = channels.div(plane);
+    const int64_t ox = i - row * ow.d, oy = row - plane * oh.d, m = plane - n * channels.d;
     const int64_t channel = m / per_group;
     const T* xc = x + (n * s.c + channel) * s.h * s.w;
     const T* wm = wt + m * s.kh * s.kw;
@@ -139,8 +140,9 @@ class Conv : public Kernel {
       spec_error(spec, "more than 2^31 im2col rows in a chunk");
     ow_div_ = FastDiv(static_cast<uint32_t>(std::max<int64_t>(1, s_.ow)));
     if (s_.n * s_.m >= (int64_t{1} << 31) || s_.oh * s_.ow >= (int64_t{1} << 31) ||
-        s_.h * s_.w >= (int64_t{1} << 31))
-      spec_error(spec, "more than 2^31 output planes or elements in a plane");
+        s_.h * s_.w >= (int64_t{1} << 31) || (depthwise_ && y.numel() >= (int64_t{1} << 31)))
+      spec_error(spec, "more than 2^31 output planes or elements in a plane (or outputs of a "
+                       "depthwise convolution)");
     col_bytes_ = (depthwise_ || pointwise_) ? 0 : image_bytes * static_cast<size_t>(chunk_);
   }
 
@@ -161,7 +163,9 @@ class Conv : public Kernel {
     const int64_t ohw = s_.oh * s_.ow, total = s_.n * s_.m * ohw;
     if (total == 0) return;
     if (depthwise_) {
-      depthwise<T><<<blocks_for(total, 256), 256, 0, ctx.stream>>>(x, w, bias, y, s_, total);
+      depthwise<T><<<blocks_for(total, 256), 256, 0, ctx.stream>>>(
+          x, w, bias, y, s_, ow_div_, FastDiv(static_cast<uint32_t>(s_.oh)),
+          FastDiv(static_cast<uint32_t>(s_.m)), static_cast<uint32_t>(total));
       check_launch("depthwise");
       return;
     }
