@@ -222,6 +222,12 @@ std::string program_log(const Compiler& c, Program p) {
 // Compiles `source`; "" and `binary` set, or the error.
 std::string compile(const Compiler& c, const TargetChoice& t, const std::string& source,
                     std::string* binary) {
+#if !defined(GRAPHKILN_RTC_NVRTC)
+  // NVRTC compiles programs on several threads at once; older hipRTC releases are not
+  // documented to, so their compiles take turns
+  static std::mutex one_at_a_time;
+  std::lock_guard<std::mutex> turn(one_at_a_time);
+#endif
   Program p = nullptr;
   int status = c.create(&p, source.c_str(), "graphkiln_generated.cu", 0, nullptr, nullptr);
   if (status != 0) return std::string("creating the program: ") + c.error_string(status);
@@ -430,7 +436,7 @@ void jit_prefetch(const std::vector<std::string>& sources,
     }
   }
   if (jobs->empty()) return;
-  // NVRTC and hipRTC compile programs on several threads at once
+  // parallel compiles (NVRTC; hipRTC takes turns, see compile())
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t n_workers = std::min<size_t>({jobs->size(), cores, 16});
   auto next = std::make_shared<std::atomic<size_t>>(0);
