@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 
 import ml_dtypes
 import numpy as np
@@ -119,10 +120,42 @@ def read_shape(obj, where: str, limits: Limits) -> tuple[tuple[int, ...], int]:
     return tuple(obj), count
 
 
+_MSGPACK_RECORD = frozenset(("dtype", "shape", "offset", "nbytes"))
+_INT = frozenset((int,))
+
+
+def _quick_record(record, limits: Limits, budget: Budget, data, data_length: int):
+    """The common msgpack record (numeric, offset and nbytes), checked without building
+    messages; None where anything is off (decode_record then says what)."""
+    if type(record) is not dict or record.keys() != _MSGPACK_RECORD:
+        return None
+    name, shape, offset, nbytes = record["dtype"], record["shape"], record["offset"], record["nbytes"]
+    dtype = _DTYPES.get(name) if type(name) is str else None
+    if (dtype is None or dtype in _LARGEST_BYTE or type(shape) is not list
+            or len(shape) > limits.max_rank or not set(map(type, shape)) <= _INT
+            or (shape and (min(shape) < 0 or max(shape) > limits.max_dim))
+            or type(offset) is not int or type(nbytes) is not int):
+        return None
+    count = math.prod(shape)
+    if (count * dtype.itemsize != nbytes or offset < 0 or offset % DATA_ALIGNMENT
+            or offset + nbytes > data_length or budget.used + nbytes > limits.max_total_bytes):
+        return None
+    budget.used += nbytes
+    flat = np.frombuffer(data, dtype.numpy, count, offset) if count else np.empty(0, dtype.numpy)
+    return flat.reshape(shape)
+
+
+_DTYPES = {d.value: d for d in DType if d is not DType.str}
+
+
 def decode_record(record, where: str, limits: Limits, budget: Budget, data=None,
                   data_length: int = 0) -> np.ndarray:
     """One tensor record as an array. `data` is the msgpack data section (bytes, mmap)
     from which arrays are made without copying; None for JSON."""
+    if data is not None:
+        quick = _quick_record(record, limits, budget, data, data_length)
+        if quick is not None:
+            return quick
     need_dict(record, where, ("dtype", "shape"), ("offset", "nbytes", "base64", "values", "strings"))
     dtype = read_dtype(record["dtype"], f"{where}.dtype")
     shape, count = read_shape(record["shape"], f"{where}.shape", limits)
