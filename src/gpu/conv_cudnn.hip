@@ -12,7 +12,8 @@
 // has a residual or an activation, so a plan means the same on every build.
 // float32 runs with FMA math (no TF32) unless the step's fast_math attribute allows TF32;
 // float16 / bfloat16 use tensor cores, with float32 accumulation.
-// GRAPHKILN_GPU_CUDNN_VERBOSE=1 prints each Conv step's choice to stderr at build.
+// GRAPHKILN_GPU_CUDNN_VERBOSE=1 prints each Conv step's choice to stderr at build;
+// GRAPHKILN_GPU_CUDNN_CANDIDATES=N times cuDNN's first N algorithms (default 3).
 #include "gpu/common.hpp"
 
 #include <cstdio>
@@ -124,7 +125,13 @@ class ConvThenEpilogue : public Kernel {
 #if defined(GRAPHKILN_GPU_CUDNN)
 
 constexpr size_t kWorkspaceCap = size_t{256} << 20;
-constexpr int kCandidates = 3;  // algorithms timed per call form (fused / plain)
+// Algorithms timed per call form (fused / plain): cuDNN's first 3 heuristic choices, or
+// GRAPHKILN_GPU_CUDNN_CANDIDATES (1 to 8; 8 times every algorithm cuDNN offers).
+int candidates() {
+  const char* v = std::getenv("GRAPHKILN_GPU_CUDNN_CANDIDATES");
+  const int n = v ? std::atoi(v) : 3;
+  return n < 1 ? 1 : n > cudnn::kFwdAlgoCount ? cudnn::kFwdAlgoCount : n;
+}
 constexpr int kTimedRuns = 3;
 
 int cudnn_type(DType t) {
@@ -323,9 +330,10 @@ class CudnnConv : public Kernel {
     }
     const void* trial_inputs[4] = {xb.p, wb.p, has_bias_ ? bb.p : nullptr, zb.p};
     // Candidates: the fused call (when there is an epilogue) and the plain call (+ the
-    // epilogue kernel), each with cuDNN's first kCandidates algorithms; each one that runs is
+    // epilogue kernel), each with cuDNN's first candidates() algorithms; each one that runs is
     // timed over kTimedRuns runs and the fastest is kept.
     const bool needs_epilogue = has_bias_ || epilogue_.has_z || epilogue_.relu;
+    const int max_timed = candidates();
     bool found = false;
     bool best_fused = false;
     int best_algo = 0, best_math = base_math;
@@ -335,7 +343,7 @@ class CudnnConv : public Kernel {
     for (const bool fused : {true, false}) {
       if (fused && !needs_epilogue) continue;
       int timed = 0;
-      for (int i = 0; i < count && timed < kCandidates; ++i) {
+      for (int i = 0; i < count && timed < max_timed; ++i) {
         const cudnn::AlgoPerf& p = perf[i];
         if (p.status != cudnn::kSuccess) continue;
         const int math = strict_f32 ? cudnn::kFmaMath : p.math_type;
