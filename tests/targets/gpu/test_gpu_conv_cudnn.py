@@ -205,3 +205,24 @@ def test_device_relu_keeps_nan_free_zeros(monkeypatch):
         got = _run(onnx_model, feeds, monkeypatch, cudnn, "f32")[0]
         assert np.all(got[expected == 0] == 0) and np.all(np.isfinite(got))
         compare([got], [expected], TOL["f32"], TOL["f32"])
+
+
+@requires_gpu
+@pytest.mark.parametrize("variant", ["3x3_pad", "3x3_stride2", "7x7_stem", "1x1_no_bias"])
+def test_device_every_cudnn_algorithm_candidate(variant, monkeypatch):
+    """GRAPHKILN_GPU_CUDNN_CANDIDATES=8 times every algorithm cuDNN offers (FFT, Winograd,
+    GEMM...): whichever wins must still compute the convolution."""
+    monkeypatch.setenv("GRAPHKILN_GPU_CUDNN_CANDIDATES", "8")
+    onnx_model, feeds = conv_model(variant, "add_relu", seed=40)
+    got = _run(onnx_model, feeds, monkeypatch, True, "f32")
+    compare(got, reference(onnx_model, feeds), TOL["f32"], TOL["f32"])
+
+
+@requires_gpu
+def test_device_fast_math_conv(monkeypatch):
+    """fast_math lets float32 convolutions use TF32 (10 mantissa bits): within 5e-3, as
+    test_gpu_precision.py's fast_math cases."""
+    monkeypatch.setenv("GRAPHKILN_GPU_CUDNN", "1")
+    onnx_model, feeds = conv_model("3x3_pad", "add_relu", seed=50)
+    got = gk.parse_onnx_buffer(onnx_model).compile("gpu", fast_math=True).run(feeds)
+    compare(got, reference(onnx_model, feeds), 5e-3, 5e-3)
