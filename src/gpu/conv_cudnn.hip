@@ -14,6 +14,10 @@
 // float16 / bfloat16 use tensor cores, with float32 accumulation.
 // GRAPHKILN_GPU_CUDNN_VERBOSE=1 prints each Conv step's choice to stderr at build;
 // GRAPHKILN_GPU_CUDNN_CANDIDATES=N times cuDNN's first N algorithms (default 3).
+// Attribute "variant" (set by graphkiln.tuning.gpu from the tuning database) fixes the choice
+// instead, with no timing: 1..kVariantAlgos the fused call with cuDNN's k-th heuristic
+// algorithm, kVariantAlgos+1..2*kVariantAlgos the plain call with the k-th, kConvHipVariant
+// conv.hip's kernel. A variant cuDNN refuses here falls back to conv.hip's kernel.
 #include "gpu/common.hpp"
 
 #include <cstdio>
@@ -133,6 +137,8 @@ int candidates() {
   return n < 1 ? 1 : n > cudnn::kFwdAlgoCount ? cudnn::kFwdAlgoCount : n;
 }
 constexpr int kTimedRuns = 3;
+constexpr int kVariantAlgos = 4;
+constexpr int kConvHipVariant = 2 * kVariantAlgos + 1;
 
 int cudnn_type(DType t) {
   return t == DType::f16 ? cudnn::kHalf : t == DType::bf16 ? cudnn::kBfloat16 : cudnn::kFloat;
@@ -274,6 +280,10 @@ class CudnnConv : public Kernel {
     if (group < 1 || x.dims[1] % group || w.dims[0] % group || w.dims[1] * group != x.dims[1])
       return refuse("channels do not match the group count");
     const bool fast_math = spec.attrs.get_int("fast_math", 0) != 0;
+    const int64_t variant = spec.attrs.get_int("variant", 0);
+    const bool fixed = variant >= 1 && variant < kConvHipVariant;  // one (form, algorithm)
+    const bool fixed_fused = variant <= kVariantAlgos;
+    const int fixed_index = static_cast<int>((variant - 1) % kVariantAlgos);
     channels_ = y.dims[1];
     plane_ = y.dims[2] * y.dims[3];
     total_ = y.numel();
@@ -341,9 +351,11 @@ class CudnnConv : public Kernel {
     float best_ms = 0.f;
     std::string tried;
     for (const bool fused : {true, false}) {
-      if (fused && !needs_epilogue) continue;
+      if (fused && !needs_epilogue && !fixed) continue;
+      if (fixed && fused != fixed_fused) continue;  // a tuned variant: that form only
       int timed = 0;
-      for (int i = 0; i < count && timed < max_timed; ++i) {
+      for (int i = 0; i < count && (fixed || timed < max_timed); ++i) {
+        if (fixed && i != fixed_index) continue;  // ... and that algorithm only
         const cudnn::AlgoPerf& p = perf[i];
         if (p.status != cudnn::kSuccess) continue;
         const int math = strict_f32 ? cudnn::kFmaMath : p.math_type;
@@ -412,7 +424,7 @@ class CudnnConv : public Kernel {
 std::unique_ptr<Kernel> make_conv_step(const KernelSpec& spec) {
   const Epilogue e = read_epilogue(spec);
 #if defined(GRAPHKILN_GPU_CUDNN)
-  if (!cudnn_disabled()) {
+  if (!cudnn_disabled() && spec.attrs.get_int("variant", 0) != kConvHipVariant) {
     std::string why;
     if (std::unique_ptr<Kernel> k = CudnnConv::try_make(spec, e, &why)) return k;
     if (verbose())

@@ -124,3 +124,21 @@ def test_gpu_exhaustive_then_warm_compile(tmp_path, monkeypatch):
     after = counters()
     assert after["benchmarks"] == before["benchmarks"] and after["hits"] > before["hits"]
     np.testing.assert_allclose(warm.run(feeds)[0], want, rtol=1e-4, atol=1e-5)
+
+
+def test_conv_steps_are_tunable_with_the_im2col_path_last():
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 9, 9])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 9, 9])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3, 3, 3],
+                           np.random.default_rng(1).standard_normal(108).astype(np.float32))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    model = helper.make_model(helper.make_graph(nodes, "conv", [x], [y], [w]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    graph, _ = compile_graph(gk.parse_onnx_buffer(model.SerializeToString()).graph, GpuTarget(),
+                             {}, False, False)
+    steps = gpu_tuning.tunable_steps(lower_plan(graph))
+    assert [s.kernel for s in steps] == ["Conv"]
+    assert gpu_tuning.VARIANTS["Conv"] == 9  # src/gpu/conv_cudnn.hip: kConvHipVariant

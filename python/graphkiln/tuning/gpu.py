@@ -4,8 +4,11 @@
 reads when it is built (0 is always the heuristic the lowering would use):
   Attention  1: fused kernel, 4 warps a block; 2: fused, 8 warps; 3: unfused (two products
              and a softmax)                                   (src/gpu/attention_flash.hip)
-  Conv       1 + k: cuDNN's k-th forward algorithm; the last: graphkiln's im2col + GEMM
-             (src/gpu/conv_cudnn.hip, where the build has cuDNN)
+  Conv       1-4: cuDNN's fused call (bias + activation + residual) with its k-th heuristic
+             algorithm; 5-8: the plain call + graphkiln's epilogue kernel, k-th algorithm;
+             9: graphkiln's im2col + GEMM (src/gpu/conv_cudnn.hip). Without a variant the
+             step times cuDNN's first choices when it is built (a database miss).
+Both kernels' variants exist on NVIDIA builds only: AMD builds tune nothing yet.
 
 `tune_plan(plan, mode, build)` runs after lowering, before the plan's executor is built
 (`build(plan)` makes a GpuExecutor of the plan's current steps):
@@ -29,7 +32,7 @@ from .db import TuningDB, TuningKey
 from .keys import problem_key
 
 TARGET = "gpu"
-VARIANTS = {"Attention": 3, "Conv": 0}  # candidates beyond the heuristic, per kernel
+VARIANTS = {"Attention": 3, "Conv": 9}  # candidates beyond the heuristic, per kernel
 ROUNDS = 12            # interleaved rounds of step-by-step timing per candidate
 MIN_GAIN = 0.03        # a candidate must beat the heuristic by 3% to replace it
 
@@ -42,9 +45,13 @@ def set_progress(callback) -> None:
     _progress = callback
 
 
-def set_variants(kernel: str, count_beyond_heuristic: int) -> None:
-    """Kernels register how many variants they offer (conv's depend on the cuDNN build)."""
-    VARIANTS[kernel] = count_beyond_heuristic
+@lru_cache(maxsize=None)
+def _variants() -> dict:
+    from .._native import load_core
+
+    if load_core().build_info().get("gpu_platform") == "amd":
+        return {}  # the fused attention and cuDNN are NVIDIA-only: nothing to choose between
+    return VARIANTS
 
 
 @lru_cache(maxsize=None)
@@ -79,7 +86,7 @@ def step_key(plan, step) -> TuningKey:
 
 
 def tunable_steps(plan) -> list:
-    return [s for s in plan.steps if VARIANTS.get(s.kernel, 0) > 0]
+    return [s for s in plan.steps if _variants().get(s.kernel, 0) > 0]
 
 
 def tune_plan(plan, mode: str, build, db: TuningDB | None = None) -> dict:
