@@ -28,6 +28,7 @@ import numpy as np
 from .counters import count
 from .db import TuningDB, TuningKey, TuningWarning
 from .keys import problem_key
+from .protocol import open_db, random_inputs, tune_steps  # noqa: F401 - open_db: the cpu API
 
 TARGET = "cpu"
 TUNABLE_KERNELS = ("Conv", "MatMul")
@@ -61,20 +62,6 @@ def versions() -> dict:
     from .._native import load_core
 
     return {"graphkiln": __version__, "onednn": load_core().onednn_version()}
-
-
-_dbs: dict[str, TuningDB] = {}
-
-
-def open_db(path: str | None = None) -> TuningDB:
-    """The process's TuningDB for `path` (default: db.default_path()), opened once."""
-    from .db import default_path
-
-    path = default_path() if path is None else path
-    db = _dbs.get(path)
-    if db is None:
-        db = _dbs[path] = TuningDB(path)
-    return db
 
 
 def _tensor(plan, slot_id: int) -> dict:
@@ -112,47 +99,14 @@ def step_key(plan, step, threads: int) -> TuningKey:
 def tune_plan(plan, threads: int, mode: str = "lookup", db: TuningDB | None = None) -> dict:
     """Look up or measure the tunable steps of `plan`, rewriting their attrs in place.
     Returns {"steps": tunable steps, "hits", "misses", "tuned"}."""
-    summary = {"steps": 0, "hits": 0, "misses": 0, "tuned": 0}
-    if mode == "off":
-        return summary
-    steps = [s for s in plan.steps if tunable(plan, s)]
-    summary["steps"] = len(steps)
-    if not steps:
-        return summary
-    if db is None:
-        from .db import default_path
+    steps = [s for s in plan.steps if tunable(plan, s)] if mode != "off" else []
 
-        if mode == "lookup" and not os.path.exists(default_path()):
-            count("misses", len(steps))  # nothing tuned yet: keep the heuristics, create nothing
-            summary["misses"] = len(steps)
-            return summary
-        db = open_db()
-    if mode == "exhaustive":
+    def measure(keys):
         _warn_if_loaded(threads)
-    keys = [step_key(plan, step, threads) for step in steps]
-    if mode == "exhaustive":
-        solutions = _measure_in_plan(plan, steps, keys, threads)
-        rows = []
-        for key in {k.problem: k for k in keys if k.problem in solutions}.values():
-            solution, ms = solutions[key.problem]
-            rows.append(db.row(key, solution, ms))
-        db.put_rows(rows)  # one transaction per plan
-        count("tuned", len(rows))
-        summary["tuned"] = len(rows)
-        for step, key in zip(steps, keys):
-            if key.problem in solutions:
-                _apply(step, solutions[key.problem][0])
-        return summary
-    for step, key in zip(steps, keys):
-        entry = db.get(key)
-        if entry is None:
-            count("misses")
-            summary["misses"] += 1
-        else:
-            count("hits")
-            summary["hits"] += 1
-            _apply(step, entry.solution)
-    return summary
+        return _measure_in_plan(plan, steps, keys, threads)
+
+    return tune_steps(steps, mode, lambda: [step_key(plan, step, threads) for step in steps],
+                      measure, _apply, db)
 
 
 def _warn_if_loaded(threads: int) -> None:
@@ -214,7 +168,7 @@ def _measure_in_plan(plan, steps, keys, threads: int) -> dict:
         i = index[id(step)]
         extra = i + 1 < len(plan.steps) and id(plan.steps[i + 1]) not in tunable_ids
         scored.append((i, i + 1) if extra else (i,))
-    arrays = _random_inputs(plan)
+    arrays = random_inputs(plan)
     const_bytes = sum(c.nbytes for c in plan.constants)
     group = max(2, min(len(cands), int(GROUP_BYTES // max(const_bytes, 1))))
     others = list(range(1, len(cands)))
@@ -262,19 +216,6 @@ def _measure_in_plan(plan, steps, keys, threads: int) -> dict:
         out[problem] = ({"attrs": dict(cands[best]), "heuristic_ms": base_ms / len(members),
                          "candidates": len(ratios)}, ms)
     return out
-
-
-def _random_inputs(plan) -> list[np.ndarray]:
-    rng = np.random.default_rng(0)
-    arrays = []
-    for s in plan.input_slots:
-        slot = plan.slots[s]
-        dtype = np.dtype(slot.dtype.numpy)
-        if dtype.kind == "f":
-            arrays.append((rng.standard_normal(slot.dims) * 0.5).astype(dtype))
-        else:
-            arrays.append(np.zeros(slot.dims, dtype))  # index 0 is valid for any table
-    return arrays
 
 
 def _plan_executor(plan, steps, attrs: dict, threads: int):

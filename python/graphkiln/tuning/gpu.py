@@ -25,11 +25,10 @@ from __future__ import annotations
 import statistics
 from functools import lru_cache
 
-import numpy as np
-
 from .counters import count
 from .db import TuningDB, TuningKey
 from .keys import problem_key
+from .protocol import random_inputs, tune_steps
 
 TARGET = "gpu"
 VARIANTS = {"Attention": 3, "Conv": 9}  # candidates beyond the heuristic, per kernel
@@ -92,44 +91,9 @@ def tunable_steps(plan) -> list:
 def tune_plan(plan, mode: str, build, db: TuningDB | None = None) -> dict:
     """Look up or measure the tunable steps of `plan`, setting their "variant" attrs.
     Returns {"steps", "hits", "misses", "tuned"}."""
-    summary = {"steps": 0, "hits": 0, "misses": 0, "tuned": 0}
     steps = tunable_steps(plan) if mode != "off" else []
-    summary["steps"] = len(steps)
-    if not steps:
-        return summary
-    if db is None:
-        import os
-
-        from .cpu import open_db
-        from .db import default_path
-
-        if mode == "lookup" and not os.path.exists(default_path()):
-            count("misses", len(steps))
-            summary["misses"] = len(steps)
-            return summary
-        db = open_db()
-    keys = [step_key(plan, step) for step in steps]
-    if mode == "exhaustive":
-        solutions = measure(plan, steps, keys, build)
-        rows = [db.row(key, *solutions[key.problem])
-                for key in {k.problem: k for k in keys}.values() if key.problem in solutions]
-        db.put_rows(rows)
-        count("tuned", len(rows))
-        summary["tuned"] = len(rows)
-        for step, key in zip(steps, keys):
-            if key.problem in solutions:
-                _apply(step, solutions[key.problem][0])
-        return summary
-    for step, key in zip(steps, keys):
-        entry = db.get(key)
-        if entry is None:
-            count("misses")
-            summary["misses"] += 1
-        else:
-            count("hits")
-            summary["hits"] += 1
-            _apply(step, entry.solution)
-    return summary
+    return tune_steps(steps, mode, lambda: [step_key(plan, step) for step in steps],
+                      lambda keys: measure(plan, steps, keys, build), _apply, db)
 
 
 def _apply(step, solution: dict) -> None:
@@ -193,18 +157,3 @@ def measure(plan, steps, keys, build) -> dict:
         out[problem] = ({"variant": best, "heuristic_ms": base / len(members),
                          "candidates": len(offered)}, total(best) / len(members))
     return out
-
-
-def random_inputs(plan) -> list[np.ndarray]:
-    rng = np.random.default_rng(0)
-    arrays = []
-    for s in plan.input_slots:
-        slot = plan.slots[s]
-        dtype = np.dtype(slot.dtype.numpy)
-        if dtype.kind == "f":
-            arrays.append((rng.standard_normal(slot.dims) * 0.5).astype(dtype))
-        elif dtype.kind == "b":
-            arrays.append(np.ones(slot.dims, dtype))
-        else:
-            arrays.append(np.zeros(slot.dims, dtype))  # index 0 is valid for any table
-    return arrays
