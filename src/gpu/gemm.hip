@@ -4,10 +4,12 @@
 // operands and result of the same type (float32 accumulation); attribute fast_math=1 lets
 // float32 products use TF32. The lowering of Gemm and MatMul computes every argument
 // (transposes, leading dims, batch strides, alpha, beta); a non-zero beta accumulates into
-// the output, which the lowering pre-filled with C.
+// the output, which the lowering pre-filled with C, or which this kernel fills with its
+// optional input 2, a row vector of n elements (a bias) repeated over the m rows.
 #include "gpu/common.hpp"
 
 #include "gpu/blas.hpp"
+#include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
 
@@ -15,6 +17,14 @@ namespace graphkiln {
 namespace gpu {
 
 namespace {
+
+// c[b][row][0..n) = bias[0..n): one block per (batch, row)
+template <typename T>
+__global__ void fill_rows(T* c, const T* bias, int64_t m, int64_t n, int64_t ldc, int64_t stride_c) {
+  const int64_t row = blockIdx.x % m, b = blockIdx.x / m;
+  T* out = c + b * stride_c + row * ldc;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) out[j] = bias[j];
+}
 
 class Gemm : public Kernel {
  public:
@@ -40,6 +50,12 @@ class Gemm : public Kernel {
     g_.stride_c = a.get_int("stride_c", 0);
     g_.alpha = static_cast<float>(a.get_float("alpha", 1.0));
     g_.beta = static_cast<float>(a.get_float("beta", 0.0));
+    has_rows_ = spec.has_input(2);
+    if (has_rows_ && (spec.inputs[2].dtype != g_.c_type || spec.inputs[2].numel() != g_.n ||
+                      !spec.inputs[2].is_contiguous()))
+      spec_error(spec, "input 2 must be a contiguous row of n elements of the result's type");
+    if (has_rows_ && g_.m * g_.batch >= (int64_t{1} << 31))
+      spec_error(spec, "more than 2^31 rows to fill");
   }
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
@@ -47,11 +63,23 @@ class Gemm : public Kernel {
     g.a = inputs[0];
     g.b = inputs[1];
     g.c = outputs[0];
+    if (has_rows_ && g.m > 0 && g.n > 0 && g.batch > 0) {
+      int threads = 32;
+      while (threads < 256 && threads < g.n) threads *= 2;
+      dispatch_float(g.c_type, [&](auto t) {
+        using T = decltype(t);
+        fill_rows<T><<<static_cast<unsigned>(g.m * g.batch), threads, 0, ctx.stream>>>(
+            static_cast<T*>(outputs[0]), static_cast<const T*>(inputs[2]), g.m, g.n, g.ldc,
+            g.stride_c);
+      });
+      check_launch("fill_rows");
+    }
     ctx.blas->gemm(g);
   }
 
  private:
   GemmArgs g_;
+  bool has_rows_ = false;
 };
 
 }  // namespace

@@ -114,6 +114,8 @@ class Emulator:
         bv = self.view(B, (batch, n, k) if tb else (batch, k, n),
                        (a.get("stride_b", 0), a["ldb"], 1))
         cv = self.view(C, (batch, m, n), (a.get("stride_c", 0), a["ldc"], 1))
+        if len(step["inputs"]) > 2 and step["inputs"][2] is not None:  # rows filled with it
+            cv[...] = self.tensor(step["inputs"][2]).reshape(1, 1, n)
         opa = np.swapaxes(av, 1, 2) if ta else av
         opb = np.swapaxes(bv, 1, 2) if tb else bv
         opa, opb = _operand(opa, a), _operand(opb, a)

@@ -135,12 +135,16 @@ def test_matmul_half(a_shape, b_shape, mode):
 
 
 @pytest.mark.parametrize("mode", ["fp16", "bf16"])
-@pytest.mark.parametrize("trans_b,alpha,beta", [(0, 1.0, 1.0), (1, 0.5, 2.0), (1, 1.0, 0.0)])
-def test_gemm_half(trans_b, alpha, beta, mode):
+@pytest.mark.parametrize("trans_b,alpha,beta,c_shape", [
+    (0, 1.0, 1.0, (6,)), (1, 0.5, 2.0, (1, 6)), (1, 1.0, 0.0, (6,)),  # a bias row: the kernel fills
+    (0, 1.0, 0.5, (4, 6)), (1, 1.0, 1.0, (4, 1))])  # other shapes: a strided copy first
+def test_gemm_half(trans_b, alpha, beta, c_shape, mode):
     w = rand((6, 13) if trans_b else (13, 6), 3, -0.5, 0.5)
     program = model([node("Gemm", ["x", "w", "c"], ["y"], transB=trans_b, alpha=alpha, beta=beta)],
-                    {"x": ((4, 13), F32)}, {"y": (None, F32)}, inits={"w": w, "c": rand((6,), 4)})
-    check_half(program, {"x": rand((4, 13), 5)}, mode, ["Gemm"])
+                    {"x": ((4, 13), F32)}, {"y": (None, F32)}, inits={"w": w, "c": rand(c_shape, 4)})
+    _, executable = check_half(program, {"x": rand((4, 13), 5)}, mode, ["Gemm"])
+    (gemm,) = steps(executable, "Gemm")
+    assert len(gemm["inputs"]) == (3 if beta and c_shape in ((6,), (1, 6)) else 2)
 
 
 @pytest.mark.parametrize("mode", ["fp16", "bf16"])

@@ -3,8 +3,9 @@
 """MatMul, Gemm, Conv and pooling on the gpu target (float32, float16, bfloat16: every float
 tensor of a node in one type; float32 accumulation in the kernels). MatMul and Gemm become
 `Gemm` steps with every BLAS argument computed here (batch broadcasting by a zero stride,
-or by an expanded copy when the batch dims do not line up); Gemm's C is copied into the
-output first and accumulated with beta. 1-D convolutions and poolings run as 2-D ones over
+or by an expanded copy when the batch dims do not line up); Gemm's C is written into the
+output first and accumulated with beta: a row vector (a bias) by the Gemm kernel itself
+(its input 2), any other shape by a strided copy. 1-D convolutions and poolings run as 2-D ones over
 a [N, C, 1, L] view."""
 
 from __future__ import annotations
@@ -70,7 +71,10 @@ def lower_gemm(node: Node, ctx: LoweringContext) -> None:
     out = ctx.output(node.outputs[0])
     beta = float(node.attrs.get("beta", 1.0))
     c = node.inputs[2] if len(node.inputs) > 2 else None
-    if c is not None and beta != 0.0:
+    inputs = [ctx.input(node.inputs[0]), ctx.input(node.inputs[1])]
+    if c is not None and beta != 0.0 and _row_vector(static_dims(c), n):
+        inputs.append(ctx.input(c))  # the kernel fills each output row with it (a bias)
+    elif c is not None and beta != 0.0:
         c_dims = static_dims(c)
         strides = _strides(c_dims)
         shift = 2 - len(c_dims)
@@ -78,10 +82,15 @@ def lower_gemm(node: Node, ctx: LoweringContext) -> None:
         emit_copy(ctx, ctx.input(c), out, [m, n], src, [n, 1], name=f"{node.name}/C")
     else:
         beta = 0.0
-    ctx.emit("Gemm", [ctx.input(node.inputs[0]), ctx.input(node.inputs[1])], [out],
+    ctx.emit("Gemm", inputs, [out],
              {"trans_a": trans_a, "trans_b": trans_b, "m": m, "n": n, "k": k,
               "lda": m if trans_a else k, "ldb": k if trans_b else n, "ldc": n,
               "alpha": float(node.attrs.get("alpha", 1.0)), "beta": beta}, node.name)
+
+
+def _row_vector(c_dims, n: int) -> bool:
+    """C of n elements broadcast over the rows: [n] or [1, n] (n > 1)."""
+    return n > 1 and (tuple(c_dims) == (n,) or tuple(c_dims) == (1, n))
 
 
 def _spatial_pads(node: Node, in_spatial, out_spatial, kernel, strides, dilations):
