@@ -6,7 +6,8 @@
 // batch or per head, whichever is fewer; one per batch and key / value head for grouped-query
 // attention), then soft cap, mask (bool, or additive float32 / the operands' type), causal
 // frontier and sliding window and softmax per row (a row with no allowed key gives zeros)
-// into P (in place for float32; rounded to the operands' type otherwise), then Y = P V.
+// into P in place (float32), then Y = P V in float32 (half V widened to float32 first, Y
+// rounded once at the end), as the fused kernel (attention_flash.hip) computes it.
 // Past state arrives already concatenated into K and V by the lowering (present_key/value).
 // Q, K, V and Y are described by the lowering as (batch, head, row) strides with contiguous
 // features, so [B, S, H*D] and [B, H, S, D] layouts both run without a transpose.
@@ -44,16 +45,15 @@ __device__ inline float mask_value(const void* mask, int type, int64_t at) {
   return static_cast<const float*>(mask)[at];
 }
 
-// One block per (batch, head, query row); scores [B, H, Sq, T] float32, probs the same shape
-// in T (may alias scores when T is float), qk_out [B, H, Sq, T] in T.
+// One block per (batch, head, query row); scores [B, H, Sq, T] float32 become the
+// probabilities in place; qk_out [B, H, Sq, T] in T.
 template <typename T>
-__global__ void masked_softmax(float* scores, T* probs, const void* mask, T* qk_out,
-                               MaskInfo mi, int64_t heads, int64_t q_seq, int64_t total) {
+__global__ void masked_softmax(float* scores, const void* mask, T* qk_out, MaskInfo mi,
+                               int64_t heads, int64_t q_seq, int64_t total) {
   const int64_t row_id = blockIdx.x;  // (b * heads + h) * q_seq + i
   const int64_t i = row_id % q_seq, h = (row_id / q_seq) % heads, b = row_id / (q_seq * heads);
   const int64_t pos = mi.offset + i;
   float* row = scores + row_id * total;
-  T* out = probs + row_id * total;
   T* qk = qk_out ? qk_out + row_id * total : nullptr;
   const int64_t mask_row = b * mi.strides[0] + h * mi.strides[1] + i * mi.strides[2];
   auto capped = [&](int64_t j) -> float {
@@ -90,9 +90,20 @@ __global__ void masked_softmax(float* scores, T* probs, const void* mask, T* qk_
   sum = block_reduce(sum, SumOp());
   const float inv = sum > 0.f ? 1.f / sum : 0.f;
   for (int64_t j = threadIdx.x; j < total; j += blockDim.x) {
-    const T p = store_float<T>(row[j] * inv);
-    out[j] = p;
-    if (qk && mi.qk_mode == 3) qk[j] = p;
+    row[j] *= inv;
+    if (qk && mi.qk_mode == 3) qk[j] = store_float<T>(row[j]);
+  }
+}
+
+// dst[b0][b1][b2][c] = src[b0][b1][b2][c] converted (element strides of the three outer dims;
+// the inner dim is contiguous on both sides)
+template <typename TS, typename TD>
+__global__ void convert_4d(const TS* src, TD* dst, int64_t d1, int64_t d2, int64_t d3, int64_t s0,
+                           int64_t s1, int64_t s2, int64_t t0, int64_t t1, int64_t t2, int64_t total) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = i % d3, r = i / d3, b2 = r % d2, b1 = (r / d2) % d1, b0 = r / (d2 * d1);
+    dst[b0 * t0 + b1 * t1 + b2 * t2 + c] = store_float<TD>(load_float(src[b0 * s0 + b1 * s1 + b2 * s2 + c]));
   }
 }
 
@@ -152,7 +163,7 @@ class Attention : public Kernel {
   }
 
   size_t workspace_bytes() const override {
-    return scores_bytes() + (dtype_ == DType::f32 ? 0 : probs_bytes());
+    return scores_bytes() + (dtype_ == DType::f32 ? 0 : (v32_size() + y32_size()) * sizeof(float));
   }
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
@@ -162,7 +173,9 @@ class Attention : public Kernel {
  private:
   int64_t rows() const { return batch_ * heads_ * q_seq_; }
   size_t scores_bytes() const { return static_cast<size_t>(rows() * kv_seq_) * sizeof(float); }
-  size_t probs_bytes() const { return static_cast<size_t>(rows() * kv_seq_) * dtype_size(dtype_); }
+  // float32 copies of V ([B, Hk, T, Dv]) and Y ([B, H, Sq, Dv]) for half operands
+  size_t v32_size() const { return static_cast<size_t>(batch_ * kv_heads_ * kv_seq_ * v_dim_); }
+  size_t y32_size() const { return static_cast<size_t>(rows() * v_dim_); }
 
   // C[b, h] = alpha * A[b, h] op(B[b, h']) for every batch and query head (h' = h / group)
   void multiply(GemmArgs g, const Operand& a, const Operand& b, const Operand& c, Context& ctx) const {
@@ -205,15 +218,11 @@ class Attention : public Kernel {
   void go(const void* const* inputs, void* const* outputs, Context& ctx) {
     if (rows() == 0) return;
     const size_t elem = sizeof(T);
+    const bool wide = std::is_same<T, float>::value;
     const int64_t plane = q_seq_ * kv_seq_;
     float* scores = static_cast<float*>(ctx.workspace);
-    T* probs = std::is_same<T, float>::value
-                   ? reinterpret_cast<T*>(scores)
-                   : reinterpret_cast<T*>(static_cast<char*>(ctx.workspace) + scores_bytes());
-    const Operand q{inputs[0], elem, q_[0], q_[1]}, k{inputs[1], elem, k_[0], k_[1]},
-        v{inputs[2], elem, v_[0], v_[1]}, y{outputs[0], elem, y_[0], y_[1]};
+    const Operand q{inputs[0], elem, q_[0], q_[1]}, k{inputs[1], elem, k_[0], k_[1]};
     const Operand s{scores, sizeof(float), heads_ * plane, plane};
-    const Operand p{probs, elem, heads_ * plane, plane};
     GemmArgs g;
     g.ab_type = dtype_;
     g.c_type = DType::f32;
@@ -230,17 +239,35 @@ class Attention : public Kernel {
     int threads = 32;
     while (threads < kRowThreads && threads < kv_seq_) threads *= 2;
     masked_softmax<T><<<static_cast<unsigned>(rows()), threads, 0, ctx.stream>>>(
-        scores, probs, inputs[3], qk, mask_, heads_, q_seq_, kv_seq_);
+        scores, inputs[3], qk, mask_, heads_, q_seq_, kv_seq_);
     check_launch("masked_softmax");
-    GemmArgs o;
-    o.ab_type = o.c_type = dtype_;
+    GemmArgs o;  // Y = P V in float32
     o.m = q_seq_;
     o.n = v_dim_;
     o.k = kv_seq_;
     o.lda = kv_seq_;
-    o.ldb = v_[2];
-    o.ldc = y_[2];
-    multiply(o, p, v, y, ctx);
+    if (wide) {
+      o.ldb = v_[2];
+      o.ldc = y_[2];
+      multiply(o, s, Operand{inputs[2], elem, v_[0], v_[1]}, Operand{outputs[0], elem, y_[0], y_[1]},
+               ctx);
+      return;
+    }
+    float* v32 = scores + rows() * kv_seq_;
+    float* y32 = v32 + v32_size();
+    const int64_t nv = static_cast<int64_t>(v32_size()), ny = static_cast<int64_t>(y32_size());
+    convert_4d<T, float><<<blocks_for(nv, 256), 256, 0, ctx.stream>>>(
+        static_cast<const T*>(inputs[2]), v32, kv_heads_, kv_seq_, v_dim_, v_[0], v_[1], v_[2],
+        kv_heads_ * kv_seq_ * v_dim_, kv_seq_ * v_dim_, v_dim_, nv);
+    check_launch("convert_4d");
+    o.ldb = v_dim_;
+    o.ldc = v_dim_;
+    multiply(o, s, Operand{v32, sizeof(float), kv_heads_ * kv_seq_ * v_dim_, kv_seq_ * v_dim_},
+             Operand{y32, sizeof(float), heads_ * q_seq_ * v_dim_, q_seq_ * v_dim_}, ctx);
+    convert_4d<float, T><<<blocks_for(ny, 256), 256, 0, ctx.stream>>>(
+        y32, static_cast<T*>(outputs[0]), heads_, q_seq_, v_dim_, heads_ * q_seq_ * v_dim_,
+        q_seq_ * v_dim_, v_dim_, y_[0], y_[1], y_[2], ny);
+    check_launch("convert_4d");
   }
 
   int64_t batch_ = 1, heads_ = 1, kv_heads_ = 1, q_seq_ = 0, kv_seq_ = 0, head_dim_ = 0, v_dim_ = 0;

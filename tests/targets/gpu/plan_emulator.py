@@ -258,7 +258,7 @@ class Emulator:
         k = np.array(self.view(ins[1], (B, Hk, T, D), (*a["k_strides"], 1)), np.float64)
         v = np.array(self.view(ins[2], (B, Hk, T, Dv), (*a["v_strides"], 1)), np.float64)
         k, v = np.repeat(k, H // Hk, axis=1), np.repeat(v, H // Hk, axis=1)
-        # scores and softmax in float32; the probabilities rounded to the operands' type
+        # scores, softmax and P V in float32 (one rounding of Y to the operands' type)
         raw = (a["scale"] * q @ np.swapaxes(k, -1, -2)).astype(np.float32).astype(np.float64)
         cap = a.get("softcap", 0.0)
         capped = cap * np.tanh(raw / cap) if cap else raw
@@ -285,7 +285,6 @@ class Emulator:
         e = np.exp(s - top)
         tot = e.sum(-1, keepdims=True)
         p = np.where(tot > 0, e / np.where(tot > 0, tot, 1), 0)
-        p = p.astype(np.float32).astype(NUMPY[ins[0]["dtype"]]).astype(np.float64)
         y = p @ v
         out = self.view(step["outputs"][0], (B, H, S, Dv), (*a["y_strides"], 1))
         out[...] = y.astype(np.float32)

@@ -4,8 +4,8 @@
 the outputs) in [B, S, H*D] or [B, H, S, D] form, an optional bool or float mask, causal or
 not, soft cap, sliding window, grouped-query heads, past key / value (concatenated here into
 present_key / present_value, which the kernel then reads) and the qk_matmul_output stages.
-The kernel computes scores and softmax in float32 and rounds the probabilities to the
-operands' type before the second product (src/gpu/attention.hip). Not supported:
+The kernels compute scores, softmax and P V in float32 and round the output once
+(src/gpu/attention.hip, attention_flash.hip). Not supported:
 nonpad_kv_seqlen and a softmax_precision other than float. Each operand is described to the
 kernel by (batch, head, row) strides."""
 

@@ -9,7 +9,7 @@ inserts fuse into the neighbouring pointwise kernels):
   inputs are cast (constants converted once, at compile time; a constant that would
   overflow stays float32, which Attention takes for its mask); the GPU kernels accumulate
   in float32 (cuBLAS compute type 32F, the builtin GEMM, direct kernels) and round once
-  (Attention: scores and softmax in float32, probabilities rounded to half for P V);
+  (Attention: scores, softmax and P V in float32, the output rounded once);
 - FP32_OPS (sums and products over many elements that could overflow half: ReduceSum,
   ReduceSumSquare, ReduceL1 / L2, ReduceProd, ReduceLogSum(Exp); Exp, Log, Pow,
   Reciprocal, cumulative sums, Instance / Group / Batch / Lp normalization, losses,
