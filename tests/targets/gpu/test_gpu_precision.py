@@ -303,6 +303,25 @@ def test_sensitive_ops_and_unrepresentable_constants_stay_float32():
         compare(got, ref, TOL[mode], TOL[mode])
 
 
+def test_values_read_by_subgraphs_keep_their_types():
+    """A value an If branch reads stays float32 (the branch was typed for it); the pass
+    leaves the If itself alone."""
+    then_branch = helper.make_graph([node("Relu", ["h"], ["t"])], "then", [],
+                                    [helper.make_tensor_value_info("t", 1, [2, 3])])
+    else_branch = helper.make_graph([node("Neg", ["h"], ["e"])], "else", [],
+                                    [helper.make_tensor_value_info("e", 1, [2, 3])])
+    program = model([node("MatMul", ["x", "w"], ["h"]), node("MatMul", ["x", "w2"], ["h2"]),
+                     node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch),
+                     node("Add", ["y", "h2"], ["z"])],
+                    {"x": ((2, 4), F32), "c": ((), np.bool_)}, {"z": (None, F32)},
+                    inits={"w": rand((4, 3), 1), "w2": rand((4, 3), 2)})
+    graph, _ = compile_graph(gk.parse_onnx_buffer(program).graph, GpuTarget(), {"fp16": True},
+                             False, False)
+    matmuls = [n for n in _all_nodes(graph) if n.op == "MatMul"]
+    assert sorted(n.outputs[0].type.dtype.name for n in matmuls) == ["f16", "f32"]
+    assert [v.type.dtype for v in graph.outputs] == [DType.f32]
+
+
 def _all_nodes(graph):
     for n in graph.nodes:
         yield n
