@@ -39,10 +39,11 @@ def requires_gpu(test):
 
 
 class EmulatedPlan:
-    """A gpu plan run by the numpy model of the kernels instead of the device."""
+    """A gpu plan run by the numpy model of the kernels instead of the device (GpuPlan's
+    arguments; graph replay and tuning need the device, so they are ignored)."""
 
-    def __init__(self, graph, builtin_blas=False):
-        self.plan = lower_plan(graph)
+    def __init__(self, graph, builtin_blas=False, graphs=True, fast_math=False, tune="lookup"):
+        self.plan = lower_plan(graph, fast_math)
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
         self.executor = Emulator(self.plan)
 
