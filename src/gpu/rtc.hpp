@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpu/common.hpp"
+#include "gpu/jit.hpp"  // jit_status()
 
 namespace graphkiln {
 namespace gpu {
@@ -41,8 +42,6 @@ std::shared_ptr<const JitModule> jit_module(const std::string& source,
 void jit_prefetch(const std::vector<std::string>& sources,
                   const std::vector<std::vector<std::string>>& entries);
 
-// One line: "nvrtc 13.0, sm_90 cubin, cache <dir>" or "off: <why>" (for plan summaries).
-std::string jit_status();
 
 }  // namespace gpu
 }  // namespace graphkiln
