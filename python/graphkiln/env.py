@@ -17,6 +17,19 @@ VARIABLES = {
                            "$XDG_CACHE_HOME/graphkiln/tuning.sqlite, XDG_CACHE_HOME "
                            "defaulting to ~/.cache; see graphkiln/tuning/README.md)",
     "GRAPHKILN_GPU_DUMP_SRC": "folder where generated GPU kernel sources are written",
+    # read by the C++ core's gpu kernels (src/gpu) when a plan is built
+    "GRAPHKILN_KERNEL_CACHE": "folder of compiled generated GPU kernels (default "
+                              "$XDG_CACHE_HOME/graphkiln/kernels; 'off' disables the cache)",
+    "GRAPHKILN_GPU_JIT": "0: Pointwise steps run the register-program interpreter instead of "
+                         "kernels generated and compiled with NVRTC / hipRTC",
+    "GRAPHKILN_GPU_FLASH": "0: Attention steps run the unfused kernel (two products and a "
+                           "softmax) instead of the fused one",
+    "GRAPHKILN_GPU_CUDNN": "0: Conv steps do not use cuDNN (im2col + GEMM instead)",
+    "GRAPHKILN_GPU_CUDNN_VERBOSE": "1 prints each Conv step's cuDNN choice when it is built",
+    "GRAPHKILN_GPU_CUDNN_CANDIDATES": "how many of cuDNN's heuristic algorithms an untuned "
+                                      "Conv step times when it is built (1-8, default 3)",
+    "GRAPHKILN_CUDNN_LIBRARY": "path of libcudnn.so.9 to load (default: the library path, "
+                               "then beside libcublas and in pip's nvidia/cudnn/lib)",
     "GRAPHKILN_FAKE_GPU_ARCH": "tests: the device check sees GPUs of these ISAs (gfx1100,sm_90; none)",
     "GRAPHKILN_MAX_TENSOR_BYTES": "largest tensor (bytes) an imported model may declare or "
                                   "infer; larger ones are refused (default 4 GiB)",

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/executor.hpp"
+#include "gpu/jit.hpp"
 #include "python/executor_bindings.hpp"
 
 namespace py = pybind11;
@@ -247,6 +248,9 @@ void bind_gpu_executor(py::module_& m) {
                              "'off', 'not captured yet', 'replaying', or 'kernel by kernel: "
                              "<why the capture failed>'");
   m.def("gpu_kernels", &gpu::gpu_kernel_names, "Names of the GPU kernels compiled in");
+  m.def("gpu_jit_status", &gpu::jit_status,
+        "What compiles generated GPU kernels here: 'nvrtc 13.0, sm_90, cache <dir>' or "
+        "'off: <why>'");
 }
 
 }  // namespace graphkiln

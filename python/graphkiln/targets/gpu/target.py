@@ -185,6 +185,12 @@ class GpuExecutable(Executable):
                        device=plan.executor.device,
                        graph=getattr(plan.executor, "graph_state", "n/a"),
                        tuning=getattr(plan, "tuning", None))
+        if not any(hasattr(p.executor, "graph_state") for p in self._plans.values()):
+            return out  # no plan yet, or emulated plans (tests): no device to ask
+        from ..._native import load_core
+
+        status = getattr(load_core(), "gpu_jit_status", None)
+        out["jit"] = status() if status else "n/a"
         return out
 
 
