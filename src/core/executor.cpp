@@ -26,16 +26,20 @@ class PackingScope {
 };
 
 // The lowest and one past the highest byte a tensor of `t` at `offset` touches; false when
-// the dims are negative or the sums overflow. An empty tensor touches nothing.
+// the dims are negative or the sums overflow. An empty tensor touches nothing: [0, 0).
 bool byte_extent(const TensorInfo& t, int64_t offset, int64_t* low, int64_t* high) {
   if (t.strides.size() != t.dims.size()) return false;
+  bool empty = false;
+  for (int64_t dim : t.dims) {
+    if (dim < 0) return false;
+    empty = empty || dim == 0;
+  }
+  if (empty) {  // touches nothing, wherever it is
+    *low = *high = 0;
+    return true;
+  }
   int64_t min_el = 0, max_el = 0;
   for (size_t d = 0; d < t.dims.size(); ++d) {
-    if (t.dims[d] < 0) return false;
-    if (t.dims[d] == 0) {
-      *low = *high = offset;
-      return true;
-    }
     int64_t reach = 0;
     if (__builtin_mul_overflow(t.dims[d] - 1, t.strides[d], &reach)) return false;
     if (__builtin_add_overflow(reach < 0 ? min_el : max_el, reach, reach < 0 ? &min_el : &max_el))
@@ -83,13 +87,6 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
   if (arena_bytes_ < 0) throw std::invalid_argument("negative arena size");
   if (sizes.checked && sizes.constants.size() != constants_.size())
     throw std::invalid_argument("constant sizes and constants differ in number");
-  if (arena_bytes_ > 0) {
-    const size_t size = (static_cast<size_t>(arena_bytes_) + kArenaAlign - 1) / kArenaAlign *
-                        kArenaAlign;
-    arena_ = static_cast<unsigned char*>(std::aligned_alloc(kArenaAlign, size));
-    if (!arena_)
-      throw std::bad_alloc();
-  }
   set_num_threads(num_threads_);
   steps_.reserve(steps.size());
   for (auto& s : steps) {
@@ -138,6 +135,14 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
     step.in_ptrs.resize(step.inputs.size());
     step.out_ptrs.resize(step.outputs.size());
     steps_.push_back(std::move(step));
+  }
+  // last: a step refused above must not leave the arena behind (no destructor runs then)
+  if (arena_bytes_ > 0) {
+    const size_t size = (static_cast<size_t>(arena_bytes_) + kArenaAlign - 1) / kArenaAlign *
+                        kArenaAlign;
+    arena_ = static_cast<unsigned char*>(std::aligned_alloc(kArenaAlign, size));
+    if (!arena_)
+      throw std::bad_alloc();
   }
 }
 

@@ -105,5 +105,7 @@ int run_executor_checks(void (*check)(bool, const char*)) {
         "an input index out of range is refused");
   check(refused_with_sizes({Storage::input, 0, 0}, {Storage::output, 0, 0}, {3}),
         "a tensor larger than its storage is refused");
+  check(!refused_with_sizes({Storage::input, 0, 100}, {Storage::output, 0, 100}, {0}),
+        "an empty tensor touches nothing, wherever it points");
   return 0;
 }
