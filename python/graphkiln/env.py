@@ -27,7 +27,9 @@ VARIABLES = {
     "GRAPHKILN_GPU_CUDNN": "0: Conv steps do not use cuDNN (im2col + GEMM instead)",
     "GRAPHKILN_GPU_CUDNN_VERBOSE": "1 prints each Conv step's cuDNN choice when it is built",
     "GRAPHKILN_GPU_CUDNN_CANDIDATES": "how many of cuDNN's heuristic algorithms an untuned "
-                                      "Conv step times when it is built (1-8, default 3)",
+                                      "Conv step times when it is built, keeping the "
+                                      "fastest (1-8; default 1: none timed, the first that "
+                                      "runs is kept, the same on every build)",
     "GRAPHKILN_CUDNN_LIBRARY": "path of libcudnn.so.9 to load (default: the library path, "
                                "then beside libcublas and in pip's nvidia/cudnn/lib)",
     "GRAPHKILN_FAKE_GPU_ARCH": "tests: the device check sees GPUs of these ISAs (gfx1100,sm_90; none)",

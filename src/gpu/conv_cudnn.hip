@@ -6,14 +6,15 @@
 // On NVIDIA builds, cuDNN (cudnn.hpp) runs the step when the library loads and accepts it:
 // with a ReLU, one cudnnConvolutionBiasActivationForward call; otherwise
 // cudnnConvolutionForward and, when there is a bias or residual, the epilogue kernel below.
-// The call form and algorithm are chosen at build time among cuDNN's heuristic top choices
-// by timing trial runs on scratch buffers (fused or plain call; a refused one is skipped). Elsewhere (AMD, GRAPHKILN_GPU_CUDNN=0, cuDNN missing or
+// The call form and algorithm: the tuning database's variant, else the first of cuDNN's
+// heuristic choices (fused call first) that a trial run on scratch buffers accepts
+// (GRAPHKILN_GPU_CUDNN_CANDIDATES > 1 times that many of each form and keeps the fastest). Elsewhere (AMD, GRAPHKILN_GPU_CUDNN=0, cuDNN missing or
 // refusing the shapes) conv.hip's kernel runs, followed by the epilogue kernel when the step
 // has a residual or an activation, so a plan means the same on every build.
 // float32 runs with FMA math (no TF32) unless the step's fast_math attribute allows TF32;
 // float16 / bfloat16 use tensor cores, with float32 accumulation.
 // GRAPHKILN_GPU_CUDNN_VERBOSE=1 prints each Conv step's choice to stderr at build;
-// GRAPHKILN_GPU_CUDNN_CANDIDATES=N times cuDNN's first N algorithms (default 3).
+// GRAPHKILN_GPU_CUDNN_CANDIDATES=N times cuDNN's first N algorithms (default 1: no timing).
 // Attribute "variant" (set by graphkiln.tuning.gpu from the tuning database) fixes the choice
 // instead, with no timing: 1..kVariantAlgos the fused call with cuDNN's k-th heuristic
 // algorithm, kVariantAlgos+1..2*kVariantAlgos the plain call with the k-th, kConvHipVariant
@@ -129,11 +130,14 @@ class ConvThenEpilogue : public Kernel {
 #if defined(GRAPHKILN_GPU_CUDNN)
 
 constexpr size_t kWorkspaceCap = size_t{256} << 20;
-// Algorithms timed per call form (fused / plain): cuDNN's first 3 heuristic choices, or
-// GRAPHKILN_GPU_CUDNN_CANDIDATES (1 to 8; 8 times every algorithm cuDNN offers).
+// Algorithms timed per call form (fused / plain): GRAPHKILN_GPU_CUDNN_CANDIDATES (1 to 8; 8
+// times every algorithm cuDNN offers). The default, 1, times nothing: the first form and
+// algorithm in cuDNN's heuristic order that runs is taken, so every build of a plan makes
+// the same choice (saved and loaded programs give bit-identical outputs); measured choices
+// come from the tuning database (attribute "variant").
 int candidates() {
   const char* v = std::getenv("GRAPHKILN_GPU_CUDNN_CANDIDATES");
-  const int n = v ? std::atoi(v) : 3;
+  const int n = v ? std::atoi(v) : 1;
   return n < 1 ? 1 : n > cudnn::kFwdAlgoCount ? cudnn::kFwdAlgoCount : n;
 }
 constexpr int kTimedRuns = 3;
@@ -351,6 +355,7 @@ class CudnnConv : public Kernel {
     float best_ms = 0.f;
     std::string tried;
     for (const bool fused : {true, false}) {
+      if (found && max_timed == 1) break;  // no comparing: the first form that runs is kept
       if (fused && !needs_epilogue && !fixed) continue;
       if (fixed && fused != fixed_fused) continue;  // a tuned variant: that form only
       int timed = 0;
