@@ -5,9 +5,11 @@
 succeeds or raises graphkiln.FormatError: any other exception counts as a crash.
 
     PYTHONPATH=python python tools/fuzz_load.py --iterations 10000 --seed 0
+    PYTHONPATH=python python tools/fuzz_load.py --iterations 10000 --target cpu
 
 Seeds: the example CNN (as imported, and compiled with optimize=True) and a model with an
-If whose branches capture outer values, each saved as msgpack and as JSON. Mutations: byte
+If whose branches capture outer values, each saved as msgpack and as JSON; with --target
+cpu, the example CNN compiled for cpu instead (its saved plan and packed weights too). Mutations: byte
 level (truncation, bit flips, insertions, deletions, overwrites; the msgpack document's CRC
 then rejects most of them) and structure level: the msgpack document or the JSON object is
 decoded, one field somewhere in it is changed (number, string, list or map edits, another
@@ -57,14 +59,17 @@ def if_model_bytes() -> bytes:
     return model.SerializeToString()
 
 
-def seed_files() -> list[tuple[str, bytes]]:
+def seed_files(target: str = "ref") -> list[tuple[str, bytes]]:
     from graphkiln.cli.common import EXAMPLE_MODEL
 
-    programs = {
-        "cnn": graphkiln.parse_onnx(EXAMPLE_MODEL),
-        "cnn_compiled": graphkiln.parse_onnx(EXAMPLE_MODEL).compile("ref", optimize=True),
-        "if_compiled": graphkiln.parse_onnx_buffer(if_model_bytes()).compile("ref"),
-    }
+    if target == "cpu":
+        programs = {"cnn_cpu": graphkiln.parse_onnx(EXAMPLE_MODEL).compile("cpu")}
+    else:
+        programs = {
+            "cnn": graphkiln.parse_onnx(EXAMPLE_MODEL),
+            "cnn_compiled": graphkiln.parse_onnx(EXAMPLE_MODEL).compile("ref", optimize=True),
+            "if_compiled": graphkiln.parse_onnx_buffer(if_model_bytes()).compile("ref"),
+        }
     for prog in programs.values():   # timings vary run to run; the seed files must not
         prog.compile_ms = 0.0
         for record in prog.pass_records:
@@ -189,9 +194,9 @@ def mutate(name: str, data: bytes, rng: random.Random) -> tuple[str, bytes]:
     return "msgpack_field", mutate_msgpack_document(data, rng, byte_level=False)
 
 
-def run_fuzz(iterations: int, seed: int, report=print) -> dict:
+def run_fuzz(iterations: int, seed: int, report=print, target: str = "ref") -> dict:
     rng = random.Random(seed)
-    seeds = seed_files()
+    seeds = seed_files(target) if target != "ref" else seed_files()
     outcomes: collections.Counter = collections.Counter()
     by_mutation: collections.Counter = collections.Counter()
     messages: set[str] = set()
@@ -241,9 +246,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show-messages", type=int, default=12, metavar="N",
                         help="print N sample FormatError messages (default 12)")
+    parser.add_argument("--target", choices=("ref", "cpu"), default="ref",
+                        help="seed programs: ref (imported and compiled ones, default) or cpu "
+                        "(a compiled cpu program with its saved plan)")
     args = parser.parse_args()
     np.seterr(all="ignore")
-    stats = run_fuzz(args.iterations, args.seed)
+    stats = run_fuzz(args.iterations, args.seed, target=args.target)
     sample = sorted(stats["messages"])
     step = max(1, len(sample) // max(1, args.show_messages))
     for text in sample[::step][:args.show_messages]:
