@@ -14,13 +14,14 @@
 #   ... --models resnet50,bert   --skip-models   --skip-conformance   --tests "attention or conv"
 #   (--tests: a pytest -k expression selecting gpu tests; --skip-tests runs none)
 #   --bench "ARGS": also run benchmarks/gpu_vs_torch.py ARGS (after the tests)
+#   --tuning "ARGS": also run benchmarks/tuning_gpu.py ARGS (e.g. "--models resnet50:1")
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
 #
 # Logs go to $OUT (the device tool's folder) or /tmp/gk-out.
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
     --tests) TEST_ARGS="$2"; shift 2 ;;
     --skip-tests) SKIP_TESTS=1; shift ;;
     --bench) BENCH="$2"; shift 2 ;;
+    --tuning) TUNING="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -110,10 +112,17 @@ if [ "$SKIP_TESTS" = 0 ]; then
   python3 -m pytest -q -p no:cacheprovider -rs tests/targets/gpu "${TEST_SELECT[@]}" 2>&1 | tee "$OUT/pytest.log" | tail -40
 fi
 
+# BENCH and TUNING are lists of arguments: split on purpose
 if [ -n "$BENCH" ]; then
   step "benchmarks/gpu_vs_torch.py $BENCH"
-  # shellcheck disable=SC2086 - BENCH is a list of arguments
+  # shellcheck disable=SC2086
   python3 benchmarks/gpu_vs_torch.py $BENCH 2>&1 | tee "$OUT/gpu_vs_torch.md" | grep -v "^\s*$" | tail -60
+fi
+
+if [ -n "$TUNING" ]; then
+  step "benchmarks/tuning_gpu.py $TUNING"
+  # shellcheck disable=SC2086
+  python3 benchmarks/tuning_gpu.py $TUNING 2>&1 | tee "$OUT/tuning_gpu.md" | grep -E "^[|]|^gpu" | tail -20
 fi
 
 if [ "$SKIP_MODELS" = 0 ]; then
