@@ -18,6 +18,16 @@ class Executor:
     def run(self, inputs: list) -> list:
         """C-contiguous arrays of the planned dtypes and shapes in; new arrays out. The GIL
         is released while the kernels run."""
+    def set_profiling(self, on: bool) -> None:
+        """Time every step of the following runs."""
+    def step_times(self) -> list[tuple[str, str, float, int]]:
+        """[(kernel, node name, total ms, runs)] per step, while profiling."""
+    def packed_constants(self) -> list[tuple[int, list[tuple[str, object]]]]:
+        """[(step index, [(layout, read-only uint8 array)])]: the constants kernels packed at
+        build time (oneDNN weights), saved with a compiled program."""
+    @property
+    def reused_packings(self) -> int:
+        """How many saved packed constants the kernels took as they are."""
     @property
     def arena_bytes(self) -> int: ...
     @property
@@ -41,11 +51,19 @@ def onednn_version() -> str:
 class GpuExecutor:
     """A gpu plan built into GPU kernels: one device arena, constants uploaded once, one
     stream. run() takes numpy arrays (copied in) or device arrays with
-    __cuda_array_interface__ / __dlpack__ (read in place) and returns numpy arrays."""
+    __cuda_array_interface__ / __dlpack__ (read in place; copied in while a graph replays)
+    and returns numpy arrays. With use_graphs, the second run is captured into a HIP/CUDA
+    graph that later runs replay."""
 
     def __init__(self, steps: list[dict], constants: list, arena_bytes: int,
-                 inputs: list[tuple], outputs: list[tuple], builtin_blas: bool = False) -> None: ...
+                 inputs: list[tuple], outputs: list[tuple], builtin_blas: bool = False,
+                 use_graphs: bool = True) -> None: ...
     def run(self, inputs: list) -> list: ...
+    def profile(self, inputs: list) -> list[tuple[str, float]]:
+        """One run kernel by kernel, each step timed on the device: [(step, ms)]."""
+    @property
+    def graph_state(self) -> str:
+        """'off', 'not captured yet', 'replaying' or 'kernel by kernel: <why>'."""
     @property
     def arena_bytes(self) -> int: ...
     @property
@@ -63,3 +81,7 @@ class GpuExecutor:
 
 def gpu_kernels() -> list[str]:
     """Names of the GPU kernels compiled in (GPU builds only)."""
+
+def gpu_jit_status() -> str:
+    """What compiles generated GPU kernels here: 'nvrtc 13.0, sm_90, cache <dir>' or
+    'off: <why>' (GPU builds only)."""
