@@ -18,7 +18,7 @@ import numpy as np
 from ...ir import DType, Node, Value
 from ...version import __version__
 from .plan import Plan
-from .segments import RefSegment, Segment
+from .segments import ExecutorSegment, RefSegment, Segment
 
 
 def plan_key() -> dict:
@@ -58,7 +58,7 @@ def saved_plan(segment) -> SavedPlan:
                      spec(plan.output_slots), packed)
 
 
-class SavedPlanSegment(Segment):
+class SavedPlanSegment(ExecutorSegment):
     """A plan segment built from saved data: no lowering, packed constants given back."""
 
     def __init__(self, saved: SavedPlan, threads: int):
@@ -80,17 +80,6 @@ class SavedPlanSegment(Segment):
     def reused_packings(self) -> int:
         """How many saved packed constants the kernels took as they are."""
         return self.executor.reused_packings
-
-    def set_profiling(self, on: bool) -> None:
-        self.executor.set_profiling(on)
-
-    def step_times(self) -> list:
-        return self.executor.step_times()
-
-    def run(self, env: dict) -> None:
-        arrays = [np.asarray(env[v], dtype=dt, order="C")
-                  for v, dt in zip(self.inputs, self.input_dtypes)]
-        env.update(zip(self.outputs, self.executor.run(arrays)))
 
 
 def saved_segments(items: list, threads: int, graph_inputs: list[Value],

@@ -30,7 +30,25 @@ class Segment:
         return []
 
 
-class PlanSegment(Segment):
+class ExecutorSegment(Segment):
+    """A segment run by a _core.Executor (set by the subclass, with inputs, outputs and
+    input_dtypes)."""
+
+    def set_profiling(self, on: bool) -> None:
+        self.executor.set_profiling(on)
+
+    def step_times(self) -> list:
+        return self.executor.step_times()
+
+    def run(self, env: dict) -> None:
+        arrays = [np.asarray(env[v], dtype=dt, order="C")
+                  for v, dt in zip(self.inputs, self.input_dtypes)]
+        env.update(zip(self.outputs, self.executor.run(arrays)))
+
+
+class PlanSegment(ExecutorSegment):
+    """A plan lowered from nodes (the tuning database applied) and built."""
+
     def __init__(self, nodes: list[Node], inputs: list[Value], outputs: list[Value],
                  threads: int, tune: str = "lookup"):
         from ..._native import load_core
@@ -49,17 +67,6 @@ class PlanSegment(Segment):
         self.plan = plan
         self.num_steps = len(plan.steps)
         self.arena_bytes = plan.arena_bytes
-
-    def set_profiling(self, on: bool) -> None:
-        self.executor.set_profiling(on)
-
-    def step_times(self) -> list:
-        return self.executor.step_times()
-
-    def run(self, env: dict) -> None:
-        arrays = [np.asarray(env[v], dtype=dt, order="C")
-                  for v, dt in zip(self.inputs, self.input_dtypes)]
-        env.update(zip(self.outputs, self.executor.run(arrays)))
 
 
 class RefSegment(Segment):
