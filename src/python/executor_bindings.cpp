@@ -17,17 +17,13 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "core/executor.hpp"
+#include "python/array_spec.hpp"
 
 namespace py = pybind11;
 
 namespace graphkiln {
 
 namespace {
-
-struct ArraySpec {
-  py::dtype dtype;
-  std::vector<int64_t> shape;
-};
 
 TensorInfo tensor_info(const py::dict& d) {
   TensorInfo t;
@@ -98,11 +94,11 @@ class PyExecutor {
     }
     for (const py::handle& spec : inputs) {
       inputs_.push_back(array_spec(spec));
-      sizes.inputs.push_back(spec_bytes(inputs_.back()));
+      sizes.inputs.push_back(inputs_.back().nbytes);
     }
     for (const py::handle& spec : outputs) {
       outputs_.push_back(array_spec(spec));
-      sizes.outputs.push_back(spec_bytes(outputs_.back()));
+      sizes.outputs.push_back(outputs_.back().nbytes);
     }
     std::vector<StepSpec> specs;
     for (const py::handle& step : steps) {
@@ -142,17 +138,12 @@ class PyExecutor {
     std::vector<const void*> in_ptrs;
     for (size_t i = 0; i < inputs_.size(); ++i) {
       py::array a = py::reinterpret_borrow<py::array>(arrays[i]);
-      check_input(i, a);
+      check_host_array(i, inputs_[i], a);
       held.push_back(a);
       in_ptrs.push_back(a.data());
     }
-    py::list results;
     std::vector<void*> out_ptrs;
-    for (const ArraySpec& spec : outputs_) {
-      py::array a(spec.dtype, spec.shape);
-      out_ptrs.push_back(a.mutable_data());
-      results.append(a);
-    }
+    py::list results = new_outputs(outputs_, &out_ptrs);
     {
       py::gil_scoped_release release;
       executor_->run(in_ptrs, out_ptrs);
@@ -185,30 +176,6 @@ class PyExecutor {
       out.push_back({pair.first, bytes.data(), static_cast<int64_t>(bytes.nbytes())});
     }
     return out;
-  }
-
-  static int64_t spec_bytes(const ArraySpec& spec) {
-    int64_t n = static_cast<int64_t>(spec.dtype.itemsize());
-    for (int64_t d : spec.shape) {
-      if (d < 0 || __builtin_mul_overflow(n, d, &n))
-        throw std::invalid_argument("an input or output shape is negative or too large");
-    }
-    return n;
-  }
-
-  static ArraySpec array_spec(const py::handle& spec) {
-    auto pair = spec.cast<std::pair<py::object, std::vector<int64_t>>>();
-    return {py::dtype::from_args(pair.first), pair.second};
-  }
-
-  void check_input(size_t i, const py::array& a) const {
-    const ArraySpec& spec = inputs_[i];
-    bool ok = a.dtype().is(spec.dtype) || a.dtype().equal(spec.dtype);
-    ok = ok && (a.flags() & py::array::c_style) && a.ndim() == static_cast<ssize_t>(spec.shape.size());
-    for (size_t d = 0; ok && d < spec.shape.size(); ++d) ok = a.shape(d) == spec.shape[d];
-    if (!ok)
-      throw std::invalid_argument("input " + std::to_string(i) + " does not match the plan "
-                                  "(dtype, shape or C-contiguity)");
   }
 
   std::vector<py::array> constants_;

@@ -14,6 +14,7 @@
 
 #include "gpu/executor.hpp"
 #include "gpu/jit.hpp"
+#include "python/array_spec.hpp"
 #include "python/executor_bindings.hpp"
 
 namespace py = pybind11;
@@ -21,12 +22,6 @@ namespace py = pybind11;
 namespace graphkiln {
 
 namespace {
-
-struct ArraySpec {
-  py::dtype dtype;
-  std::vector<int64_t> shape;
-  size_t nbytes = 0;
-};
 
 // DLPack's C ABI (stable since v0.5), declared here to need no header.
 struct DLDevice { int32_t device_type, device_id; };
@@ -84,11 +79,11 @@ class PyGpuExecutor {
     std::vector<size_t> in_bytes, out_bytes;
     for (const py::handle& spec : inputs) {
       inputs_.push_back(array_spec(spec));
-      in_bytes.push_back(inputs_.back().nbytes);
+      in_bytes.push_back(static_cast<size_t>(inputs_.back().nbytes));
     }
     for (const py::handle& spec : outputs) {
       outputs_.push_back(array_spec(spec));
-      out_bytes.push_back(outputs_.back().nbytes);
+      out_bytes.push_back(static_cast<size_t>(outputs_.back().nbytes));
     }
     std::vector<StepSpec> specs;
     for (const py::handle& step : steps)
@@ -114,7 +109,7 @@ class PyGpuExecutor {
         continue;
       }
       py::array a = py::reinterpret_borrow<py::array>(item);
-      check_host_input(i, a);
+      check_host_array(i, inputs_[i], a);
       held.push_back(a);
       buffers.push_back({a.data(), false});
     }
@@ -124,13 +119,8 @@ class PyGpuExecutor {
   py::list run(const py::list& arrays) {
     std::vector<py::object> held;
     const std::vector<gpu::InputBuffer> buffers = gather_inputs(arrays, held);
-    py::list results;
     std::vector<void*> out_ptrs;
-    for (const ArraySpec& spec : outputs_) {
-      py::array a(spec.dtype, spec.shape);
-      out_ptrs.push_back(a.mutable_data());
-      results.append(a);
-    }
+    py::list results = new_outputs(outputs_, &out_ptrs);
     {
       py::gil_scoped_release release;
       executor_->run(buffers, out_ptrs);
@@ -154,22 +144,8 @@ class PyGpuExecutor {
   std::string graph_state() const { return executor_->graph_state(); }
 
  private:
-  static ArraySpec array_spec(const py::handle& spec) {
-    auto pair = spec.cast<std::pair<py::object, std::vector<int64_t>>>();
-    ArraySpec s{py::dtype::from_args(pair.first), pair.second, 0};
-    size_t n = static_cast<size_t>(s.dtype.itemsize());
-    for (int64_t d : s.shape) n *= static_cast<size_t>(d);
-    s.nbytes = n;
-    return s;
-  }
-
-  std::string mismatch(size_t i) const {
-    return "input " + std::to_string(i) + " does not match the plan (dtype, shape or "
-           "C-contiguity)";
-  }
-
   void check_shape(size_t i, const std::vector<int64_t>& shape) const {
-    if (shape != inputs_[i].shape) throw std::invalid_argument(mismatch(i));
+    if (shape != inputs_[i].shape) throw std::invalid_argument(plan_mismatch(i));
   }
 
   // __cuda_array_interface__ first, then __dlpack__; {nullptr} for host arrays.
@@ -180,11 +156,11 @@ class PyGpuExecutor {
       py::dict cai = item.attr("__cuda_array_interface__");
       check_shape(i, cai["shape"].cast<std::vector<int64_t>>());
       if (cai["typestr"].cast<std::string>() != typestr(spec.dtype))
-        throw std::invalid_argument(mismatch(i) + ": dtype " + cai["typestr"].cast<std::string>());
+        throw std::invalid_argument(plan_mismatch(i) + ": dtype " + cai["typestr"].cast<std::string>());
       if (cai.contains("strides") && !cai["strides"].is_none()) {
         auto strides = cai["strides"].cast<std::vector<int64_t>>();
         if (!contiguous(spec.shape, strides.data(), spec.dtype.itemsize(), true))
-          throw std::invalid_argument(mismatch(i) + ": not C-contiguous");
+          throw std::invalid_argument(plan_mismatch(i) + ": not C-contiguous");
       }
       auto data = cai["data"].cast<std::pair<uintptr_t, bool>>();
       return {reinterpret_cast<const void*>(data.first), item};
@@ -201,22 +177,13 @@ class PyGpuExecutor {
       check_shape(i, shape);
       const char kind = t.dtype.code == 0 ? 'i' : t.dtype.code == 1 ? 'u' : t.dtype.code == 2 ? 'f' : 'b';
       if (kind != spec.dtype.kind() || t.dtype.bits != spec.dtype.itemsize() * 8 || t.dtype.lanes != 1)
-        throw std::invalid_argument(mismatch(i) + ": DLPack dtype differs");
+        throw std::invalid_argument(plan_mismatch(i) + ": DLPack dtype differs");
       if (!contiguous(shape, t.strides, 1, false))
-        throw std::invalid_argument(mismatch(i) + ": not C-contiguous");
+        throw std::invalid_argument(plan_mismatch(i) + ": not C-contiguous");
       // the capsule owns the tensor until its destructor runs the deleter; keep it for the run
       return {static_cast<const unsigned char*>(t.data) + t.byte_offset, capsule};
     }
     return {};
-  }
-
-  void check_host_input(size_t i, const py::array& a) const {
-    const ArraySpec& spec = inputs_[i];
-    bool ok = a.dtype().is(spec.dtype) || a.dtype().equal(spec.dtype);
-    ok = ok && (a.flags() & py::array::c_style) &&
-         a.ndim() == static_cast<ssize_t>(spec.shape.size());
-    for (size_t d = 0; ok && d < spec.shape.size(); ++d) ok = a.shape(d) == spec.shape[d];
-    if (!ok) throw std::invalid_argument(mismatch(i));
   }
 
   std::vector<py::array> constants_;
