@@ -172,7 +172,8 @@ def run_case(name, batch, precision, args, cache_root, folder):
         except Exception as exc:  # noqa: BLE001
             traceback.print_exc()
             row[key + "_error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
-        torch.compiler.reset() if compiled else None
+        if compiled:
+            torch.compiler.reset()
     return row
 
 
