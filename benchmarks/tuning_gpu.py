@@ -56,6 +56,20 @@ def latency(executables, inputs, rounds: int, runs: int) -> list[float]:
     return [statistics.median(r) for r in per_round]
 
 
+def print_rows(rows) -> None:
+    """One line per stored problem: kernel, input shapes and dtype, the chosen variant,
+    the heuristic's and the winner's per-step time."""
+    for row in rows:
+        detail, solution = json.loads(row["detail"]), json.loads(row["solution"])
+        shapes = " ".join("x".join(map(str, t["dims"])) if t else "-"
+                          for t in detail["inputs"] if isinstance(t, dict) or t is None)
+        dtype = next((t.get("dtype") for t in detail["inputs"] if t), "?")
+        print(f"    row {row['kernel']:<9} {dtype:<8} {shapes:<44} variant "
+              f"{solution.get('variant', 0)} of {solution.get('candidates', '?')}: "
+              f"{solution.get('heuristic_ms', float('nan')):.4f} -> {row['ms']:.4f} ms",
+              flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -64,6 +78,8 @@ def main() -> int:
     parser.add_argument("--fp16", action="store_true", help="compile with fp16=True")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--rows", action="store_true",
+                        help="also list every stored row: kernel, shapes, variant, times")
     args = parser.parse_args()
     from graphkiln import tuning
     from graphkiln.tuning import gpu as gpu_tuning
@@ -98,6 +114,8 @@ def main() -> int:
                   f"{warm_c['hits']}) | {exhaustive_s / warm_s:.1f}x | {len(rows)} ({changed}) "
                   f"| {untuned_ms:.3f} | {tuned_ms:.3f} | {(untuned_ms / tuned_ms - 1) * 100:+.1f}% "
                   f"| {diff:.2e} |", flush=True)
+            if args.rows:
+                print_rows(tuning.TuningDB(tuning.default_path()).rows("gpu"))
     return 0
 
 

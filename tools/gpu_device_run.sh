@@ -122,7 +122,7 @@ fi
 if [ -n "$TUNING" ]; then
   step "benchmarks/tuning_gpu.py $TUNING"
   # shellcheck disable=SC2086
-  python3 benchmarks/tuning_gpu.py $TUNING 2>&1 | tee "$OUT/tuning_gpu.md" | grep -E "^[|]|^gpu" | tail -20
+  python3 benchmarks/tuning_gpu.py $TUNING 2>&1 | tee "$OUT/tuning_gpu.md" | grep -E "^[|]|^gpu|^    row" | tail -80
 fi
 
 if [ "$SKIP_MODELS" = 0 ]; then
