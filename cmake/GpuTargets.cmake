@@ -200,6 +200,7 @@ function(graphkiln_add_gpu_sources target)
     "${_src}/gpu/reduce.hip"
     "${_src}/gpu/attention.hip"
     "${_src}/gpu/attention_flash.hip"
+    "${_src}/gpu/attention_mma.hip"
     "${_src}/gpu/bytes.hip"
     "${_src}/gpu/loss.hip"
     "${_src}/gpu/data.hip"

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "gpu/attention_flash_shape.hpp"
 #include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
@@ -33,24 +34,6 @@ namespace {
 
 constexpr int kRowsPerWarp = 4, kChunk = 32, kMaxDim = 128;
 
-struct FlashShape {
-  int64_t heads, group, q_seq, kv_seq, head_dim, v_dim;
-  int64_t q[3], k[3], v[3], y[3];  // (batch, head, row) strides in elements
-  float scale, softcap;
-  int causal;
-  int64_t offset, left, right;
-  int mask_kind;        // 0 none, 1 additive float, 2 bool (false masks the key)
-  int mask_float_type;  // 0 float32, 1 float16, 2 bfloat16
-  int64_t mask_len;
-  int64_t mask_strides[4];  // [batch, head, row, key] (0 where broadcast)
-};
-
-__device__ inline float mask_at(const void* mask, int type, int64_t at) {
-  if (type == 1) return load_float(static_cast<const F16*>(mask)[at]);
-  if (type == 2) return load_float(static_cast<const BF16*>(mask)[at]);
-  return static_cast<const float*>(mask)[at];
-}
-
 __device__ inline float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
@@ -59,25 +42,6 @@ __device__ inline float warp_max(float v) {
 __device__ inline float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
-}
-
-// The score of key `key` for query row `row`, after soft cap, window and mask (-inf: masked).
-__device__ inline float biased_score(float score, const FlashShape& s, const void* mask,
-                                     int64_t b, int64_t h, int64_t row, int64_t key) {
-  if (row >= s.q_seq || key >= s.kv_seq) return -INFINITY;
-  if (s.softcap > 0.f) score = s.softcap * tanhf(score / s.softcap);
-  const int64_t pos = s.offset + row;
-  if (s.causal && key > pos) return -INFINITY;
-  if (s.left >= 0 && key < pos - s.left) return -INFINITY;
-  if (s.right >= 0 && key > pos + s.right) return -INFINITY;
-  if (s.mask_kind != 0) {
-    if (key >= s.mask_len) return -INFINITY;
-    const int64_t at = b * s.mask_strides[0] + h * s.mask_strides[1] + row * s.mask_strides[2] +
-                       key * s.mask_strides[3];
-    if (s.mask_kind == 1) return score + mask_at(mask, s.mask_float_type, at);
-    if (!static_cast<const unsigned char*>(mask)[at]) return -INFINITY;
-  }
-  return score;
 }
 
 // SLICE: features per lane (head_dim and v_dim <= 32 * SLICE); WARPS warps a block, each
@@ -223,8 +187,9 @@ class FlashAttention : public Kernel {
 };
 
 // The fused kernel when the step fits it; else null (attention.hip takes the step).
-// attrs "variant" (graphkiln.tuning.gpu): 0 heuristic, 1 fused with 4 warps a block,
-// 2 fused with 8 warps, 3 unfused.
+// attrs "variant" (graphkiln.tuning.gpu): 0 heuristic (tensor cores for float16 / bfloat16,
+// else 8 warps), 1 fused with 4 warps a block, 2 fused with 8 warps, 3 unfused, 4 tensor
+// cores (attention_mma.hip; where it does not apply, as 0).
 std::unique_ptr<Kernel> try_flash(const KernelSpec& spec) {
   const Attrs& a = spec.attrs;
   const int64_t variant = a.get_int("variant", 0);
@@ -275,6 +240,8 @@ std::unique_ptr<Kernel> try_flash(const KernelSpec& spec) {
       s.mask_strides[d] = (src < 0 || m.dims[src] == 1) ? 0 : m.strides[src];
     }
   }
+  if ((variant == 0 || variant == 4) && (dtype == DType::f16 || dtype == DType::bf16))
+    if (std::unique_ptr<Kernel> mma = make_attention_mma(dtype, s, batch)) return mma;
   const int warps = variant == 1 ? 4 : 8;
   return std::make_unique<FlashAttention>(spec, s, batch, warps);
 }

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// What the fused attention kernels (attention_flash.hip: scalar float, attention_mma.hip:
+// tensor cores) share: the step's shape as the kernels read it, the per-key score bias (soft
+// cap, causal frontier, sliding window, mask), and the tensor-core kernel's factory.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+
+#include "core/tensor.hpp"
+#include "gpu/half.hpp"
+#include "gpu/kernel.hpp"
+
+namespace graphkiln {
+namespace gpu {
+
+struct FlashShape {
+  int64_t heads, group, q_seq, kv_seq, head_dim, v_dim;
+  int64_t q[3], k[3], v[3], y[3];  // (batch, head, row) strides in elements
+  float scale, softcap;
+  int causal;
+  int64_t offset, left, right;
+  int mask_kind;        // 0 none, 1 additive float, 2 bool (false masks the key)
+  int mask_float_type;  // 0 float32, 1 float16, 2 bfloat16
+  int64_t mask_len;
+  int64_t mask_strides[4];  // [batch, head, row, key] (0 where broadcast)
+};
+
+__device__ inline float mask_at(const void* mask, int type, int64_t at) {
+  if (type == 1) return load_float(static_cast<const F16*>(mask)[at]);
+  if (type == 2) return load_float(static_cast<const BF16*>(mask)[at]);
+  return static_cast<const float*>(mask)[at];
+}
+
+// The score of key `key` for query row `row` (already scaled), after soft cap, window and
+// mask (-inf: masked).
+__device__ inline float biased_score(float score, const FlashShape& s, const void* mask,
+                                     int64_t b, int64_t h, int64_t row, int64_t key) {
+  if (row >= s.q_seq || key >= s.kv_seq) return -INFINITY;
+  if (s.softcap > 0.f) score = s.softcap * tanhf(score / s.softcap);
+  const int64_t pos = s.offset + row;
+  if (s.causal && key > pos) return -INFINITY;
+  if (s.left >= 0 && key < pos - s.left) return -INFINITY;
+  if (s.right >= 0 && key > pos + s.right) return -INFINITY;
+  if (s.mask_kind != 0) {
+    if (key >= s.mask_len) return -INFINITY;
+    const int64_t at = b * s.mask_strides[0] + h * s.mask_strides[1] + row * s.mask_strides[2] +
+                       key * s.mask_strides[3];
+    if (s.mask_kind == 1) return score + mask_at(mask, s.mask_float_type, at);
+    if (!static_cast<const unsigned char*>(mask)[at]) return -INFINITY;
+  }
+  return score;
+}
+
+// attention_mma.hip (NVIDIA only): the tensor-core kernel for a float16 / bfloat16 step of
+// this shape (inputs q, k, v, optional mask; output y); null when `dtype` is neither, a head
+// size is over 128, the device lacks the shared memory, or GRAPHKILN_GPU_MMA_ATTENTION=0.
+std::unique_ptr<Kernel> make_attention_mma(DType dtype, const FlashShape& s, int64_t batch);
+
+}  // namespace gpu
+}  // namespace graphkiln
