@@ -13,7 +13,8 @@
 // 4 rows at once, the warp reduces each row's chunk maximum and sum with shuffles, and each
 // lane accumulates its slice (features lane, lane + 32, ...) of P V in float registers.
 // NVIDIA only (32-lane warps and the *_sync shuffles); AMD builds and GRAPHKILN_GPU_FLASH=0
-// use attention.hip.
+// use attention.hip. float16 / bfloat16 steps go to attention_mma.hip (tensor cores) unless
+// the tuning variant asks for this kernel (try_flash).
 #include "gpu/common.hpp"
 
 #include <cmath>
