@@ -82,6 +82,9 @@ class GpuExecutor:
 def gpu_kernels() -> list[str]:
     """Names of the GPU kernels compiled in (GPU builds only)."""
 
+def gpu_cudnn_status() -> str:
+    """Whether Conv steps can use cuDNN here: 'cudnn' or 'off: <why>' (GPU builds only)."""
+
 def gpu_jit_status() -> str:
     """What compiles generated GPU kernels here: 'nvrtc 13.0, sm_90, cache <dir>' or
     'off: <why>' (GPU builds only)."""

@@ -27,6 +27,8 @@ VARIABLES = {
     "GRAPHKILN_GPU_MMA_ATTENTION": "0: float16 / bfloat16 Attention steps run the scalar fused "
                                    "kernel instead of the tensor-core one (NVIDIA)",
     "GRAPHKILN_GPU_CUDNN": "0: Conv steps do not use cuDNN (im2col + GEMM instead)",
+    "GRAPHKILN_GPU_NHWC": "0: half-precision convolutions stay NCHW (default: channels-last "
+                          "where cuDNN runs Conv steps)",
     "GRAPHKILN_GPU_CUDNN_VERBOSE": "1 prints each Conv step's cuDNN choice when it is built",
     "GRAPHKILN_GPU_CUDNN_CANDIDATES": "how many of cuDNN's heuristic algorithms an untuned "
                                       "Conv step times when it is built, keeping the "

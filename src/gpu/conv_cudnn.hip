@@ -13,6 +13,12 @@
 // has a residual or an activation, so a plan means the same on every build.
 // float32 runs with FMA math (no TF32) unless the step's fast_math attribute allows TF32;
 // float16 / bfloat16 use tensor cores, with float32 accumulation.
+// Layouts: x, y and z either all contiguous NCHW or all packed channels-last (NCHW dims with
+// NHWC strides, targets/gpu/conv_layout.py), w contiguous [K, C, R, S] or packed KRSC; the
+// channels-last form (half-precision convolutions on tensor cores without transposes) needs
+// cuDNN: conv.hip reads NCHW only. At batch 1 (NCHW, no variant, CANDIDATES unset) conv.hip's
+// im2col + GEMM runs: cuDNN's first heuristic choice was 3-6x slower on most of resnet50's batch-1 layers on
+// the H200 (benchmarks/results/tuning_gpu_h200.md); the tuner can still pick cuDNN there.
 // GRAPHKILN_GPU_CUDNN_VERBOSE=1 prints each Conv step's choice to stderr at build;
 // GRAPHKILN_GPU_CUDNN_CANDIDATES=N times cuDNN's first N algorithms (default 1: no timing).
 // Attribute "variant" (set by graphkiln.tuning.gpu from the tuning database) fixes the choice
@@ -29,6 +35,7 @@
 #include <string>
 
 #include "gpu/cudnn.hpp"
+#include "gpu/cudnn_status.hpp"
 #include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
@@ -53,6 +60,19 @@ struct Epilogue {
   bool has_z = false;
 };
 
+enum class Layout { kNchw, kNhwc, kOther };
+
+// contiguous NCHW, packed NHWC (strides [H*W*C, 1, W*C, C]) or neither
+Layout layout_of(const TensorInfo& t) {
+  if (t.rank() != 4) return Layout::kOther;
+  if (t.is_contiguous()) return Layout::kNchw;
+  const int64_t c = t.dims[1], h = t.dims[2], w = t.dims[3];
+  const std::vector<int64_t> nhwc = {h * w * c, 1, w * c, c};
+  for (int i = 0; i < 4; ++i)
+    if (t.dims[i] != 1 && t.strides[i] != nhwc[i]) return Layout::kOther;
+  return Layout::kNhwc;
+}
+
 Epilogue read_epilogue(const KernelSpec& spec) {
   Epilogue e;
   const std::string act = spec.attrs.get_str("activation", "");
@@ -65,14 +85,16 @@ Epilogue read_epilogue(const KernelSpec& spec) {
   if (e.has_z) {
     const TensorInfo& z = spec.inputs.at(3);
     const TensorInfo& y = spec.outputs.at(0);
-    if (z.dtype != y.dtype || z.dims != y.dims || !z.is_contiguous())
-      spec_error(spec, "the residual input (input 3) must be contiguous with the output's "
-                       "shape and type");
+    if (z.dtype != y.dtype || z.dims != y.dims || layout_of(z) != layout_of(y) ||
+        layout_of(z) == Layout::kOther)
+      spec_error(spec, "the residual input (input 3) must have the output's shape, type and "
+                       "layout (contiguous NCHW or packed NHWC)");
   }
   return e;
 }
 
 // y = act(y + bias[channel] + z), in float, one rounding (bias and z may be null)
+// (plane = 1 for channels-last data: the channel is then i % channels)
 template <typename T>
 __global__ void conv_epilogue(T* y, const T* bias, const T* z, int64_t channels, int64_t plane,
                               int64_t total, bool relu) {
@@ -270,8 +292,10 @@ class CudnnConv : public Kernel {
     if (!is_float_type(dtype_) || x.dtype != dtype_ || w.dtype != dtype_ ||
         (has_bias_ && spec.inputs.at(2).dtype != dtype_))
       return refuse("not one float type");
-    if (!x.is_contiguous() || !w.is_contiguous() || !y.is_contiguous())
-      return refuse("not contiguous NCHW");
+    const Layout layout = layout_of(y);
+    const Layout w_layout = layout_of(w);
+    if (layout == Layout::kOther || layout_of(x) != layout || w_layout == Layout::kOther)
+      return refuse("x and y not both contiguous NCHW or both packed NHWC, or w neither");
     if (x.numel() == 0 || y.numel() == 0 || w.numel() == 0) return refuse("empty tensor");
     for (const TensorInfo* t : {&x, &w, &y})
       if (!fits_int(t->numel())) return refuse("a tensor of 2^31 elements or more");
@@ -289,7 +313,7 @@ class CudnnConv : public Kernel {
     const bool fixed_fused = variant <= kVariantAlgos;
     const int fixed_index = static_cast<int>((variant - 1) % kVariantAlgos);
     channels_ = y.dims[1];
-    plane_ = y.dims[2] * y.dims[3];
+    plane_ = layout == Layout::kNhwc ? 1 : y.dims[2] * y.dims[3];
     total_ = y.numel();
 
     handle_ = cudnn::handle();
@@ -297,7 +321,8 @@ class CudnnConv : public Kernel {
     // many output rows / columns exist, checked against y below
     if (!tensor_desc(&x_desc_, x) || !tensor_desc(&y_desc_, y)) return refuse("tensor descriptor");
     if (api_.create_filter(&w_desc_) != cudnn::kSuccess ||
-        api_.set_filter_4d(w_desc_, cudnn_type(dtype_), cudnn::kNchw, int(w.dims[0]),
+        api_.set_filter_4d(w_desc_, cudnn_type(dtype_),
+                           w_layout == Layout::kNhwc ? cudnn::kNhwc : cudnn::kNchw, int(w.dims[0]),
                            int(w.dims[1]), int(w.dims[2]), int(w.dims[3])) != cudnn::kSuccess)
       return refuse("filter descriptor");
     if (api_.create_conv(&conv_desc_) != cudnn::kSuccess ||
@@ -428,9 +453,18 @@ class CudnnConv : public Kernel {
 
 std::unique_ptr<Kernel> make_conv_step(const KernelSpec& spec) {
   const Epilogue e = read_epilogue(spec);
+  const bool channels_last = layout_of(spec.outputs.at(0)) == Layout::kNhwc;
+  std::string why = "this build has no cuDNN";
 #if defined(GRAPHKILN_GPU_CUDNN)
-  if (!cudnn_disabled() && spec.attrs.get_int("variant", 0) != kConvHipVariant) {
-    std::string why;
+  const int64_t variant = spec.attrs.get_int("variant", 0);
+  // batch 1, NCHW, no tuned variant, no timing asked for: im2col + GEMM (see the top)
+  const bool batch_one = variant == 0 && !channels_last && candidates() == 1 &&
+                         spec.inputs.at(0).rank() == 4 && spec.inputs[0].dims[0] == 1;
+  if (cudnn_disabled()) {
+    why = "GRAPHKILN_GPU_CUDNN=0";
+  } else if (variant == kConvHipVariant) {
+    why = "the tuned variant is conv.hip's kernel";
+  } else if (!batch_one) {
     if (std::unique_ptr<Kernel> k = CudnnConv::try_make(spec, e, &why)) return k;
     if (verbose())
       std::fprintf(stderr, "graphkiln cuDNN conv '%s': not used (%s)\n", spec.name.c_str(),
@@ -440,8 +474,22 @@ std::unique_ptr<Kernel> make_conv_step(const KernelSpec& spec) {
   (void)cudnn_disabled;
   (void)verbose;
 #endif  // GRAPHKILN_GPU_CUDNN
+  if (channels_last)
+    spec_error(spec, "channels-last (NHWC) data needs cuDNN, which does not run it here (" +
+                         why + ")");
   if (!e.has_z && !e.relu) return make_conv(spec);
   return std::make_unique<ConvThenEpilogue>(spec, e);
+}
+
+std::string cudnn_status() {
+#if defined(GRAPHKILN_GPU_CUDNN)
+  if (cudnn_disabled()) return "off: GRAPHKILN_GPU_CUDNN=0";
+  std::string why;
+  if (!cudnn::api(&why)) return "off: " + why;
+  return "cudnn";
+#else
+  return "off: this build has no cuDNN (AMD, or built without it)";
+#endif
 }
 
 }  // namespace gpu

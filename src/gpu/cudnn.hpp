@@ -29,7 +29,7 @@ using Status = int;        // cudnnStatus_t; the other enums are passed as int t
 
 constexpr Status kSuccess = 0;                              // CUDNN_STATUS_SUCCESS
 constexpr int kFloat = 0, kHalf = 2, kBfloat16 = 9;         // cudnnDataType_t
-constexpr int kNchw = 0;                                    // CUDNN_TENSOR_NCHW
+constexpr int kNchw = 0, kNhwc = 1;                         // cudnnTensorFormat_t
 constexpr int kCrossCorrelation = 1;                        // CUDNN_CROSS_CORRELATION
 constexpr int kDefaultMath = 0, kTensorOpMath = 1, kTensorOpMathAllowConversion = 2,
               kFmaMath = 3;                                 // cudnnMathType_t

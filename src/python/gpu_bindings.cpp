@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cudnn_status.hpp"
 #include "gpu/executor.hpp"
 #include "gpu/jit.hpp"
 #include "python/array_spec.hpp"
@@ -215,6 +216,8 @@ void bind_gpu_executor(py::module_& m) {
                              "'off', 'not captured yet', 'replaying', or 'kernel by kernel: "
                              "<why the capture failed>'");
   m.def("gpu_kernels", &gpu::gpu_kernel_names, "Names of the GPU kernels compiled in");
+  m.def("gpu_cudnn_status", &gpu::cudnn_status,
+        "Whether Conv steps can use cuDNN here: 'cudnn' or 'off: <why>'");
   m.def("gpu_jit_status", &gpu::jit_status,
         "What compiles generated GPU kernels here: 'nvrtc 13.0, sm_90, cache <dir>' or "
         "'off: <why>'");

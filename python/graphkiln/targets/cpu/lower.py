@@ -77,6 +77,7 @@ class LoweringContext:
         self.graph_outputs = list(outputs)
         self._slot: dict[Value, int] = {}
         self._plain_copy: dict[int, int] = {}
+        self._channels_last_copy: dict[int, int] = {}
         self._output_index: dict[Value, int] = {}
         for index, v in enumerate(outputs):
             self._output_index.setdefault(v, index)
@@ -131,6 +132,26 @@ class LoweringContext:
             self.emit("Copy", [slot], [copy], {}, f"{value.name}/to_plain")
             self._plain_copy[slot] = copy
         return self._plain_copy[slot]
+
+    def input_channels_last(self, value: Value) -> int:
+        """The slot to read 4-D `value` from channels-last (a Copy is inserted, once per
+        value, when it lives plain)."""
+        slot = self.slot_of(value)
+        if self.plan.slots[slot].layout == CHANNELS_LAST:
+            return slot
+        if slot not in self._channels_last_copy:
+            src = self.plan.slots[slot]
+            copy = self.temp(src.dtype, src.dims, CHANNELS_LAST)
+            self.emit("Copy", [slot], [copy], {}, f"{value.name}/to_channels_last")
+            self._channels_last_copy[slot] = copy
+        return self._channels_last_copy[slot]
+
+    def output_channels_last(self, value: Value) -> int:
+        """A new channels-last slot for 4-D node output `value` (plain when it is a graph
+        output: those are written straight into the caller's array)."""
+        if value in self._output_index and value not in self._slot:
+            return self.output(value)
+        return self._new_slot(value, CHANNELS_LAST, self._storage(ARENA, _nbytes(value)))
 
     def output(self, value: Value, layouts: Sequence[str] = (PLAIN,)) -> int:
         """A new slot for a node output: a graph output is written straight into the

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ...ir import Node, Value
 from ..cpu.lower import LoweringContext, static_dims
+from .conv_layout import channels_last_conv, conv_slots
 from .lower_linalg import _as_2d, _window
 
 
@@ -74,11 +75,16 @@ def lower_conv_with_epilogue(node: Node, ctx: LoweringContext) -> bool:
     x_dims, w_dims = static_dims(conv.inputs[0]), static_dims(conv.inputs[1])
     y_dims = static_dims(conv.outputs[0])
     kernel, strides, dilations, pads = _window(conv, x_dims, y_dims, list(w_dims[2:]))
-    x = _as_2d(ctx, ctx.input(conv.inputs[0]), x_dims)
-    w = _as_2d(ctx, ctx.input(conv.inputs[1]), w_dims)
     bias = conv.inputs[2] if len(conv.inputs) > 2 else None
-    z = _as_2d(ctx, ctx.input(residual), y_dims) if residual is not None else None
-    y = _as_2d(ctx, ctx.output(node.outputs[0]), y_dims)
+    body = node.attrs["body"]
+    weights = dict(zip(body.inputs, node.inputs)).get(conv.inputs[1], conv.inputs[1])
+    if channels_last_conv(ctx, conv, node.outputs[0], weights):
+        x, w, z, y = conv_slots(ctx, conv, node.outputs[0], weights, residual)
+    else:
+        x = _as_2d(ctx, ctx.input(conv.inputs[0]), x_dims)
+        w = _as_2d(ctx, ctx.input(conv.inputs[1]), w_dims)
+        z = _as_2d(ctx, ctx.input(residual), y_dims) if residual is not None else None
+        y = _as_2d(ctx, ctx.output(node.outputs[0]), y_dims)
     attrs = {"group": int(conv.attrs.get("group", 1)), "strides": strides, "pads": pads,
              "dilations": dilations}
     if relu:

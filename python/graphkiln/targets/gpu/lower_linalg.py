@@ -14,6 +14,7 @@ import numpy as np
 
 from ...ir import DType, Node
 from ..cpu.lower import LoweringContext, static_dims
+from .conv_layout import channels_last_conv, conv_slots
 from .lower_tensor import _strides, emit_copy
 
 
@@ -132,11 +133,13 @@ def lower_conv(node: Node, ctx: LoweringContext) -> None:
     x_dims, w_dims = static_dims(node.inputs[0]), static_dims(node.inputs[1])
     y_dims = static_dims(node.outputs[0])
     kernel, strides, dilations, pads = _window(node, x_dims, y_dims, list(w_dims[2:]))
-    x = _as_2d(ctx, ctx.input(node.inputs[0]), x_dims)
-    w = _as_2d(ctx, ctx.input(node.inputs[1]), w_dims)
     bias = node.inputs[2] if len(node.inputs) > 2 else None
-    y_slot = ctx.output(node.outputs[0])
-    y = _as_2d(ctx, y_slot, y_dims)
+    if channels_last_conv(ctx, node, node.outputs[0], node.inputs[1]):
+        x, w, _, y = conv_slots(ctx, node, node.outputs[0], node.inputs[1], None)
+    else:
+        x = _as_2d(ctx, ctx.input(node.inputs[0]), x_dims)
+        w = _as_2d(ctx, ctx.input(node.inputs[1]), w_dims)
+        y = _as_2d(ctx, ctx.output(node.outputs[0]), y_dims)
     ctx.emit("Conv", [x, w, ctx.input(bias) if bias is not None else None], [y],
              {"group": int(node.attrs.get("group", 1)), "strides": strides, "pads": pads,
               "dilations": dilations}, node.name)

@@ -37,7 +37,11 @@ class GpuTarget(Target):
                                   "(attention, convolution) on this GPU and stores the "
                                   "winners in the tuning database; default False",
                "tuning": "False ignores the tuning database (heuristic kernel choices only); "
-                         "default True"}
+                         "default True",
+               "channels_last": "True / False: half-precision convolutions at batch 2 or "
+                                "more run in NHWC on cuDNN's tensor-core kernels; default: "
+                                "where cuDNN runs Conv steps (GRAPHKILN_GPU_NHWC=0 turns it "
+                                "off)"}
 
     def passes(self, options: dict) -> list:
         from ...passes import attention_heads, fuse_pointwise
@@ -61,6 +65,10 @@ class GpuTarget(Target):
         graphs = options.get("graphs", True)
         if not isinstance(graphs, bool):
             raise ValueError(f"graphs={graphs!r}: accepted values are True and False")
+        channels_last = options.get("channels_last")
+        if channels_last not in (None, True, False):
+            raise ValueError(f"channels_last={channels_last!r}: accepted values are True, "
+                             "False and None (the default: where cuDNN runs Conv steps)")
         half_dtype(options)  # validates fp16 / bf16 / fast_math
         fast_math = bool(options.get("fast_math", False))
         verdict = require_gpu()
@@ -72,7 +80,7 @@ class GpuTarget(Target):
         tune = ("exhaustive" if options.get("exhaustive_tune")
                 else "lookup" if options.get("tuning", True) else "off")
         executable = GpuExecutable(graph, blas == "builtin", graphs=graphs, fast_math=fast_math,
-                                   tune=tune)
+                                   tune=tune, channels_last=channels_last)
         executable.precision = next((k for k in ("fp16", "bf16") if options.get(k)), "fp32")
         executable.arch = verdict.usable[0].arch if verdict.usable else None
         return executable
@@ -86,16 +94,19 @@ def unsupported_nodes(graph: Graph) -> list[Node]:
             if n.op != "Constant" and not node_supported(n, LOWERINGS, static)]
 
 
-def lower_plan(graph: Graph, fast_math: bool = False) -> Plan:
+def lower_plan(graph: Graph, fast_math: bool = False, channels_last: bool = False) -> Plan:
     """The gpu plan of a graph with static shapes, after the gpu passes (no device needed).
-    `fast_math`: float32 Gemm / Conv steps may use TF32 (their attribute fast_math=1)."""
+    `fast_math`: float32 Gemm / Conv steps may use TF32 (their attribute fast_math=1).
+    `channels_last`: half-precision convolutions run NHWC (conv_layout.py; needs cuDNN)."""
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     for node in nodes:
         if not node_supported(node, LOWERINGS):
             raise LoweringError(f"the gpu target cannot run {node.op} node {node.name!r} "
                                 "(no kernel, or an attribute, dtype or shape it refuses)")
-    plan = LoweringContext(nodes, list(graph.inputs), list(graph.outputs), LOWERINGS,
-                           channels_last=False, target="gpu").lower_all()
+    ctx = LoweringContext(nodes, list(graph.inputs), list(graph.outputs), LOWERINGS,
+                          channels_last=False, target="gpu")
+    ctx.conv_channels_last = channels_last
+    plan = ctx.lower_all()
     if fast_math:
         for step in plan.steps:
             if step.kernel in ("Gemm", "Conv"):
@@ -103,15 +114,31 @@ def lower_plan(graph: Graph, fast_math: bool = False) -> Plan:
     return plan
 
 
+def channels_last_default() -> bool:
+    """Half-precision convolutions run NHWC where cuDNN runs Conv steps (NVIDIA builds with
+    cuDNN loadable), unless GRAPHKILN_GPU_NHWC=0."""
+    import os
+
+    from ..._native import load_core
+
+    if os.environ.get("GRAPHKILN_GPU_NHWC", "") == "0":
+        return False
+    status = getattr(load_core(), "gpu_cudnn_status", None)
+    return bool(status) and status() == "cudnn"
+
+
 class GpuPlan:
     """One plan built on the device for one set of input shapes."""
 
     def __init__(self, graph: Graph, builtin_blas: bool, graphs: bool = True,
-                 fast_math: bool = False, tune: str = "lookup"):
+                 fast_math: bool = False, tune: str = "lookup",
+                 channels_last: bool | None = None):
         from ..._native import load_core
         from ...tuning.gpu import tune_plan
 
-        plan = lower_plan(graph, fast_math)
+        if channels_last is None:
+            channels_last = channels_last_default()
+        plan = lower_plan(graph, fast_math, channels_last)
         specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
                                for s in slots]
 
@@ -128,12 +155,14 @@ class GpuPlan:
 
 class GpuExecutable(Executable):
     def __init__(self, graph: Graph, builtin_blas: bool = False, plan_factory=None,
-                 graphs: bool = True, fast_math: bool = False, tune: str = "lookup"):
+                 graphs: bool = True, fast_math: bool = False, tune: str = "lookup",
+                 channels_last: bool | None = None):
         """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device,
         replayed as a graph when `graphs`; tests pass a numpy model of the kernels)."""
         self.graph = graph
         self.builtin_blas = builtin_blas
-        self.plan_factory = plan_factory or (lambda g, b: GpuPlan(g, b, graphs, fast_math, tune))
+        self.plan_factory = plan_factory or (
+            lambda g, b: GpuPlan(g, b, graphs, fast_math, tune, channels_last))
         self.fast_math = fast_math
         self.precision = "fp32"  # or the half type of the options fp16 / bf16 (compile sets it)
         self.parameters = parameter_inputs(graph)
