@@ -11,9 +11,9 @@
 // (read once into register fragments; the space then holds the scores), the K and V chunks
 // [64 keys][DIM] as T, and per warp the scores S [16][64] float, the probabilities P [16][64]
 // as T and the output rows O [16][DIM] float. Per chunk of 64 keys: S = Q K^T (wmma, K read
-// column-major as K^T), then the warp walks its 16 rows (lane j: keys j and j + 32): scale
-// in float, biased_score, online max / sum, P rounded to T (the sum adds the rounded values),
-// O row times the correction; then O += P V (wmma; O goes through shared memory, so the row
+// column-major as K^T), then two lanes a row (32 keys each, interleaved): scale in float,
+// biased_score, online max / sum, P rounded to T (the sum adds the rounded values), O row
+// times the correction; then O += P V (wmma; O goes through shared memory, so the row
 // scaling never depends on the fragment layout). At the end y = O / l, zeros for a row with
 // no allowed key.
 #include "gpu/common.hpp"
@@ -77,16 +77,6 @@ struct MmaLayout {
   static_assert(size_t(kRows) * kLd * 2 <= kScores, "the Q tile is staged where S goes");
   static_assert(kTile % 128 == 0 && kScores % 128 == 0 && kProbs % 128 == 0, "region alignment");
 };
-
-__device__ inline float row_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
-  return v;
-}
-
-__device__ inline float row_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
-  return v;
-}
 
 // Rows first .. first + ROWS - 1 of an operand (16-bit elements, row stride `stride`,
 // features contiguous) into a shared [ROWS][LD] tile, the block's threads together; rows at
@@ -156,7 +146,7 @@ mma_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restr
       wmma::load_matrix_sync(qf[t], reinterpret_cast<const W*>(qs) + warp * 16 * L::kLd + t * 16,
                              L::kLd);
   }
-  // lane r < 16 keeps the running maximum and sum of row wrow0 + r
+  // lanes 2r and 2r + 1 keep the running maximum and sum of row wrow0 + r
   float m_mine = -INFINITY, l_mine = 0.f;
 
   // causal / window limits over the whole block decide which chunks can matter at all
@@ -187,31 +177,37 @@ mma_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restr
     }
     __syncwarp();
 
-    // the online softmax, one row at a time across the warp
-    for (int r = 0; r < kWarpRows; ++r) {
+    // the online softmax: lanes 2r and 2r + 1 own row r (each keeps its running maximum and
+    // sum), lane 2r + half scores keys 2j + half of the chunk (interleaved: fewer bank
+    // conflicts), the pair combines its maxima and sums with one shuffle each
+    {
+      const int r = lane >> 1, half = lane & 1;
       const int64_t row = wrow0 + r;
       const float* srow = sw + r * L::kScoreLd;
-      const float x0 = biased_score(srow[lane] * s.scale, s, mask, b, h, row, key0 + lane);
-      const float x1 =
-          biased_score(srow[lane + 32] * s.scale, s, mask, b, h, row, key0 + lane + 32);
-      const float m_old = __shfl_sync(kFull, m_mine, r);
-      const float m_new = fmaxf(m_old, row_max(fmaxf(x0, x1)));
-      float p0 = 0.f, p1 = 0.f, correction = 1.f;
-      if (m_new != -INFINITY) {  // else nothing allowed yet for this row (uniform)
-        p0 = __expf(x0 - m_new);  // exp(-inf) = 0
-        p1 = __expf(x1 - m_new);
-        correction = __expf(m_old - m_new);
+      float x[kKeys / 2];
+      float top = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < kKeys / 2; ++j) {
+        const int key = 2 * j + half;
+        x[j] = biased_score(srow[key] * s.scale, s, mask, b, h, row, key0 + key);
+        top = fmaxf(top, x[j]);
       }
-      const W w0 = E::round(p0), w1 = E::round(p1);
-      pw[r * L::kProbLd + lane] = w0;
-      pw[r * L::kProbLd + lane + 32] = w1;
-      const float chunk_sum = row_sum(E::widen(w0) + E::widen(w1));
-      if (lane == r) {
-        l_mine = l_mine * correction + chunk_sum;
-        m_mine = m_new;
+      top = fmaxf(top, __shfl_xor_sync(kFull, top, 1));
+      const float m_new = fmaxf(m_mine, top);
+      const bool none = m_new == -INFINITY;  // nothing allowed yet for this row
+      const float correction = none ? 1.f : __expf(m_mine - m_new);
+      float chunk_sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < kKeys / 2; ++j) {
+        const W w = E::round(none ? 0.f : __expf(x[j] - m_new));  // exp(-inf) = 0
+        pw[r * L::kProbLd + 2 * j + half] = w;
+        chunk_sum += E::widen(w);
       }
-      if (correction != 1.f)  // uniform across the warp
-        for (int d = lane; d < v_tiles * 16; d += 32) ow[r * L::kOutLd + d] *= correction;
+      chunk_sum += __shfl_xor_sync(kFull, chunk_sum, 1);
+      l_mine = l_mine * correction + chunk_sum;
+      m_mine = m_new;
+      if (correction != 1.f)
+        for (int d = half; d < v_tiles * 16; d += 2) ow[r * L::kOutLd + d] *= correction;
     }
     __syncwarp();
 
@@ -234,7 +230,7 @@ mma_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restr
   if (!active) return;  // no barrier follows
   __syncwarp();         // the last O stores are visible to every lane
   for (int r = 0; r < kWarpRows; ++r) {
-    const float l = __shfl_sync(kFull, l_mine, r);
+    const float l = __shfl_sync(kFull, l_mine, 2 * r);
     const int64_t row = wrow0 + r;
     if (row >= s.q_seq) break;  // uniform
     const float inv = l > 0.f ? 1.f / l : 0.f;  // a row with no allowed key gives zeros

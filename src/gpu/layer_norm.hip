@@ -44,6 +44,56 @@ __global__ void layer_norm_rows(const T* x, const T* scale, const T* bias, T* y,
                             (bias ? load_float(bias[j]) : 0.f));
 }
 
+#if defined(__CUDACC__) && !defined(__HIP__)
+constexpr int kWarpRowMax = 1024, kWarpRowsPerBlock = 8;
+
+__device__ inline float warp_sum32(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// one warp a row of len <= 32 * kPer: lane l holds elements l, l + 32, ...
+template <typename T, int kPer>
+__global__ void __launch_bounds__(kWarpRowsPerBlock * 32)
+layer_norm_warp_rows(const T* __restrict__ x, const T* __restrict__ scale,
+                     const T* __restrict__ bias, T* __restrict__ y, float* means,
+                     float* inv_stds, int64_t rows, int len, float epsilon, int rms) {
+  const int lane = threadIdx.x % 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / 32;
+  if (r >= rows) return;  // whole warps leave together
+  const T* row = x + r * len;
+  float v[kPer];
+  float sum = 0.f;
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) {
+    const int j = lane + 32 * e;
+    v[e] = j < len ? load_float(row[j]) : 0.f;
+    sum += v[e];
+  }
+  const float mean = rms ? 0.f : warp_sum32(sum) / static_cast<float>(len);
+  float sq = 0.f;
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) {
+    const int j = lane + 32 * e;
+    const float d = j < len ? v[e] - mean : 0.f;
+    sq += d * d;
+  }
+  const float inv = rsqrtf(warp_sum32(sq) / static_cast<float>(len) + epsilon);
+  if (means && lane == 0) {
+    means[r] = mean;
+    inv_stds[r] = inv;
+  }
+  T* out = y + r * len;
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) {
+    const int j = lane + 32 * e;
+    if (j < len)
+      out[j] = store_float<T>((v[e] - mean) * inv * load_float(scale[j]) +
+                              (bias ? load_float(bias[j]) : 0.f));
+  }
+}
+#endif  // NVIDIA
+
 class LayerNorm : public Kernel {
  public:
   explicit LayerNorm(const KernelSpec& spec) {
@@ -69,6 +119,16 @@ class LayerNorm : public Kernel {
     if (rows_ * len_ == 0) return;
     dispatch_float(dtype_, [&](auto t) {
       using T = decltype(t);
+#if defined(__CUDACC__) && !defined(__HIP__)
+      if (len_ <= kWarpRowMax) {
+        if (len_ <= 128) launch_warp_rows<T, 4>(inputs, outputs, ctx);
+        else if (len_ <= 256) launch_warp_rows<T, 8>(inputs, outputs, ctx);
+        else if (len_ <= 512) launch_warp_rows<T, 16>(inputs, outputs, ctx);
+        else if (len_ <= 768) launch_warp_rows<T, 24>(inputs, outputs, ctx);
+        else launch_warp_rows<T, 32>(inputs, outputs, ctx);
+        return;
+      }
+#endif
       layer_norm_rows<T><<<static_cast<unsigned>(rows_), kRowThreads, 0, ctx.stream>>>(
           static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
           static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]),
@@ -79,6 +139,20 @@ class LayerNorm : public Kernel {
   }
 
  private:
+#if defined(__CUDACC__) && !defined(__HIP__)
+  template <typename T, int kPer>
+  void launch_warp_rows(const void* const* inputs, void* const* outputs, Context& ctx) {
+    const unsigned blocks =
+        static_cast<unsigned>((rows_ + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
+    layer_norm_warp_rows<T, kPer><<<blocks, kWarpRowsPerBlock * 32, 0, ctx.stream>>>(
+        static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
+        static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]),
+        stats_ ? static_cast<float*>(outputs[1]) : nullptr,
+        stats_ ? static_cast<float*>(outputs[2]) : nullptr, rows_, static_cast<int>(len_),
+        epsilon_, rms_);
+  }
+#endif
+
   int64_t rows_ = 0, len_ = 0;
   float epsilon_ = 1e-5f;
   bool stats_ = false;

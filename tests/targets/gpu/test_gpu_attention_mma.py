@@ -121,8 +121,9 @@ def test_every_tuning_variant_gives_the_same_answers(mode, monkeypatch):
     want = reference("grouped_bool_d64")
     results = {}
     for variant in range(1, VARIANTS["Attention"] + 1):
-        def lower_with_variant(graph, fast_math=False, variant=variant):
-            plan = lower(graph, fast_math)
+        def lower_with_variant(graph, fast_math=False, channels_last=False, *,
+                               variant=variant):
+            plan = lower(graph, fast_math, channels_last)
             steps = [s for s in plan.steps if s.kernel == "Attention"]
             assert steps
             for step in steps:
