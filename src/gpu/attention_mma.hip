@@ -5,7 +5,8 @@
 // running maximum and sum per row) with both products done by WMMA (m16n16k16, T inputs,
 // float accumulation). NVIDIA only (sm_80+); try_flash (attention_flash.hip) picks it.
 //
-// A block is 4 warps on one (batch, head): 64 query rows, warp w owns rows 16w .. 16w + 15.
+// A block is 4 warps on one (batch, head): 64 query rows, warp w owns rows 16w .. 16w + 15
+// (1 warp, 16 rows, where 4-warp blocks would leave SMs idle).
 // Head sizes are padded to DIM (32, 64, 96 or 128); features past head_dim / v_dim and keys
 // past kv_seq are staged as zeros. Dynamic shared memory holds the Q tile [64][DIM] as T
 // (read once into register fragments; the space then holds the scores), the K and V chunks
@@ -41,7 +42,7 @@ namespace {
 
 namespace wmma = nvcuda::wmma;
 
-constexpr int kWarps = 4, kWarpRows = 16, kRows = kWarps * kWarpRows, kKeys = 64;
+constexpr int kWarpRows = 16, kKeys = 64;
 constexpr unsigned kFull = 0xffffffffu;
 
 template <typename T>
@@ -62,8 +63,9 @@ struct MmaElement<BF16> {
 // Shared memory for head sizes padded to DIM: byte offsets of the regions, each a multiple
 // of 128 bytes (wmma wants 32-byte aligned tiles); row strides in elements (a multiple of 8
 // for T, of 4 for float, as wmma asks), skewed against bank conflicts.
-template <int DIM>
+template <int DIM, int WARPS>
 struct MmaLayout {
+  static constexpr int kRows = WARPS * kWarpRows;
   static constexpr int kLd = DIM + 8;          // Q, K, V tiles (T)
   static constexpr int kScoreLd = kKeys + 4;   // S (float)
   static constexpr int kProbLd = kKeys + 8;    // P (T)
@@ -104,8 +106,8 @@ __device__ inline void stage(uint16_t* tile, const uint16_t* src, int64_t stride
 }
 
 // T: F16 or BF16. vec: bit 0 / 1 / 2 when q / k / v can be staged with 16-byte copies.
-template <typename T, int DIM>
-__global__ void __launch_bounds__(kWarps * 32)
+template <typename T, int DIM, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32)
 mma_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
               const void* __restrict__ mask, T* __restrict__ y, FlashShape s, int vec) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -113,7 +115,8 @@ mma_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restr
 #else
   using E = MmaElement<T>;
   using W = typename E::type;
-  using L = MmaLayout<DIM>;
+  using L = MmaLayout<DIM, WARPS>;
+  constexpr int kRows = L::kRows;
   constexpr int kTiles = DIM / 16;
   extern __shared__ __align__(128) unsigned char smem[];
   uint16_t* ks = reinterpret_cast<uint16_t*>(smem + L::k_at);
@@ -248,7 +251,7 @@ bool rows_by_16_bytes(const int64_t* strides, int64_t dim) {
 
 bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-template <typename T, int DIM>
+template <typename T, int DIM, int WARPS>
 class MmaAttention : public Kernel {
  public:
   MmaAttention(const FlashShape& shape, int64_t batch)
@@ -263,9 +266,10 @@ class MmaAttention : public Kernel {
     const int vec = (q_vec_ && aligned_16(inputs[0]) ? 1 : 0) |
                     (k_vec_ && aligned_16(inputs[1]) ? 2 : 0) |
                     (v_vec_ && aligned_16(inputs[2]) ? 4 : 0);
+    constexpr int kRows = MmaLayout<DIM, WARPS>::kRows;
     const dim3 grid(static_cast<unsigned>((s_.q_seq + kRows - 1) / kRows),
                     static_cast<unsigned>(s_.heads), static_cast<unsigned>(batch_));
-    mma_attention<T, DIM><<<grid, kWarps * 32, MmaLayout<DIM>::bytes, ctx.stream>>>(
+    mma_attention<T, DIM, WARPS><<<grid, WARPS * 32, MmaLayout<DIM, WARPS>::bytes, ctx.stream>>>(
         static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
         static_cast<const T*>(inputs[2]), inputs[3], static_cast<T*>(outputs[0]), s_, vec);
     check_launch("mma_attention");
@@ -277,11 +281,12 @@ class MmaAttention : public Kernel {
   bool q_vec_, k_vec_, v_vec_;
 };
 
-// The kernel for head sizes padded to DIM, its shared-memory limit raised here (not in run(),
-// which may be inside a graph capture); null where the device cannot give it.
-template <typename T, int DIM>
-std::unique_ptr<Kernel> make_sized(const FlashShape& s, int64_t batch) {
-  constexpr size_t bytes = MmaLayout<DIM>::bytes;
+// The kernel for head sizes padded to DIM with WARPS warps a block, its shared-memory limit
+// raised here (not in run(), which may be inside a graph capture); null where the device
+// cannot give it.
+template <typename T, int DIM, int WARPS>
+std::unique_ptr<Kernel> make_warps(const FlashShape& s, int64_t batch) {
+  constexpr size_t bytes = MmaLayout<DIM, WARPS>::bytes;
   int device = 0, major = 0, limit = 0;
   const bool fits =
       cudaGetDevice(&device) == cudaSuccess &&
@@ -290,13 +295,29 @@ std::unique_ptr<Kernel> make_sized(const FlashShape& s, int64_t batch) {
       cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
           cudaSuccess &&
       static_cast<size_t>(limit) >= bytes &&
-      cudaFuncSetAttribute(mma_attention<T, DIM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      cudaFuncSetAttribute(mma_attention<T, DIM, WARPS>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(bytes)) == cudaSuccess;
   if (!fits) {
     (void)cudaGetLastError();  // clear it: the scalar kernel takes the step
     return nullptr;
   }
-  return std::make_unique<MmaAttention<T, DIM>>(s, batch);
+  return std::make_unique<MmaAttention<T, DIM, WARPS>>(s, batch);
+}
+
+// 4 warps (64 query rows) a block, or 1 warp (16 rows) when 4-warp blocks would not give
+// every SM two blocks (BERT at batch 1: 24 blocks of 4 warps on 132 SMs)
+template <typename T, int DIM>
+std::unique_ptr<Kernel> make_sized(const FlashShape& s, int64_t batch) {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    sms = 0;
+  }
+  const int64_t blocks4 = (s.q_seq + 4 * kWarpRows - 1) / (4 * kWarpRows) * s.heads * batch;
+  if (blocks4 < 2 * static_cast<int64_t>(sms)) return make_warps<T, DIM, 1>(s, batch);
+  return make_warps<T, DIM, 4>(s, batch);
 }
 
 template <typename T>

@@ -22,6 +22,19 @@ struct BF16 {
 
 __device__ inline float load_float(float v) { return v; }
 
+// float16 <-> float: the hardware conversions (round to nearest even, subnormals kept);
+// elsewhere the same rounding in integer arithmetic
+#if defined(__CUDACC__) && !defined(__HIP__)
+__device__ inline float load_float(F16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+  return f;
+}
+#elif defined(__HIP__)
+__device__ inline float load_float(F16 h) {
+  return static_cast<float>(__builtin_bit_cast(_Float16, h.bits));
+}
+#else
 __device__ inline float load_float(F16 h) {
   const uint32_t sign = (h.bits & 0x8000u) << 16, exp = (h.bits >> 10) & 0x1fu,
                  mant = h.bits & 0x3ffu;
@@ -33,6 +46,7 @@ __device__ inline float load_float(F16 h) {
                                   : (sign | ((exp + 112) << 23) | (mant << 13));
   return __uint_as_float(bits);
 }
+#endif
 
 __device__ inline float load_float(BF16 h) { return __uint_as_float(uint32_t(h.bits) << 16); }
 
@@ -46,6 +60,13 @@ __device__ inline float store_float<float>(float f) {
 
 template <>
 __device__ inline F16 store_float<F16>(float f) {
+#if defined(__CUDACC__) && !defined(__HIP__)
+  uint16_t bits;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f));
+  return F16{bits};
+#elif defined(__HIP__)
+  return F16{__builtin_bit_cast(uint16_t, static_cast<_Float16>(f))};
+#else
   const uint32_t x = __float_as_uint(f);
   const uint32_t sign = (x >> 16) & 0x8000u, mag = x & 0x7fffffffu;
   if (mag > 0x7f800000u) return F16{static_cast<uint16_t>(sign | 0x7e00u)};   // NaN
@@ -53,6 +74,7 @@ __device__ inline F16 store_float<F16>(float f) {
   if (mag < 0x38800000u)  // subnormal half: a multiple of 2^-24
     return F16{static_cast<uint16_t>(sign | static_cast<uint32_t>(rintf(fabsf(f) * 16777216.0f)))};
   return F16{static_cast<uint16_t>(sign | ((mag - (112u << 23) + 0xfffu + ((mag >> 13) & 1u)) >> 13))};
+#endif
 }
 
 template <>

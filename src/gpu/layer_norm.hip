@@ -46,20 +46,23 @@ __global__ void layer_norm_rows(const T* x, const T* scale, const T* bias, T* y,
 
 #if defined(__CUDACC__) && !defined(__HIP__)
 constexpr int kWarpRowMax = 1024, kWarpRowsPerBlock = 8;
+// fewer rows than this: 2 warps a block, so small batches still spread over the SMs
+constexpr int64_t kManyRows = 4096;
 
 __device__ inline float warp_sum32(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
 
-// one warp a row of len <= 32 * kPer: lane l holds elements l, l + 32, ...
+// one warp a row of len <= 32 * kPer: lane l holds elements l, l + 32, ...; blockDim.x / 32
+// rows a block
 template <typename T, int kPer>
 __global__ void __launch_bounds__(kWarpRowsPerBlock * 32)
 layer_norm_warp_rows(const T* __restrict__ x, const T* __restrict__ scale,
                      const T* __restrict__ bias, T* __restrict__ y, float* means,
                      float* inv_stds, int64_t rows, int len, float epsilon, int rms) {
   const int lane = threadIdx.x % 32;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (r >= rows) return;  // whole warps leave together
   const T* row = x + r * len;
   float v[kPer];
@@ -142,9 +145,9 @@ class LayerNorm : public Kernel {
 #if defined(__CUDACC__) && !defined(__HIP__)
   template <typename T, int kPer>
   void launch_warp_rows(const void* const* inputs, void* const* outputs, Context& ctx) {
-    const unsigned blocks =
-        static_cast<unsigned>((rows_ + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock);
-    layer_norm_warp_rows<T, kPer><<<blocks, kWarpRowsPerBlock * 32, 0, ctx.stream>>>(
+    const int per_block = rows_ >= kManyRows ? kWarpRowsPerBlock : 2;
+    const unsigned blocks = static_cast<unsigned>((rows_ + per_block - 1) / per_block);
+    layer_norm_warp_rows<T, kPer><<<blocks, per_block * 32, 0, ctx.stream>>>(
         static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
         static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]),
         stats_ ? static_cast<float*>(outputs[1]) : nullptr,

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
 #include "gpu/rtc.hpp"
@@ -63,26 +64,9 @@ struct Pointers {
   void* out = nullptr;
 };
 
-__device__ inline float half_to_float(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0) {
-    const float v = ldexpf(static_cast<float>(mant), -24);
-    return sign ? -v : v;
-  }
-  const uint32_t bits = exp == 31 ? (sign | 0x7f800000u | (mant << 13))
-                                  : (sign | ((exp + 112) << 23) | (mant << 13));
-  return __uint_as_float(bits);
-}
+__device__ inline float half_to_float(uint16_t h) { return load_float(F16{h}); }
 
-__device__ inline uint16_t float_to_half(float f) {
-  const uint32_t x = __float_as_uint(f);
-  const uint32_t sign = (x >> 16) & 0x8000u, mag = x & 0x7fffffffu;
-  if (mag > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
-  if (mag >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (mag < 0x38800000u)
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(rintf(fabsf(f) * 16777216.0f)));
-  return static_cast<uint16_t>(sign | ((mag - (112u << 23) + 0xfffu + ((mag >> 13) & 1u)) >> 13));
-}
+__device__ inline uint16_t float_to_half(float f) { return store_float<F16>(f).bits; }
 
 __device__ inline float bf16_to_float(uint16_t h) { return __uint_as_float(uint32_t(h) << 16); }
 

@@ -6,7 +6,7 @@ sizes that cross its tiles (query rows not a multiple of the 64-row block or the
 tile, keys not a multiple of the 64-key chunk, head sizes padded to 32 / 64 / 96 / 128,
 different head and value sizes), with float and bool masks (rows with every key masked give
 zeros), causal frontier with and without past keys, sliding window, soft cap, grouped-query
-heads and [B, S, H*D] operands; against the scalar fused kernel
+heads and [B, S, H*D] operands, with 1-warp blocks (small grids) and 4-warp ones; against the scalar fused kernel
 (GRAPHKILN_GPU_MMA_ATTENTION=0); and every tuning variant on float16 and float32 steps."""
 
 from __future__ import annotations
@@ -39,6 +39,11 @@ CASES = {
                         None, 91),
     "window_causal_d64": (((1, 2, 200, 64), (1, 2, 200, 64), (1, 2, 200, 64)),
                           dict(is_causal=1, left_window_size=70), None, 0),
+    # enough (batch, head, 64-row) blocks for 4-warp blocks (the cases above get 1-warp ones)
+    "many_blocks_causal_d64": (((24, 12, 100, 64), (24, 12, 100, 64), (24, 12, 100, 64)),
+                               dict(is_causal=1), None, 0),
+    "many_blocks_gqa_bool_d96": (((16, 16, 70, 96), (16, 4, 90, 96), (16, 4, 90, 96)), {},
+                                 ((16, 16, 70, 90), "bool"), 0),
 }
 
 

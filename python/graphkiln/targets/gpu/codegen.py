@@ -6,7 +6,8 @@ input's index map baked in), compiled at plan build by the runtime compiler (NVR
 src/gpu/rtc.hip) for the live device.
 
 The source needs no header: only builtin types and the device math functions every runtime
-compiler knows; f16/bf16 go through bit conversions as in pointwise.hip. Outside a GPU
+compiler knows; f16 converts with the hardware instructions (inline PTX on NVIDIA, _Float16
+on AMD; integer arithmetic in host C++), bf16 with bit operations. Outside a GPU
 compiler the same text is host C++ (the kernels become loops over all elements), which is how
 tests check its semantics on a machine without a GPU.
 
@@ -74,6 +75,22 @@ GK_FN float gk_u2f(gk_u32 u) { float f; memcpy(&f, &u, 4); return f; }
 template <typename E>
 struct alignas(4 * sizeof(E)) gk_v4 { E v[4]; };
 
+#if defined(__CUDACC_RTC__) || (defined(__CUDACC__) && !defined(__HIP__) && !defined(__HIPCC__))
+// float16 <-> float by the hardware conversions (round to nearest even, subnormals kept)
+GK_FN float gk_half_to_float(gk_u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+GK_FN gk_u16 gk_float_to_half(float f) {
+  gk_u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+#elif defined(__HIPCC_RTC__) || defined(__HIPCC__) || defined(__HIP__)
+GK_FN float gk_half_to_float(gk_u16 h) { return (float)__builtin_bit_cast(_Float16, h); }
+GK_FN gk_u16 gk_float_to_half(float f) { return __builtin_bit_cast(gk_u16, (_Float16)f); }
+#else  // host C++ (tests): the same rounding in integer arithmetic
 GK_FN float gk_half_to_float(gk_u16 h) {
   const gk_u32 sign = (gk_u32)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
   if (exp == 0) {
@@ -91,6 +108,7 @@ GK_FN gk_u16 gk_float_to_half(float f) {
   if (mag < 0x38800000u) return (gk_u16)(sign | (gk_u32)rintf(fabsf(f) * 16777216.0f));
   return (gk_u16)(sign | ((mag - (112u << 23) + 0xfffu + ((mag >> 13) & 1u)) >> 13));
 }
+#endif
 GK_FN float gk_bf16_to_float(gk_u16 h) { return gk_u2f((gk_u32)h << 16); }
 GK_FN gk_u16 gk_float_to_bf16(float f) {
   const gk_u32 x = gk_f2u(f);
