@@ -201,6 +201,7 @@ function(graphkiln_add_gpu_sources target)
     "${_src}/gpu/attention.hip"
     "${_src}/gpu/attention_flash.hip"
     "${_src}/gpu/attention_mma.hip"
+    "${_src}/gpu/attention_mma_f32.hip"
     "${_src}/gpu/bytes.hip"
     "${_src}/gpu/loss.hip"
     "${_src}/gpu/data.hip"

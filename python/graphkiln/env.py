@@ -24,8 +24,9 @@ VARIABLES = {
                          "kernels generated and compiled with NVRTC / hipRTC",
     "GRAPHKILN_GPU_FLASH": "0: Attention steps run the unfused kernel (two products and a "
                            "softmax) instead of the fused one",
-    "GRAPHKILN_GPU_MMA_ATTENTION": "0: float16 / bfloat16 Attention steps run the scalar fused "
-                                   "kernel instead of the tensor-core one (NVIDIA)",
+    "GRAPHKILN_GPU_MMA_ATTENTION": "0: Attention steps run the scalar fused kernel instead of "
+                                   "the tensor-core ones (float16 / bfloat16, and large "
+                                   "float32 steps; NVIDIA)",
     "GRAPHKILN_GPU_CUDNN": "0: Conv steps do not use cuDNN (im2col + GEMM instead)",
     "GRAPHKILN_GPU_NHWC": "0: half-precision convolutions stay NCHW (default: channels-last "
                           "where cuDNN runs Conv steps)",

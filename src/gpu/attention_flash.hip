@@ -13,8 +13,9 @@
 // 4 rows at once, the warp reduces each row's chunk maximum and sum with shuffles, and each
 // lane accumulates its slice (features lane, lane + 32, ...) of P V in float registers.
 // NVIDIA only (32-lane warps and the *_sync shuffles); AMD builds and GRAPHKILN_GPU_FLASH=0
-// use attention.hip. float16 / bfloat16 steps go to attention_mma.hip (tensor cores) unless
-// the tuning variant asks for this kernel (try_flash).
+// use attention.hip. float16 / bfloat16 steps go to attention_mma.hip (tensor cores), large
+// float32 ones to attention_mma_f32.hip, unless the tuning variant asks for this kernel
+// (try_flash).
 #include "gpu/common.hpp"
 
 #include <cmath>
@@ -188,9 +189,11 @@ class FlashAttention : public Kernel {
 };
 
 // The fused kernel when the step fits it; else null (attention.hip takes the step).
-// attrs "variant" (graphkiln.tuning.gpu): 0 heuristic (tensor cores for float16 / bfloat16,
-// else 8 warps), 1 fused with 4 warps a block, 2 fused with 8 warps, 3 unfused, 4 tensor
-// cores (attention_mma.hip; where it does not apply, as 0).
+// attrs "variant" (graphkiln.tuning.gpu): 0 heuristic (tensor cores for float16 / bfloat16;
+// for float32 the three-way split tensor-core kernel on steps that fill the GPU, else 8
+// warps), 1 fused with 4 warps a block, 2 fused with 8 warps, 3 unfused, 4 half-precision
+// tensor cores (attention_mma.hip; a float32 step gets 8 warps), 5 float32 tensor cores at
+// any size (attention_mma_f32.hip; a half step gets attention_mma.hip).
 std::unique_ptr<Kernel> try_flash(const KernelSpec& spec) {
   const Attrs& a = spec.attrs;
   const int64_t variant = a.get_int("variant", 0);
@@ -241,8 +244,11 @@ std::unique_ptr<Kernel> try_flash(const KernelSpec& spec) {
       s.mask_strides[d] = (src < 0 || m.dims[src] == 1) ? 0 : m.strides[src];
     }
   }
-  if ((variant == 0 || variant == 4) && (dtype == DType::f16 || dtype == DType::bf16))
+  if ((variant == 0 || variant == 4 || variant == 5) &&
+      (dtype == DType::f16 || dtype == DType::bf16))
     if (std::unique_ptr<Kernel> mma = make_attention_mma(dtype, s, batch)) return mma;
+  if ((variant == 0 || variant == 5) && dtype == DType::f32)
+    if (std::unique_ptr<Kernel> mma = make_attention_mma_f32(s, batch, variant == 5)) return mma;
   const int warps = variant == 1 ? 4 : 8;
   return std::make_unique<FlashAttention>(spec, s, batch, warps);
 }

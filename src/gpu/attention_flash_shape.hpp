@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
-// What the fused attention kernels (attention_flash.hip: scalar float, attention_mma.hip:
-// tensor cores) share: the step's shape as the kernels read it, the per-key score bias (soft
+// What the fused attention kernels (attention_flash.hip: scalar float, attention_mma.hip and
+// attention_mma_f32.hip: tensor cores) share: the step's shape as the kernels read it, the per-key score bias (soft
 // cap, causal frontier, sliding window, mask), and the tensor-core kernel's factory.
 #pragma once
 
@@ -58,6 +58,12 @@ __device__ inline float biased_score(float score, const FlashShape& s, const voi
 // this shape (inputs q, k, v, optional mask; output y); null when `dtype` is neither, a head
 // size is over 128, the device lacks the shared memory, or GRAPHKILN_GPU_MMA_ATTENTION=0.
 std::unique_ptr<Kernel> make_attention_mma(DType dtype, const FlashShape& s, int64_t batch);
+
+// attention_mma_f32.hip (NVIDIA only): the float32 tensor-core kernel (three-way split
+// products, float32 accuracy) for a step of this shape; null when a head size is over 64, the
+// device lacks it, GRAPHKILN_GPU_MMA_ATTENTION=0, or (unless `any_size`) the step is too small
+// to fill every SM twice with its 4-warp blocks.
+std::unique_ptr<Kernel> make_attention_mma_f32(const FlashShape& s, int64_t batch, bool any_size);
 
 }  // namespace gpu
 }  // namespace graphkiln

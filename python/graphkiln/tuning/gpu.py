@@ -5,7 +5,10 @@ reads when it is built (0 is always the heuristic the lowering would use):
   Attention  1: fused kernel, 4 warps a block; 2: fused, 8 warps; 3: unfused (two products
              and a softmax)                                   (src/gpu/attention_flash.hip);
              4: fused on tensor cores for float16 / bfloat16 (src/gpu/attention_mma.hip,
-             also the heuristic's choice there; on float32 steps 4 is the heuristic kernel)
+             also the heuristic's choice there; float32 steps get the 8-warp kernel);
+             5: float32 on tensor cores, products split three ways for float32 accuracy
+             (src/gpu/attention_mma_f32.hip, the heuristic's choice for float32 steps that
+             fill the GPU; half steps get attention_mma.hip)
   Conv       1-4: cuDNN's fused call (bias + activation + residual) with its k-th heuristic
              algorithm; 5-8: the plain call + graphkiln's epilogue kernel, k-th algorithm;
              9: graphkiln's im2col + GEMM (src/gpu/conv_cudnn.hip). Without a variant the
@@ -33,7 +36,7 @@ from .keys import problem_key
 from .protocol import random_inputs, tune_steps
 
 TARGET = "gpu"
-VARIANTS = {"Attention": 4, "Conv": 9}  # candidates beyond the heuristic, per kernel
+VARIANTS = {"Attention": 5, "Conv": 9}  # candidates beyond the heuristic, per kernel
 ROUNDS = 12            # interleaved rounds of step-by-step timing per candidate
 MIN_GAIN = 0.03        # a candidate must beat the heuristic by 3% to replace it
 
