@@ -51,18 +51,26 @@ def attention_model(name: str):
     """(onnx model, feeds): one Attention node over float32 graph inputs (the precision pass
     runs it in half), random inputs with fixed seeds."""
     (qs, ks, vs), attrs, mask, past = CASES[name]
+    return build_attention(qs, ks, vs, attrs, mask, past, seed=71)
+
+
+def build_attention(qs, ks, vs, attrs, mask, past=0, seed=71):
+    """(onnx model, feeds): Attention over float32 inputs q, k, v of these shapes, with a
+    float or bool mask ((shape, kind) or None; bool masks allow key 0 and mask all of row 3,
+    float ones push the last 5 keys to -10000 as BERT's padding) and `past` cached keys."""
     ins = {"q": (qs, F32), "k": (ks, F32), "v": (vs, F32)}
-    feeds = {"q": rand(qs, 71, -2, 2), "k": rand(ks, 72, -2, 2), "v": rand(vs, 73, -1, 1)}
+    feeds = {"q": rand(qs, seed, -2, 2), "k": rand(ks, seed + 1, -2, 2),
+             "v": rand(vs, seed + 2, -1, 1)}
     names = ["q", "k", "v"]
     if mask is not None:
         shape, kind = mask
         if kind == "bool":
-            m = rand(shape, 74, 0, 2, np.int64).astype(bool)
+            m = rand(shape, seed + 3, 0, 2, np.int64).astype(bool)
             m[..., 0] = True
             m[..., 3, :] = False  # a row with no allowed key: zeros
             feeds["m"] = m
         else:
-            feeds["m"] = rand(shape, 74, -4, 0)
+            feeds["m"] = rand(shape, seed + 3, -4, 0)
             feeds["m"][..., -5:] = -10000.0  # padding keys, as BERT's mask has them
         ins["m"] = (shape, feeds["m"].dtype)
         names.append("m")
@@ -73,7 +81,7 @@ def attention_model(name: str):
         b, h, _, d = ks
         for p, dim in (("pk", d), ("pv", vs[-1])):
             ins[p] = ((b, h, past, dim), F32)
-            feeds[p] = rand((b, h, past, dim), 75 + len(p) + dim, -2, 2)
+            feeds[p] = rand((b, h, past, dim), seed + 4 + len(p) + dim, -2, 2)
         names += ["pk", "pv"]
         outs.update({"present_k": (None, F32), "present_v": (None, F32)})
     node = helper.make_node("Attention", names, list(outs), **attrs)

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper
 
 import graphkiln as gk
 from gpu_testing import compare, requires_gpu
-from test_gpu_ops_more import model, rand
+from test_gpu_attention_mma import build_attention
 
 F32 = np.float32
 # float32 accuracy: far inside what TF32 rounding alone (10 mantissa bits, ~1e-3) would give
@@ -40,23 +39,7 @@ SMALL = {
 
 def attention_model(case):
     (qs, ks, vs), attrs, mask = case
-    ins = {"q": (qs, F32), "k": (ks, F32), "v": (vs, F32)}
-    feeds = {"q": rand(qs, 81, -2, 2), "k": rand(ks, 82, -2, 2), "v": rand(vs, 83, -1, 1)}
-    names = ["q", "k", "v"]
-    if mask is not None:
-        shape, kind = mask
-        if kind == "bool":
-            m = rand(shape, 84, 0, 2, np.int64).astype(bool)
-            m[..., 0] = True
-            m[..., 3, :] = False  # a row with no allowed key: zeros
-            feeds["m"] = m
-        else:
-            feeds["m"] = rand(shape, 84, -4, 0)
-            feeds["m"][..., -7:] = -10000.0  # padding keys, as BERT's mask has them
-        ins["m"] = (shape, feeds["m"].dtype)
-        names.append("m")
-    node = helper.make_node("Attention", names, ["y"], **attrs)
-    return model([node], ins, {"y": (None, F32)}), feeds
+    return build_attention(qs, ks, vs, attrs, mask, seed=81)
 
 
 def run(case, **options):

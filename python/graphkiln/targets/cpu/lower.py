@@ -126,12 +126,7 @@ class LoweringContext:
         slot = self.slot_of(value)
         if self.plan.slots[slot].layout in layouts:
             return slot
-        if slot not in self._plain_copy:
-            src = self.plan.slots[slot]
-            copy = self.temp(src.dtype, src.dims, PLAIN)
-            self.emit("Copy", [slot], [copy], {}, f"{value.name}/to_plain")
-            self._plain_copy[slot] = copy
-        return self._plain_copy[slot]
+        return self._copy_in(value, slot, PLAIN, self._plain_copy, "to_plain")
 
     def input_channels_last(self, value: Value) -> int:
         """The slot to read 4-D `value` from channels-last (a Copy is inserted, once per
@@ -139,12 +134,18 @@ class LoweringContext:
         slot = self.slot_of(value)
         if self.plan.slots[slot].layout == CHANNELS_LAST:
             return slot
-        if slot not in self._channels_last_copy:
+        return self._copy_in(value, slot, CHANNELS_LAST, self._channels_last_copy,
+                             "to_channels_last")
+
+    def _copy_in(self, value: Value, slot: int, layout: str, copies: dict[int, int],
+                 suffix: str) -> int:
+        """`slot`'s data copied into a new slot of `layout`, once per slot (`copies`)."""
+        if slot not in copies:
             src = self.plan.slots[slot]
-            copy = self.temp(src.dtype, src.dims, CHANNELS_LAST)
-            self.emit("Copy", [slot], [copy], {}, f"{value.name}/to_channels_last")
-            self._channels_last_copy[slot] = copy
-        return self._channels_last_copy[slot]
+            copy = self.temp(src.dtype, src.dims, layout)
+            self.emit("Copy", [slot], [copy], {}, f"{value.name}/{suffix}")
+            copies[slot] = copy
+        return copies[slot]
 
     def output_channels_last(self, value: Value) -> int:
         """A new channels-last slot for 4-D node output `value` (plain when it is a graph
