@@ -79,6 +79,21 @@ void* open_first(const std::vector<std::string>& names, std::string* tried) {
 }
 
 #if defined(GRAPHKILN_RTC_NVRTC)
+// NVRTC opens libnvrtc-builtins.so.<major>.<minor> by name when it compiles. pip's
+// nvidia-cuda-nvrtc keeps it beside libnvrtc, where the loader does not look unless
+// LD_LIBRARY_PATH says so; loaded first from libnvrtc's own folder (RTLD_GLOBAL), NVRTC finds
+// it already loaded. Where it is not there, NVRTC searches as it always does.
+void preload_builtins(void* nvrtc_symbol, int major, int minor) {
+  Dl_info info;
+  if (dladdr(nvrtc_symbol, &info) == 0 || !info.dli_fname) return;
+  const std::string path(info.dli_fname);
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return;
+  const std::string builtins = path.substr(0, slash) + "/libnvrtc-builtins.so." +
+                               std::to_string(major) + "." + std::to_string(minor);
+  (void)dlopen(builtins.c_str(), RTLD_NOW | RTLD_GLOBAL);
+}
+
 Compiler load_compiler() {
   Compiler c;
   const std::string here = own_folder();
@@ -115,6 +130,7 @@ Compiler load_compiler() {
   }
   int major = 0, minor = 0, n = 0;
   version(&major, &minor);
+  preload_builtins(reinterpret_cast<void*>(version), major, minor);
   if (num_archs(&n) == 0 && n > 0) {
     c.archs.resize(n);
     archs(c.archs.data());

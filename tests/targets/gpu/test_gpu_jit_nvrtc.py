@@ -28,10 +28,23 @@ def _nvrtc():
         pass
     for name in names:
         try:
-            return ctypes.CDLL(name)
+            lib = ctypes.CDLL(name)
         except OSError:
             continue
+        _preload_builtins(os.path.dirname(name))
+        return lib
     return None
+
+
+def _preload_builtins(folder: str) -> None:
+    """As src/gpu/rtc.hip does: libnvrtc-builtins from libnvrtc's own folder (pip's layout
+    keeps it there, off the loader's path), so NVRTC finds it when it compiles."""
+    for path in sorted(glob.glob(os.path.join(folder, "libnvrtc-builtins.so.*"))) if folder else []:
+        try:
+            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            return
+        except OSError:
+            continue
 
 
 def _hiprtc():
