@@ -243,29 +243,17 @@ mma_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restr
 #endif
 }
 
-// Whether rows of `dim` features at these (batch, head, row) strides can go by 16 bytes
-// (the base pointer is checked when the kernel runs).
-bool rows_by_16_bytes(const int64_t* strides, int64_t dim) {
-  return dim % 8 == 0 && strides[0] % 8 == 0 && strides[1] % 8 == 0 && strides[2] % 8 == 0;
-}
-
-bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 template <typename T, int DIM, int WARPS>
 class MmaAttention : public Kernel {
  public:
   MmaAttention(const FlashShape& shape, int64_t batch)
       : s_(shape),
         batch_(batch),
-        q_vec_(rows_by_16_bytes(shape.q, shape.head_dim)),
-        k_vec_(rows_by_16_bytes(shape.k, shape.head_dim)),
-        v_vec_(rows_by_16_bytes(shape.v, shape.v_dim)) {}
+        staging_(shape, 8) {}
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
     if (batch_ == 0 || s_.heads == 0 || s_.q_seq == 0) return;
-    const int vec = (q_vec_ && aligned_16(inputs[0]) ? 1 : 0) |
-                    (k_vec_ && aligned_16(inputs[1]) ? 2 : 0) |
-                    (v_vec_ && aligned_16(inputs[2]) ? 4 : 0);
+    const int vec = staging_.mask(inputs);
     constexpr int kRows = MmaLayout<DIM, WARPS>::kRows;
     const dim3 grid(static_cast<unsigned>((s_.q_seq + kRows - 1) / kRows),
                     static_cast<unsigned>(s_.heads), static_cast<unsigned>(batch_));
@@ -278,7 +266,7 @@ class MmaAttention : public Kernel {
  private:
   FlashShape s_;
   int64_t batch_;
-  bool q_vec_, k_vec_, v_vec_;
+  Staging16 staging_;
 };
 
 // The kernel for head sizes padded to DIM with WARPS warps a block, its shared-memory limit

@@ -226,26 +226,16 @@ mma_attention_f32(const float* __restrict__ q, const float* __restrict__ k,
 #endif
 }
 
-bool rows_by_16_bytes(const int64_t* strides, int64_t dim) {
-  return dim % 4 == 0 && strides[0] % 4 == 0 && strides[1] % 4 == 0 && strides[2] % 4 == 0;
-}
-
-bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 class MmaAttentionF32 : public Kernel {
  public:
   MmaAttentionF32(const FlashShape& shape, int64_t batch)
       : s_(shape),
         batch_(batch),
-        q_vec_(rows_by_16_bytes(shape.q, shape.head_dim)),
-        k_vec_(rows_by_16_bytes(shape.k, shape.head_dim)),
-        v_vec_(rows_by_16_bytes(shape.v, shape.v_dim)) {}
+        staging_(shape, 4) {}
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
     if (batch_ == 0 || s_.heads == 0 || s_.q_seq == 0) return;
-    const int vec = (q_vec_ && aligned_16(inputs[0]) ? 1 : 0) |
-                    (k_vec_ && aligned_16(inputs[1]) ? 2 : 0) |
-                    (v_vec_ && aligned_16(inputs[2]) ? 4 : 0);
+    const int vec = staging_.mask(inputs);
     const dim3 grid(static_cast<unsigned>((s_.q_seq + kRows - 1) / kRows),
                     static_cast<unsigned>(s_.heads), static_cast<unsigned>(batch_));
     mma_attention_f32<<<grid, kWarps * 32, kBytes, ctx.stream>>>(
@@ -258,7 +248,7 @@ class MmaAttentionF32 : public Kernel {
  private:
   FlashShape s_;
   int64_t batch_;
-  bool q_vec_, k_vec_, v_vec_;
+  Staging16 staging_;
 };
 
 bool enabled() {

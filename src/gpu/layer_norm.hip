@@ -49,11 +49,6 @@ constexpr int kWarpRowMax = 1024, kWarpRowsPerBlock = 8;
 // fewer rows than this: 2 warps a block, so small batches still spread over the SMs
 constexpr int64_t kManyRows = 4096;
 
-__device__ inline float warp_sum32(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
 // one warp a row of len <= 32 * kPer: lane l holds elements l, l + 32, ...; blockDim.x / 32
 // rows a block
 template <typename T, int kPer>
@@ -73,7 +68,7 @@ layer_norm_warp_rows(const T* __restrict__ x, const T* __restrict__ scale,
     v[e] = j < len ? load_float(row[j]) : 0.f;
     sum += v[e];
   }
-  const float mean = rms ? 0.f : warp_sum32(sum) / static_cast<float>(len);
+  const float mean = rms ? 0.f : warp_reduce(sum, SumOp()) / static_cast<float>(len);
   float sq = 0.f;
 #pragma unroll
   for (int e = 0; e < kPer; ++e) {
@@ -81,7 +76,7 @@ layer_norm_warp_rows(const T* __restrict__ x, const T* __restrict__ scale,
     const float d = j < len ? v[e] - mean : 0.f;
     sq += d * d;
   }
-  const float inv = rsqrtf(warp_sum32(sq) / static_cast<float>(len) + epsilon);
+  const float inv = rsqrtf(warp_reduce(sq, SumOp()) / static_cast<float>(len) + epsilon);
   if (means && lane == 0) {
     means[r] = mean;
     inv_stds[r] = inv;

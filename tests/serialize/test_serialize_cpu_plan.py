@@ -103,6 +103,14 @@ def resign(doc) -> None:
     plan["mac"] = plan_secret.plan_mac(plan_secret.plan_secret(), signed)
 
 
+def assert_lowered_again(data: bytes, program, feeds) -> None:
+    """`data` loads with its plan lowered again (not the saved one) and gives `program`'s
+    outputs bit for bit."""
+    loaded = gk.load_buffer(data)
+    assert loaded._executable.plan_source == "lowered"
+    assert same_bytes(program.run(feeds), loaded.run(feeds))
+
+
 @pytest.mark.parametrize("kind", ["conv", "matmul"])
 @pytest.mark.parametrize("fmt", ["msgpack", "json"])
 def test_saved_plan_is_used_and_bit_identical(kind, fmt):
@@ -139,9 +147,7 @@ def test_other_key_is_lowered_again(monkeypatch):
     data = gk.save_buffer(program)
     monkeypatch.setattr(saved_plan, "plan_key",
                         lambda: {"isa": "avx2", "onednn": "3.2.0", "graphkiln": "0.1.0"})
-    loaded = gk.load_buffer(data)
-    assert loaded._executable.plan_source == "lowered"
-    assert same_bytes(program.run(feeds), loaded.run(feeds))
+    assert_lowered_again(data, program, feeds)
 
 
 def test_key_edited_in_the_file_is_lowered_again():
@@ -152,9 +158,7 @@ def test_key_edited_in_the_file_is_lowered_again():
         doc["compiled"]["cpu_plan"]["key"]["isa"] = "sse41"
         resign(doc)   # a file honestly saved on an sse41 machine here
 
-    loaded = gk.load_buffer(edit_document(data, other_isa))
-    assert loaded._executable.plan_source == "lowered"
-    assert same_bytes(program.run(feeds), loaded.run(feeds))
+    assert_lowered_again(edit_document(data, other_isa), program, feeds)
 
 
 def test_plan_saved_by_another_installation_is_lowered_again(tmp_path, monkeypatch):
@@ -162,9 +166,7 @@ def test_plan_saved_by_another_installation_is_lowered_again(tmp_path, monkeypat
     data = gk.save_buffer(program)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere"))
     plan_secret._cache.clear()
-    loaded = gk.load_buffer(data)
-    assert loaded._executable.plan_source == "lowered"
-    assert same_bytes(program.run(feeds), loaded.run(feeds))
+    assert_lowered_again(data, program, feeds)
 
 
 def test_edited_plan_is_not_trusted():
@@ -174,9 +176,7 @@ def test_edited_plan_is_not_trusted():
     def drop_output(doc):
         doc["compiled"]["cpu_plan"]["segments"][0]["steps"][0]["outputs"] = []
 
-    loaded = gk.load_buffer(edit_document(gk.save_buffer(program), drop_output))
-    assert loaded._executable.plan_source == "lowered"
-    assert same_bytes(program.run(feeds), loaded.run(feeds))
+    assert_lowered_again(edit_document(gk.save_buffer(program), drop_output), program, feeds)
 
 
 def test_no_secret_saves_no_plan(tmp_path, monkeypatch):
@@ -186,9 +186,7 @@ def test_no_secret_saves_no_plan(tmp_path, monkeypatch):
     program, feeds, _ = compiled("matmul")
     data = gk.save_buffer(program)
     assert data[6:10] == (1).to_bytes(4, "little")   # no plan: format version 1
-    loaded = gk.load_buffer(data)
-    assert loaded._executable.plan_source == "lowered"
-    assert same_bytes(program.run(feeds), loaded.run(feeds))
+    assert_lowered_again(data, program, feeds)
 
 
 def test_version_1_file_without_plan_loads():
@@ -199,9 +197,7 @@ def test_version_1_file_without_plan_loads():
 
     document, section, _ = msgpack_container.split(edit_document(gk.save_buffer(program), strip))
     old = b"".join(msgpack_container.seal(bytes(document), [bytes(section)], 1))
-    loaded = gk.load_buffer(old)
-    assert loaded._executable.plan_source == "lowered"
-    assert same_bytes(program.run(feeds), loaded.run(feeds))
+    assert_lowered_again(old, program, feeds)
 
 
 def step_tensor(doc, field="outputs"):

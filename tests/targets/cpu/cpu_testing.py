@@ -7,6 +7,7 @@ oracle, plain) and on `cpu`, and compare.
     check_cpu(model, {"x": rand((2, 3))})
 """
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
@@ -15,9 +16,11 @@ import graphkiln as gk
 
 _ONNX_TYPES = {np.dtype(k): v for k, v in {
     np.float32: onnx.TensorProto.FLOAT, np.float64: onnx.TensorProto.DOUBLE,
-    np.float16: onnx.TensorProto.FLOAT16, np.int64: onnx.TensorProto.INT64,
-    np.int32: onnx.TensorProto.INT32, np.int8: onnx.TensorProto.INT8,
-    np.uint8: onnx.TensorProto.UINT8, np.bool_: onnx.TensorProto.BOOL}.items()}
+    np.float16: onnx.TensorProto.FLOAT16, ml_dtypes.bfloat16: onnx.TensorProto.BFLOAT16,
+    np.int64: onnx.TensorProto.INT64, np.int32: onnx.TensorProto.INT32,
+    np.int16: onnx.TensorProto.INT16, np.int8: onnx.TensorProto.INT8,
+    np.uint8: onnx.TensorProto.UINT8, np.uint16: onnx.TensorProto.UINT16,
+    np.uint32: onnx.TensorProto.UINT32, np.bool_: onnx.TensorProto.BOOL}.items()}
 
 node = helper.make_node
 

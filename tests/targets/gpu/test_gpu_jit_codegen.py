@@ -22,34 +22,11 @@ from graphkiln.targets.gpu.target import GpuExecutable, GpuTarget, lower_plan
 from gpu_testing import compare
 from jit_host import JitEmulator, compile_host_library, input_modes, pointwise_sources
 from op_cases import CASES as OP_CASES
-from cpu_testing import node, rand  # noqa: E402 (op_cases puts it on the path)
+from cpu_testing import node, onnx_model, rand  # noqa: E402 (op_cases puts it on the path)
+from test_cpu_pointwise import UNARY  # noqa: E402
 
 CASES: dict = {}
 F32 = np.float32
-
-
-def onnx_model(nodes, inputs: dict, outputs: dict, initializers=None, opset=21, dtypes=None):
-    """A serialized model (as cpu_testing's, with every dtype the Pointwise kernel loads)."""
-    import ml_dtypes
-    from onnx import TensorProto, helper, numpy_helper
-
-    types = {np.dtype(k): v for k, v in {
-        np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
-        np.float16: TensorProto.FLOAT16, ml_dtypes.bfloat16: TensorProto.BFLOAT16,
-        np.int64: TensorProto.INT64, np.int32: TensorProto.INT32, np.int16: TensorProto.INT16,
-        np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.uint16: TensorProto.UINT16,
-        np.uint32: TensorProto.UINT32, np.bool_: TensorProto.BOOL}.items()}
-    dtypes = dtypes or {}
-
-    def info(name, shape):
-        return helper.make_tensor_value_info(name, types[np.dtype(dtypes.get(name, F32))], shape)
-
-    graph = helper.make_graph(
-        nodes, "test", [info(k, v) for k, v in inputs.items()],
-        [info(k, v) for k, v in outputs.items()],
-        [numpy_helper.from_array(np.asarray(a), k) for k, a in (initializers or {}).items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    return model.SerializeToString()
 
 
 def _unary(op, low, high, dtype=F32, shape=(3, 7, 11), opset=21, **attrs):
@@ -60,15 +37,6 @@ def _unary(op, low, high, dtype=F32, shape=(3, 7, 11), opset=21, **attrs):
     return make
 
 
-UNARY = {
-    "Neg": (-3, 3), "Abs": (-3, 3), "Exp": (-20, 20), "Log": (0.01, 10), "Sqrt": (0, 10),
-    "Reciprocal": (0.1, 3), "Floor": (-5, 5), "Ceil": (-5, 5), "Round": (-5, 5),
-    "Sign": (-2, 2), "Sin": (-5, 5), "Cos": (-5, 5), "Tan": (-1.5, 1.5), "Asin": (-1, 1),
-    "Acos": (-1, 1), "Atan": (-5, 5), "Sinh": (-5, 5), "Cosh": (-5, 5), "Asinh": (-5, 5),
-    "Acosh": (1, 5), "Atanh": (-0.99, 0.99), "Tanh": (-6, 6), "Sigmoid": (-20, 20),
-    "Erf": (-4, 4), "Relu": (-2, 2), "HardSwish": (-5, 5), "Softplus": (-30, 30),
-    "Softsign": (-5, 5), "Mish": (-10, 10), "Gelu": (-6, 6),
-}
 for _op, (_low, _high) in UNARY.items():
     CASES[f"unary_{_op}"] = _unary(_op, _low, _high, opset=20 if _op == "Gelu" else 21)
 for _op, _attrs in [("LeakyRelu", {"alpha": 0.3}), ("Elu", {"alpha": 0.7}),
