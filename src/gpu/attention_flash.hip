@@ -189,11 +189,11 @@ class FlashAttention : public Kernel {
 };
 
 // The fused kernel when the step fits it; else null (attention.hip takes the step).
-// attrs "variant" (graphkiln.tuning.gpu): 0 heuristic (tensor cores for float16 / bfloat16;
-// for float32 the three-way split tensor-core kernel on steps that fill the GPU, else 8
-// warps), 1 fused with 4 warps a block, 2 fused with 8 warps, 3 unfused, 4 half-precision
-// tensor cores (attention_mma.hip; a float32 step gets 8 warps), 5 float32 tensor cores at
-// any size (attention_mma_f32.hip; a half step gets attention_mma.hip).
+// attrs "variant" (graphkiln.tuning.gpu): 0 heuristic (tensor cores: attention_mma.hip for
+// float16 / bfloat16, the three-way split attention_mma_f32.hip for float32 head sizes up to
+// 64, else the scalar kernel with 8 warps), 1 scalar fused with 4 warps a block, 2 scalar
+// fused with 8 warps, 3 unfused, 4 half-precision tensor cores (a float32 step gets 8 scalar
+// warps), 5 tensor cores as 0.
 std::unique_ptr<Kernel> try_flash(const KernelSpec& spec) {
   const Attrs& a = spec.attrs;
   const int64_t variant = a.get_int("variant", 0);
@@ -248,7 +248,7 @@ std::unique_ptr<Kernel> try_flash(const KernelSpec& spec) {
       (dtype == DType::f16 || dtype == DType::bf16))
     if (std::unique_ptr<Kernel> mma = make_attention_mma(dtype, s, batch)) return mma;
   if ((variant == 0 || variant == 5) && dtype == DType::f32)
-    if (std::unique_ptr<Kernel> mma = make_attention_mma_f32(s, batch, variant == 5)) return mma;
+    if (std::unique_ptr<Kernel> mma = make_attention_mma_f32(s, batch)) return mma;
   const int warps = variant == 1 ? 4 : 8;
   return std::make_unique<FlashAttention>(spec, s, batch, warps);
 }

@@ -86,9 +86,8 @@ std::unique_ptr<Kernel> make_attention_mma(DType dtype, const FlashShape& s, int
 
 // attention_mma_f32.hip (NVIDIA only): the float32 tensor-core kernel (three-way split
 // products, float32 accuracy) for a step of this shape; null when a head size is over 64, the
-// device lacks it, GRAPHKILN_GPU_MMA_ATTENTION=0, or (unless `any_size`) the step is too small
-// to fill every SM twice with its 4-warp blocks.
-std::unique_ptr<Kernel> make_attention_mma_f32(const FlashShape& s, int64_t batch, bool any_size);
+// device lacks it, or GRAPHKILN_GPU_MMA_ATTENTION=0.
+std::unique_ptr<Kernel> make_attention_mma_f32(const FlashShape& s, int64_t batch);
 
 }  // namespace gpu
 }  // namespace graphkiln

@@ -2,21 +2,19 @@
 // Copyright graphkiln authors
 // Attention on tensor cores for float16 / bfloat16 steps: the flash scheme of
 // attention_flash.hip (same step contract, same score bias, one pass over the keys with a
-// running maximum and sum per row) with both products done by WMMA (m16n16k16, T inputs,
-// float accumulation). NVIDIA only (sm_80+); try_flash (attention_flash.hip) picks it.
+// running maximum and sum per row) with both products on mma.sync m16n8k16 (T inputs, float
+// accumulation). NVIDIA only (sm_80+); try_flash (attention_flash.hip) picks it.
 //
-// A block is 4 warps on one (batch, head): 64 query rows, warp w owns rows 16w .. 16w + 15
-// (1 warp, 16 rows, where 4-warp blocks would leave SMs idle).
-// Head sizes are padded to DIM (32, 64, 96 or 128); features past head_dim / v_dim and keys
-// past kv_seq are staged as zeros. Dynamic shared memory holds the Q tile [64][DIM] as T
-// (read once into register fragments; the space then holds the scores), the K and V chunks
-// [64 keys][DIM] as T, and per warp the scores S [16][64] float, the probabilities P [16][64]
-// as T and the output rows O [16][DIM] float. Per chunk of 64 keys: S = Q K^T (wmma, K read
-// column-major as K^T), then two lanes a row (32 keys each, interleaved): scale in float,
-// biased_score, online max / sum, P rounded to T (the sum adds the rounded values), O row
-// times the correction; then O += P V (wmma; O goes through shared memory, so the row
-// scaling never depends on the fragment layout). At the end y = O / l, zeros for a row with
-// no allowed key.
+// A block is WARPS warps on one (batch, head), 16 query rows a warp (4 warps, or 1 where
+// 4-warp blocks would leave SMs idle). Head sizes are padded to DIM (32, 64, 96 or 128);
+// features past head_dim / v_dim and keys past kv_seq are zeros. Each warp keeps its Q
+// fragments, scores, probabilities and output rows in registers (attention_mma_tiles.hpp);
+// shared memory holds two [64 keys][DIM + 8] K and V chunks, the next staged by cp.async
+// while the current one is multiplied. Per chunk of 64 keys: S = Q K^T (K fragments by
+// ldmatrix), the online softmax on the score fragments in float (P rounded to T, the sum adds
+// the rounded values), O times the correction, then O += P V with P's fragments taken from
+// the score registers as they are (the m16n8 accumulator layout is the m16k16 operand layout)
+// and V's by transposing ldmatrix. At the end y = O / l, zeros for a row with no allowed key.
 #include "gpu/common.hpp"
 
 #include <cstdint>
@@ -25,13 +23,13 @@
 #include <memory>
 
 #include "gpu/attention_flash_shape.hpp"
+#include "gpu/attention_mma_tiles.hpp"
 #include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 
 #if defined(__CUDACC__) && !defined(__HIP__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <mma.h>
 #endif
 
 namespace graphkiln {
@@ -40,206 +38,165 @@ namespace gpu {
 #if defined(__CUDACC__) && !defined(__HIP__)
 namespace {
 
-namespace wmma = nvcuda::wmma;
-
-constexpr int kWarpRows = 16, kKeys = 64;
-constexpr unsigned kFull = 0xffffffffu;
+using mma_tiles::kWarpRows;
+constexpr int kKeys = 64;
 
 template <typename T>
 struct MmaElement;
 template <>
 struct MmaElement<F16> {
-  using type = __half;
-  __device__ static type round(float f) { return __float2half_rn(f); }
-  __device__ static float widen(type x) { return __half2float(x); }
+  // two floats as the packed pair (lower column in the low half)
+  __device__ static uint32_t pack(float lo, float hi) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+  __device__ static float round(float f) { return __half2float(__float2half_rn(f)); }
+  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
 };
 template <>
 struct MmaElement<BF16> {
-  using type = __nv_bfloat16;
-  __device__ static type round(float f) { return __float2bfloat16_rn(f); }
-  __device__ static float widen(type x) { return __bfloat162float(x); }
-};
-
-// Shared memory for head sizes padded to DIM: byte offsets of the regions, each a multiple
-// of 128 bytes (wmma wants 32-byte aligned tiles); row strides in elements (a multiple of 8
-// for T, of 4 for float, as wmma asks), skewed against bank conflicts.
-template <int DIM, int WARPS>
-struct MmaLayout {
-  static constexpr int kRows = WARPS * kWarpRows;
-  static constexpr int kLd = DIM + 8;          // Q, K, V tiles (T)
-  static constexpr int kScoreLd = kKeys + 4;   // S (float)
-  static constexpr int kProbLd = kKeys + 8;    // P (T)
-  static constexpr int kOutLd = DIM + 4;       // O (float)
-  static constexpr size_t kTile = size_t(kKeys) * kLd * 2;  // one K or V chunk
-  static constexpr size_t kScores = size_t(kRows) * kScoreLd * 4;
-  static constexpr size_t kProbs = size_t(kRows) * kProbLd * 2;
-  static constexpr size_t kOut = size_t(kRows) * kOutLd * 4;
-  static constexpr size_t k_at = 0, v_at = kTile, s_at = 2 * kTile, p_at = s_at + kScores,
-                          o_at = p_at + kProbs, bytes = o_at + kOut;
-  static_assert(size_t(kRows) * kLd * 2 <= kScores, "the Q tile is staged where S goes");
-  static_assert(kTile % 128 == 0 && kScores % 128 == 0 && kProbs % 128 == 0, "region alignment");
-};
-
-// Rows first .. first + ROWS - 1 of an operand (16-bit elements, row stride `stride`,
-// features contiguous) into a shared [ROWS][LD] tile, the block's threads together; rows at
-// or past `end` and features at or past `width` (up to DIM) become zeros. `vec`: 16-byte
-// copies (width, the strides and the base are multiples of 8 elements / 16 bytes).
-template <int DIM, int LD, int ROWS>
-__device__ inline void stage(uint16_t* tile, const uint16_t* src, int64_t stride, int64_t first,
-                             int64_t end, int64_t width, bool vec) {
-  if (vec) {
-    constexpr int kPieces = DIM / 8;
-    for (int i = threadIdx.x; i < ROWS * kPieces; i += blockDim.x) {
-      const int r = i / kPieces, c = (i % kPieces) * 8;
-      const int64_t row = first + r;
-      uint4 piece = make_uint4(0u, 0u, 0u, 0u);
-      if (row < end && c < width) piece = *reinterpret_cast<const uint4*>(src + row * stride + c);
-      *reinterpret_cast<uint4*>(tile + r * LD + c) = piece;
-    }
-  } else {
-    for (int i = threadIdx.x; i < ROWS * DIM; i += blockDim.x) {
-      const int r = i / DIM, c = i % DIM;
-      const int64_t row = first + r;
-      tile[r * LD + c] = (row < end && c < width) ? src[row * stride + c] : uint16_t{0};
-    }
+  __device__ static uint32_t pack(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
   }
+  __device__ static float round(float f) { return __bfloat162float(__float2bfloat16_rn(f)); }
+  __device__ static void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+};
+
+// Shared memory for head sizes padded to DIM: K and V chunks twice over, rows of DIM + 8
+// 16-bit elements (16-byte aligned rows for ldmatrix, and 8 rows cover all 32 banks).
+template <int DIM>
+struct MmaLayout {
+  static constexpr int kLd = DIM + 8;
+  static constexpr size_t kTile = size_t(kKeys) * kLd * 2;
+  static constexpr size_t bytes = 4 * kTile;  // K0 V0 K1 V1
+  static_assert(kTile % 16 == 0, "16-byte aligned tiles");
+};
+
+// Rows row and row + 8 of Q, features 2c .. 2c + 1 (zeros past the ends) as a packed pair
+__device__ inline uint32_t q_pair(const uint16_t* q, const FlashShape& s, int64_t row, int c) {
+  if (row >= s.q_seq) return 0u;
+  const uint16_t* p = q + row * s.q[2];
+  const uint32_t lo = c < s.head_dim ? p[c] : 0u, hi = c + 1 < s.head_dim ? p[c + 1] : 0u;
+  return lo | (hi << 16);
 }
 
-// T: F16 or BF16. vec: bit 0 / 1 / 2 when q / k / v can be staged with 16-byte copies.
+// T: F16 or BF16. vec: bit 1 / 2 when k / v can be staged with 16-byte copies.
 template <typename T, int DIM, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
 mma_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
               const void* __restrict__ mask, T* __restrict__ y, FlashShape s, int vec) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  __trap();  // bfloat16 WMMA needs sm_80; the factory never builds this kernel there
+  __trap();  // bfloat16 mma needs sm_80; the factory never builds this kernel there
 #else
   using E = MmaElement<T>;
-  using W = typename E::type;
-  using L = MmaLayout<DIM, WARPS>;
-  constexpr int kRows = L::kRows;
-  constexpr int kTiles = DIM / 16;
+  using L = MmaLayout<DIM>;
+  constexpr int kRows = WARPS * kWarpRows, kFeat = DIM / 16, kKeyTiles = kKeys / 8,
+                kOutTiles = DIM / 8;
   extern __shared__ __align__(128) unsigned char smem[];
-  uint16_t* ks = reinterpret_cast<uint16_t*>(smem + L::k_at);
-  uint16_t* vs = reinterpret_cast<uint16_t*>(smem + L::v_at);
-  uint16_t* qs = reinterpret_cast<uint16_t*>(smem + L::s_at);  // until the Q fragments are read
-  const W* kw = reinterpret_cast<const W*>(ks);
-  const W* vw = reinterpret_cast<const W*>(vs);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  float* sw = reinterpret_cast<float*>(smem + L::s_at) + warp * kWarpRows * L::kScoreLd;
-  W* pw = reinterpret_cast<W*>(smem + L::p_at) + warp * kWarpRows * L::kProbLd;
-  float* out_all = reinterpret_cast<float*>(smem + L::o_at);
-  float* ow = out_all + warp * kWarpRows * L::kOutLd;
-
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane >> 2, t = lane & 3;
   const int64_t b = blockIdx.z, h = blockIdx.y, kv_h = h / s.group;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int64_t wrow0 = row0 + warp * kWarpRows;  // this warp's first row
-  const bool active = wrow0 < s.q_seq;            // uniform across the warp
+  const int64_t row_g = row0 + warp * kWarpRows + g;       // this lane's first row
+  const bool active = row0 + warp * kWarpRows < s.q_seq;  // uniform across the warp
   const uint16_t* qb = reinterpret_cast<const uint16_t*>(q + b * s.q[0] + h * s.q[1]);
-  const uint16_t* kb = reinterpret_cast<const uint16_t*>(k + b * s.k[0] + kv_h * s.k[1]);
-  const uint16_t* vb = reinterpret_cast<const uint16_t*>(v + b * s.v[0] + kv_h * s.v[1]);
-  const int v_tiles = static_cast<int>((s.v_dim + 15) / 16);
+  const T* kb = k + b * s.k[0] + kv_h * s.k[1];
+  const T* vb = v + b * s.v[0] + kv_h * s.v[1];
 
-  stage<DIM, L::kLd, kRows>(qs, qb, s.q[2], row0, s.q_seq, s.head_dim, vec & 1);
-  for (int i = threadIdx.x; i < kRows * L::kOutLd; i += blockDim.x) out_all[i] = 0.f;
-  __syncthreads();
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> qf[kTiles];
-  if (active) {
+  int64_t key_begin, key_end;
+  mma_tiles::key_range(s, row0, kRows, kKeys, key_begin, key_end);
+  auto stage = [&](int64_t key0, int buffer) {
+    unsigned char* at = smem + 2 * buffer * L::kTile;
+    mma_tiles::stage_rows<2, DIM, L::kLd, kKeys>(at, kb, s.k[2], key0, s.kv_seq, s.head_dim,
+                                                 vec & 2);
+    mma_tiles::stage_rows<2, DIM, L::kLd, kKeys>(at + L::kTile, vb, s.v[2], key0, s.kv_seq,
+                                                 s.v_dim, vec & 4);
+    mma_tiles::async_commit();
+  };
+  if (key_begin < key_end) stage(key_begin, 0);
+
+  uint32_t qa[kFeat][4];  // Q's m16k16 fragments, features 16f ..
 #pragma unroll
-    for (int t = 0; t < kTiles; ++t)
-      wmma::load_matrix_sync(qf[t], reinterpret_cast<const W*>(qs) + warp * 16 * L::kLd + t * 16,
-                             L::kLd);
+  for (int f = 0; f < kFeat; ++f) {
+    qa[f][0] = q_pair(qb, s, row_g, 16 * f + 2 * t);
+    qa[f][1] = q_pair(qb, s, row_g + 8, 16 * f + 2 * t);
+    qa[f][2] = q_pair(qb, s, row_g, 16 * f + 8 + 2 * t);
+    qa[f][3] = q_pair(qb, s, row_g + 8, 16 * f + 8 + 2 * t);
   }
-  // lanes 2r and 2r + 1 keep the running maximum and sum of row wrow0 + r
-  float m_mine = -INFINITY, l_mine = 0.f;
-
-  // causal / window limits over the whole block decide which chunks can matter at all
-  int64_t key_begin = 0, key_end = s.kv_seq;
-  const int64_t first_pos = s.offset + row0, last_pos = s.offset + row0 + kRows - 1;
-  if (s.causal && last_pos + 1 < key_end) key_end = last_pos + 1;
-  if (s.right >= 0 && last_pos + s.right + 1 < key_end) key_end = last_pos + s.right + 1;
-  if (s.left >= 0 && first_pos - s.left > 0) key_begin = (first_pos - s.left) / kKeys * kKeys;
-
-  for (int64_t key0 = key_begin; key0 < key_end; key0 += kKeys) {
-    __syncthreads();  // every warp is done with the previous chunk (and the Q tile)
-    stage<DIM, L::kLd, kKeys>(ks, kb, s.k[2], key0, s.kv_seq, s.head_dim, vec & 2);
-    stage<DIM, L::kLd, kKeys>(vs, vb, s.v[2], key0, s.kv_seq, s.v_dim, vec & 4);
-    __syncthreads();
-    if (!active) continue;  // the warp still joins the barriers
-
-    // S = Q K^T: the [keys][features] K tile read column-major is K^T
-    for (int n = 0; n < kKeys / 16; ++n) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.f);
+  float o[kOutTiles][4];
 #pragma unroll
-      for (int t = 0; t < kTiles; ++t) {  // features past head_dim are zeros on both sides
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::col_major> kf;
-        wmma::load_matrix_sync(kf, kw + n * 16 * L::kLd + t * 16, L::kLd);
-        wmma::mma_sync(acc, qf[t], kf, acc);
-      }
-      wmma::store_matrix_sync(sw + n * 16, acc, L::kScoreLd, wmma::mem_row_major);
+  for (int n = 0; n < kOutTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  mma_tiles::OnlineRows rows;
+  // ldmatrix: lane gives row (lane & 7) of matrix lane >> 3
+  const int mat = lane >> 3, mrow = lane & 7;
+
+  int buffer = 0;
+  for (int64_t key0 = key_begin; key0 < key_end; key0 += kKeys, buffer ^= 1) {
+    if (key0 + kKeys < key_end) {
+      stage(key0 + kKeys, buffer ^ 1);
+      mma_tiles::async_wait<1>();
+    } else {
+      mma_tiles::async_wait<0>();
     }
-    __syncwarp();
-
-    // the online softmax: lanes 2r and 2r + 1 own row r (each keeps its running maximum and
-    // sum), lane 2r + half scores keys 2j + half of the chunk (interleaved: fewer bank
-    // conflicts), the pair combines its maxima and sums with one shuffle each
-    {
-      const int r = lane >> 1, half = lane & 1;
-      const int64_t row = wrow0 + r;
-      const float* srow = sw + r * L::kScoreLd;
-      float x[kKeys / 2];
-      float top = -INFINITY;
+    __syncthreads();  // this chunk is in shared memory for every warp
+    if (active) {
+      const uint16_t* ks = reinterpret_cast<const uint16_t*>(smem + 2 * buffer * L::kTile);
+      const uint16_t* vs = ks + L::kTile / 2;
+      float sc[kKeyTiles][4];
 #pragma unroll
-      for (int j = 0; j < kKeys / 2; ++j) {
-        const int key = 2 * j + half;
-        x[j] = biased_score(srow[key] * s.scale, s, mask, b, h, row, key0 + key);
-        top = fmaxf(top, x[j]);
-      }
-      top = fmaxf(top, __shfl_xor_sync(kFull, top, 1));
-      const float m_new = fmaxf(m_mine, top);
-      const bool none = m_new == -INFINITY;  // nothing allowed yet for this row
-      const float correction = none ? 1.f : __expf(m_mine - m_new);
-      float chunk_sum = 0.f;
+      for (int n = 0; n < kKeyTiles; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+      // S = Q K^T; matrices: keys 16p + (0 | 8) x features 16f + (0 | 8)
 #pragma unroll
-      for (int j = 0; j < kKeys / 2; ++j) {
-        const W w = E::round(none ? 0.f : __expf(x[j] - m_new));  // exp(-inf) = 0
-        pw[r * L::kProbLd + 2 * j + half] = w;
-        chunk_sum += E::widen(w);
+      for (int f = 0; f < kFeat; ++f)
+#pragma unroll
+        for (int p = 0; p < kKeys / 16; ++p) {
+          uint32_t kf[4];
+          mma_tiles::load_matrices<false>(
+              kf, ks + (16 * p + mrow + ((mat >> 1) << 3)) * L::kLd + 16 * f + ((mat & 1) << 3));
+          E::mma(sc[2 * p], qa[f], kf[0], kf[1]);
+          E::mma(sc[2 * p + 1], qa[f], kf[2], kf[3]);
+        }
+      float corr[2];
+      rows.step(sc, s, mask, b, h, row_g, key0, t, [](float x) { return E::round(x); }, corr);
+#pragma unroll
+      for (int n = 0; n < kOutTiles; ++n) {
+        o[n][0] *= corr[0];
+        o[n][1] *= corr[0];
+        o[n][2] *= corr[1];
+        o[n][3] *= corr[1];
       }
-      chunk_sum += __shfl_xor_sync(kFull, chunk_sum, 1);
-      l_mine = l_mine * correction + chunk_sum;
-      m_mine = m_new;
-      if (correction != 1.f)
-        for (int d = half; d < v_tiles * 16; d += 2) ow[r * L::kOutLd + d] *= correction;
+      // O += P V; matrices (transposed): keys 16c + (0 | 8) x features 16p + (0 | 8)
+#pragma unroll
+      for (int c = 0; c < kKeys / 16; ++c) {
+        const uint32_t pa[4] = {E::pack(sc[2 * c][0], sc[2 * c][1]),
+                                E::pack(sc[2 * c][2], sc[2 * c][3]),
+                                E::pack(sc[2 * c + 1][0], sc[2 * c + 1][1]),
+                                E::pack(sc[2 * c + 1][2], sc[2 * c + 1][3])};
+#pragma unroll
+        for (int p = 0; p < DIM / 16; ++p) {
+          uint32_t vf[4];
+          mma_tiles::load_matrices<true>(
+              vf, vs + (16 * c + mrow + ((mat & 1) << 3)) * L::kLd + 16 * p + ((mat >> 1) << 3));
+          E::mma(o[2 * p], pa, vf[0], vf[1]);
+          E::mma(o[2 * p + 1], pa, vf[2], vf[3]);
+        }
+      }
     }
-    __syncwarp();
-
-    // O += P V
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, W, wmma::row_major> pf[kKeys / 16];
-#pragma unroll
-    for (int t = 0; t < kKeys / 16; ++t) wmma::load_matrix_sync(pf[t], pw + t * 16, L::kProbLd);
-    for (int n = 0; n < v_tiles; ++n) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::load_matrix_sync(acc, ow + n * 16, L::kOutLd, wmma::mem_row_major);
-#pragma unroll
-      for (int t = 0; t < kKeys / 16; ++t) {
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, W, wmma::row_major> vf;
-        wmma::load_matrix_sync(vf, vw + t * 16 * L::kLd + n * 16, L::kLd);
-        wmma::mma_sync(acc, pf[t], vf, acc);
-      }
-      wmma::store_matrix_sync(ow + n * 16, acc, L::kOutLd, wmma::mem_row_major);
-    }
+    __syncthreads();  // every warp is done with this buffer before it is staged again
   }
-  if (!active) return;  // no barrier follows
-  __syncwarp();         // the last O stores are visible to every lane
-  for (int r = 0; r < kWarpRows; ++r) {
-    const float l = __shfl_sync(kFull, l_mine, 2 * r);
-    const int64_t row = wrow0 + r;
-    if (row >= s.q_seq) break;  // uniform
-    const float inv = l > 0.f ? 1.f / l : 0.f;  // a row with no allowed key gives zeros
-    T* out = y + b * s.y[0] + h * s.y[1] + row * s.y[2];
-    for (int d = lane; d < s.v_dim; d += 32) out[d] = store_float<T>(ow[r * L::kOutLd + d] * inv);
-  }
+  if (active) mma_tiles::store_rows<T, kOutTiles>(y, s, b, h, row_g, t, o, rows);
 #endif
 }
 
@@ -254,10 +211,10 @@ class MmaAttention : public Kernel {
   void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
     if (batch_ == 0 || s_.heads == 0 || s_.q_seq == 0) return;
     const int vec = staging_.mask(inputs);
-    constexpr int kRows = MmaLayout<DIM, WARPS>::kRows;
+    constexpr int kRows = WARPS * kWarpRows;
     const dim3 grid(static_cast<unsigned>((s_.q_seq + kRows - 1) / kRows),
                     static_cast<unsigned>(s_.heads), static_cast<unsigned>(batch_));
-    mma_attention<T, DIM, WARPS><<<grid, WARPS * 32, MmaLayout<DIM, WARPS>::bytes, ctx.stream>>>(
+    mma_attention<T, DIM, WARPS><<<grid, WARPS * 32, MmaLayout<DIM>::bytes, ctx.stream>>>(
         static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
         static_cast<const T*>(inputs[2]), inputs[3], static_cast<T*>(outputs[0]), s_, vec);
     check_launch("mma_attention");
@@ -274,7 +231,7 @@ class MmaAttention : public Kernel {
 // cannot give it.
 template <typename T, int DIM, int WARPS>
 std::unique_ptr<Kernel> make_warps(const FlashShape& s, int64_t batch) {
-  constexpr size_t bytes = MmaLayout<DIM, WARPS>::bytes;
+  constexpr size_t bytes = MmaLayout<DIM>::bytes;
   int device = 0, major = 0, limit = 0;
   const bool fits =
       cudaGetDevice(&device) == cudaSuccess &&
