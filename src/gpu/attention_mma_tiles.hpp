@@ -103,25 +103,36 @@ struct OnlineRows {
   float m[2] = {-INFINITY, -INFINITY};
   float l[2] = {0.f, 0.f};
 
-  // One chunk of NT 8-key score tiles (keys key0 ..): scale, bias (biased_score), then the
-  // scores become the probabilities exp(x - max), rounded by `round` (to the type P is
-  // multiplied in; the sum adds the rounded values); corr[i] rescales row i's output so far.
+  // One chunk of NT 8-key score tiles (keys key0 ..): scale, bias (biased_score; where the
+  // chunk needs neither soft cap, causal frontier, window nor an edge check, only the mask
+  // row's values are read), then the scores become the probabilities exp(x - max), rounded by
+  // `round` (to the type P is multiplied in; the sum adds the rounded values); corr[i]
+  // rescales row i's output so far.
   template <int NT, typename Round>
   __device__ void step(float (&sc)[NT][4], const FlashShape& s, const void* mask, int64_t b,
                        int64_t h, int64_t row_g, int64_t key0, int t, Round round,
                        float (&corr)[2]) {
+    const bool plain = s.softcap <= 0.f && !s.causal && s.left < 0 && s.right < 0 &&
+                       key0 + 8 * NT <= s.kv_seq &&
+                       (s.mask_kind == 0 || key0 + 8 * NT <= s.mask_len);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int64_t row = row_g + 8 * i;
+      if (plain && row < s.q_seq)
+        plain_bias(sc, s, mask, s.mask_strides[0] * b + s.mask_strides[1] * h +
+                                    s.mask_strides[2] * row + s.mask_strides[3] * key0,
+                   i, t);
+      else
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& x = sc[n][2 * i + e];
+            x = biased_score(x * s.scale, s, mask, b, h, row, key0 + 8 * n + 2 * t + e);
+          }
       float top = -INFINITY;
 #pragma unroll
-      for (int n = 0; n < NT; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& x = sc[n][2 * i + e];
-          x = biased_score(x * s.scale, s, mask, b, h, row, key0 + 8 * n + 2 * t + e);
-          top = fmaxf(top, x);
-        }
+      for (int n = 0; n < NT; ++n) top = fmaxf(top, fmaxf(sc[n][2 * i], sc[n][2 * i + 1]));
       top = fmaxf(top, __shfl_xor_sync(kFull, top, 1));
       top = fmaxf(top, __shfl_xor_sync(kFull, top, 2));
       const float m_new = fmaxf(m[i], top);
@@ -139,6 +150,37 @@ struct OnlineRows {
       l[i] = l[i] * corr[i] + sum;
       m[i] = m_new;
     }
+  }
+
+ private:
+  // Row i's scores times the scale plus the mask (`at`: the mask element of the row's key
+  // key0), as biased_score gives them inside the sequence with no cap, frontier or window.
+  template <int NT>
+  __device__ static void plain_bias(float (&sc)[NT][4], const FlashShape& s, const void* mask,
+                                    int64_t at, int i, int t) {
+    const int64_t step = s.mask_strides[3];
+    if (s.mask_kind == 0)
+      add_bias(sc, s.scale, i, [](int) { return 0.f; });
+    else if (s.mask_kind == 2)
+      add_bias(sc, s.scale, i, [&](int key) {
+        return static_cast<const unsigned char*>(mask)[at + (key + 2 * t) * step] ? 0.f
+                                                                                   : -INFINITY;
+      });
+    else if (s.mask_float_type == 0)
+      add_bias(sc, s.scale, i,
+               [&](int key) { return static_cast<const float*>(mask)[at + (key + 2 * t) * step]; });
+    else
+      add_bias(sc, s.scale, i,
+               [&](int key) { return mask_at(mask, s.mask_float_type, at + (key + 2 * t) * step); });
+  }
+
+  // x = x * scale + bias(key) for row i's scores, `key` the offset in the chunk less 2t
+  template <int NT, typename Bias>
+  __device__ static void add_bias(float (&sc)[NT][4], float scale, int i, Bias bias) {
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) sc[n][2 * i + e] = sc[n][2 * i + e] * scale + bias(8 * n + e);
   }
 };
 

@@ -7,8 +7,8 @@ reads when it is built (0 is always the heuristic the lowering would use):
              4: fused on tensor cores for float16 / bfloat16 (src/gpu/attention_mma.hip,
              also the heuristic's choice there; float32 steps get the 8-warp kernel);
              5: float32 on tensor cores, products split three ways for float32 accuracy
-             (src/gpu/attention_mma_f32.hip, the heuristic's choice for float32 steps that
-             fill the GPU; half steps get attention_mma.hip)
+             (src/gpu/attention_mma_f32.hip, the heuristic's choice for float32 steps with
+             head sizes up to 64; half steps get attention_mma.hip)
   Conv       1-4: cuDNN's fused call (bias + activation + residual) with its k-th heuristic
              algorithm; 5-8: the plain call + graphkiln's epilogue kernel, k-th algorithm;
              9: graphkiln's im2col + GEMM (src/gpu/conv_cudnn.hip). Without a variant the
