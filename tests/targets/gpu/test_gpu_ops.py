@@ -32,3 +32,17 @@ def test_gpu_matches_ref(name):
 def test_gpu_builtin_gemm_matches_ref(name):
     model, feeds = CASES[name]()
     check(model, feeds, on_device=True, rtol=RTOL, atol=ATOL, blas="builtin")
+
+
+def test_matmul_with_one_weight_is_one_product():
+    """[4, 17, 8] @ [8, 9] (one B for every batch, as a Linear layer's weight): one Gemm over
+    the 68 stacked rows rather than a batch of 4 products of 17 (and, above, the same values
+    as ref)."""
+    import graphkiln as gk
+    from graphkiln.compiler import compile_graph
+    from graphkiln.targets.gpu.target import GpuTarget, lower_plan
+
+    model, _ = CASES["matmul_broadcast_b"]()
+    graph, _ = compile_graph(gk.parse_onnx_buffer(model).graph, GpuTarget(), {}, False, False)
+    (gemm,) = [s for s in lower_plan(graph).steps if s.kernel == "Gemm"]
+    assert (gemm.attrs["m"], gemm.attrs["n"], gemm.attrs["k"], gemm.attrs["batch"]) == (68, 9, 8, 1)

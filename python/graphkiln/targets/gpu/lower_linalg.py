@@ -57,9 +57,14 @@ def lower_matmul(node: Node, ctx: LoweringContext) -> None:
     n = b_mat[1]
     a, stride_a = _batched_operand(ctx, a, a_batch, out_batch, a_mat, node.name)
     b, stride_b = _batched_operand(ctx, b, b_batch, out_batch, b_mat, node.name)
+    batch = int(np.prod(out_batch, dtype=np.int64))
+    if batch > 1 and stride_b == 0 and stride_a == m * k:
+        # one B for every batch (a weight): the batches of A and C stacked are one matrix
+        # [batch * m, k] @ [k, n], one large product instead of many small ones
+        m, batch, stride_a = batch * m, 1, 0
     out = ctx.output(node.outputs[0])
     ctx.emit("Gemm", [a, b], [out],
-             {"m": m, "n": n, "k": k, "batch": int(np.prod(out_batch, dtype=np.int64)),
+             {"m": m, "n": n, "k": k, "batch": batch,
               "lda": k, "ldb": n, "ldc": n, "stride_a": stride_a, "stride_b": stride_b,
               "stride_c": m * n, "alpha": 1.0, "beta": 0.0}, node.name)
 
