@@ -15,13 +15,15 @@
 #   (--tests: a pytest -k expression selecting gpu tests; --skip-tests runs none)
 #   --bench "ARGS": also run benchmarks/gpu_vs_torch.py ARGS (after the tests)
 #   --tuning "ARGS": also run benchmarks/tuning_gpu.py ARGS (e.g. "--models resnet50:1")
+#   --attention "ARGS": also run benchmarks/attention_gpu.py ARGS (before --bench; "" is not
+#   empty enough: give e.g. "--runs 20")
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
 #
 # Logs go to $OUT (the device tool's folder) or /tmp/gk-out.
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
     --skip-tests) SKIP_TESTS=1; shift ;;
     --bench) BENCH="$2"; shift 2 ;;
     --tuning) TUNING="$2"; shift 2 ;;
+    --attention) ATTENTION="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -112,7 +115,13 @@ if [ "$SKIP_TESTS" = 0 ]; then
   python3 -m pytest -q -p no:cacheprovider -rs tests/targets/gpu "${TEST_SELECT[@]}" 2>&1 | tee "$OUT/pytest.log" | tail -40
 fi
 
-# BENCH and TUNING are lists of arguments: split on purpose
+# ATTENTION, BENCH and TUNING are lists of arguments: split on purpose
+if [ -n "$ATTENTION" ]; then
+  step "benchmarks/attention_gpu.py $ATTENTION"
+  # shellcheck disable=SC2086
+  python3 benchmarks/attention_gpu.py $ATTENTION 2>&1 | tee "$OUT/attention_gpu.md" | tail -30
+fi
+
 if [ -n "$BENCH" ]; then
   step "benchmarks/gpu_vs_torch.py $BENCH"
   # shellcheck disable=SC2086
