@@ -85,7 +85,8 @@ def graphkiln_ms(batch, masked, precision, variant, runs) -> float:
     executable.profile(arrays)  # warm-up
     medians = []
     for _ in range(runs):
-        steps = [ms for name, ms in executable.profile(arrays) if name.startswith("attention")]
+        # profile names steps "Kernel 'node'"
+        steps = [ms for name, ms in executable.profile(arrays) if name.startswith("Attention ")]
         medians.append(statistics.median(steps))
     return statistics.median(medians)
 
