@@ -3,8 +3,9 @@
 // LayerNormalization of float32 / float16 / bfloat16 rows (x, scale, bias and y of one type;
 // float32 arithmetic, one rounding per output): y = (x - mean) / sqrt(var + epsilon) * scale
 // + bias, with scale and bias of the row's length (the lowering expands smaller ones). One
-// block a row. With three outputs, the row means and inverse standard deviations (float32)
-// go to outputs 1 and 2.
+// block a row; on NVIDIA one warp a row of up to 1024 elements, with 16-byte loads and stores
+// where the length and pointers allow. With three outputs, the row means and inverse
+// standard deviations (float32) go to outputs 1 and 2.
 // attrs "rms" = 1: RMSNormalization (no mean is subtracted, no bias).
 #include "gpu/common.hpp"
 
@@ -90,6 +91,92 @@ layer_norm_warp_rows(const T* __restrict__ x, const T* __restrict__ scale,
                               (bias ? load_float(bias[j]) : 0.f));
   }
 }
+
+// 16 bytes of T (4 floats or 8 half values) as floats, and back
+template <typename T>
+struct Pieces {
+  static constexpr int kPer = 16 / sizeof(T);
+  __device__ static void unpack(const uint4& raw, float (&out)[kPer]) {
+    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      if constexpr (sizeof(T) == 4)
+        out[i] = __uint_as_float(w[i]);
+      else
+        out[i] = load_float(T{static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2)))});
+    }
+  }
+  __device__ static uint4 pack(const float (&in)[kPer]) {
+    uint32_t w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      if constexpr (sizeof(T) == 4)
+        w[i] = __float_as_uint(in[i]);
+      else
+        w[i / 2] |= uint32_t(store_float<T>(in[i]).bits) << (16 * (i % 2));
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  }
+};
+
+// layer_norm_warp_rows with 16-byte loads and stores: lane l holds pieces l, l + 32, ... of
+// kPer elements (len a multiple of kPer, every pointer 16-byte aligned); kPieces a lane
+template <typename T, int kPieces>
+__global__ void __launch_bounds__(kWarpRowsPerBlock * 32)
+layer_norm_warp_pieces(const T* __restrict__ x, const T* __restrict__ scale,
+                       const T* __restrict__ bias, T* __restrict__ y, float* means,
+                       float* inv_stds, int64_t rows, int len, float epsilon, int rms) {
+  using P = Pieces<T>;
+  constexpr int kPer = P::kPer;
+  const int lane = threadIdx.x % 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= rows) return;  // whole warps leave together
+  const uint4* row = reinterpret_cast<const uint4*>(x + r * len);
+  const int pieces = len / kPer;
+  float v[kPieces][kPer];
+  float sum = 0.f;
+#pragma unroll
+  for (int e = 0; e < kPieces; ++e) {
+    const int p = lane + 32 * e;
+    if (p < pieces) {
+      P::unpack(row[p], v[e]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) v[e][i] = 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) sum += v[e][i];
+  }
+  const float mean = rms ? 0.f : warp_reduce(sum, SumOp()) / static_cast<float>(len);
+  float sq = 0.f;
+#pragma unroll
+  for (int e = 0; e < kPieces; ++e)
+    if (lane + 32 * e < pieces)
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const float d = v[e][i] - mean;
+        sq += d * d;
+      }
+  const float inv = rsqrtf(warp_reduce(sq, SumOp()) / static_cast<float>(len) + epsilon);
+  if (means && lane == 0) {
+    means[r] = mean;
+    inv_stds[r] = inv;
+  }
+  uint4* out = reinterpret_cast<uint4*>(y + r * len);
+  const uint4* scales = reinterpret_cast<const uint4*>(scale);
+  const uint4* biases = reinterpret_cast<const uint4*>(bias);
+#pragma unroll
+  for (int e = 0; e < kPieces; ++e) {
+    const int p = lane + 32 * e;
+    if (p >= pieces) continue;
+    float g[kPer], b[kPer] = {};
+    P::unpack(scales[p], g);
+    if (bias) P::unpack(biases[p], b);
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) v[e][i] = (v[e][i] - mean) * inv * g[i] + b[i];
+    out[p] = P::pack(v[e]);
+  }
+}
 #endif  // NVIDIA
 
 class LayerNorm : public Kernel {
@@ -118,6 +205,16 @@ class LayerNorm : public Kernel {
     dispatch_float(dtype_, [&](auto t) {
       using T = decltype(t);
 #if defined(__CUDACC__) && !defined(__HIP__)
+      if (len_ <= kWarpRowMax && aligned16<T>(inputs, outputs)) {
+        constexpr int64_t kRowPiece = 32 * Pieces<T>::kPer;  // one piece a lane
+        if (len_ <= kRowPiece) launch_warp_rows<T, 1, true>(inputs, outputs, ctx);
+        else if (len_ <= 2 * kRowPiece) launch_warp_rows<T, 2, true>(inputs, outputs, ctx);
+        else if (len_ <= 3 * kRowPiece) launch_warp_rows<T, 3, true>(inputs, outputs, ctx);
+        else if (len_ <= 4 * kRowPiece) launch_warp_rows<T, 4, true>(inputs, outputs, ctx);
+        else if (len_ <= 6 * kRowPiece) launch_warp_rows<T, 6, true>(inputs, outputs, ctx);
+        else launch_warp_rows<T, 8, true>(inputs, outputs, ctx);
+        return;
+      }
       if (len_ <= kWarpRowMax) {
         if (len_ <= 128) launch_warp_rows<T, 4>(inputs, outputs, ctx);
         else if (len_ <= 256) launch_warp_rows<T, 8>(inputs, outputs, ctx);
@@ -138,16 +235,31 @@ class LayerNorm : public Kernel {
 
  private:
 #if defined(__CUDACC__) && !defined(__HIP__)
-  template <typename T, int kPer>
+  // 16-byte pieces fit: the row length a multiple of a piece, every pointer aligned to one
+  template <typename T>
+  bool aligned16(const void* const* inputs, void* const* outputs) const {
+    auto ok = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    return len_ % Pieces<T>::kPer == 0 && ok(inputs[0]) && ok(inputs[1]) &&
+           (!inputs[2] || ok(inputs[2])) && ok(outputs[0]);
+  }
+
+  // PIECES: kPer elements a lane, or (PIECES) 16-byte pieces a lane
+  template <typename T, int kPer, bool PIECES = false>
   void launch_warp_rows(const void* const* inputs, void* const* outputs, Context& ctx) {
     const int per_block = rows_ >= kManyRows ? kWarpRowsPerBlock : 2;
     const unsigned blocks = static_cast<unsigned>((rows_ + per_block - 1) / per_block);
-    layer_norm_warp_rows<T, kPer><<<blocks, per_block * 32, 0, ctx.stream>>>(
-        static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
-        static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]),
-        stats_ ? static_cast<float*>(outputs[1]) : nullptr,
-        stats_ ? static_cast<float*>(outputs[2]) : nullptr, rows_, static_cast<int>(len_),
-        epsilon_, rms_);
+    auto launch = [&](auto kernel) {
+      kernel<<<blocks, per_block * 32, 0, ctx.stream>>>(
+          static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
+          static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]),
+          stats_ ? static_cast<float*>(outputs[1]) : nullptr,
+          stats_ ? static_cast<float*>(outputs[2]) : nullptr, rows_, static_cast<int>(len_),
+          epsilon_, rms_);
+    };
+    if constexpr (PIECES)
+      launch(layer_norm_warp_pieces<T, kPer>);
+    else
+      launch(layer_norm_warp_rows<T, kPer>);
   }
 #endif
 

@@ -203,6 +203,15 @@ def _():
     return model, {"x": rand((2, 7, 48), 24, low=-3, high=3)}
 
 
+@case("layernorm_wide_rows")
+def _():
+    # 1000 floats: 16-byte pieces, 8 a lane on the device, some lanes without a last one
+    model = onnx_model([node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1)],
+                       {"x": (6, 1000)}, {"y": (6, 1000)},
+                       {"s": rand((1000,), 27), "b": rand((1000,), 28)})
+    return model, {"x": rand((6, 1000), 29, low=-3, high=3)}
+
+
 @case("layernorm_two_axes_no_bias")
 def _():
     model = onnx_model([node("LayerNormalization", ["x", "s"], ["y"], axis=1)],

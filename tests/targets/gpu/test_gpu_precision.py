@@ -227,6 +227,19 @@ def test_row_kernels_half(name, mode):
     check_half(program, {"x": rand((2, 3, 5, 8), 63)}, mode, [kernel])
 
 
+@pytest.mark.parametrize("mode", ["fp16", "bf16"])
+@pytest.mark.parametrize("width", [96, 768, 1000])
+def test_layer_norm_rows_in_16_byte_pieces(width, mode):
+    """Rows whose length is a multiple of 8 half values take the kernel that moves 16-byte
+    pieces (1 to 4 a lane; at 1000 some lanes have no last piece)."""
+    program = model([node("MatMul", ["x", "w"], ["h"]),
+                     node("LayerNormalization", ["h", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
+                    {"x": ((4, 9, 8), F32)}, {"y": (None, F32)}, opset=18,
+                    inits={"w": rand((8, width), 64, -0.5, 0.5),
+                           "g": rand((width,), 65, 0.5, 1.5), "b": rand((width,), 66)})
+    check_half(program, {"x": rand((4, 9, 8), 67)}, mode, ["LayerNormalization"])
+
+
 def test_fast_math_rounds_float32_products_to_tf32():
     a, b = rand((8, 64), 1), rand((64, 9), 2)
     program = model([node("MatMul", ["a", "b"], ["y"])], {"a": ((8, 64), F32), "b": ((64, 9), F32)},
