@@ -19,6 +19,7 @@
 #include "gpu/common.hpp"
 #include "gpu/half.hpp"
 
+#if defined(__CUDACC__) && !defined(__HIP__)
 namespace graphkiln {
 namespace gpu {
 namespace mma_tiles {
@@ -212,3 +213,4 @@ __device__ inline void store_rows(T* y, const FlashShape& s, int64_t b, int64_t 
 }  // namespace mma_tiles
 }  // namespace gpu
 }  // namespace graphkiln
+#endif  // NVIDIA

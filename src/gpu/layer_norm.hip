@@ -6,7 +6,9 @@
 // block a row; on NVIDIA one warp a row of up to 1024 elements, with 16-byte loads and stores
 // where the length and pointers allow. With three outputs, the row means and inverse
 // standard deviations (float32) go to outputs 1 and 2.
-// attrs "rms" = 1: RMSNormalization (no mean is subtracted, no bias).
+// attrs "rms" = 1: RMSNormalization (no mean is subtracted, no bias). Optional input 3, a
+// residual of the data's shape: the rows normalized are data + residual (rounded to the type
+// first, as a separate Add would store them).
 #include "gpu/common.hpp"
 
 #include <cstdint>
@@ -21,18 +23,26 @@ namespace gpu {
 
 namespace {
 
+// x[j], plus residual[j] when there is one, rounded to T as the separate Add would store it
 template <typename T>
-__global__ void layer_norm_rows(const T* x, const T* scale, const T* bias, T* y,
-                                float* means, float* inv_stds, int64_t len, float epsilon,
+__device__ inline float input_at(const T* x, const T* residual, int64_t j) {
+  const float v = load_float(x[j]);
+  return residual ? load_float(store_float<T>(v + load_float(residual[j]))) : v;
+}
+
+template <typename T>
+__global__ void layer_norm_rows(const T* x, const T* residual, const T* scale, const T* bias,
+                                T* y, float* means, float* inv_stds, int64_t len, float epsilon,
                                 int rms) {
   const T* row = x + blockIdx.x * len;
+  const T* res = residual ? residual + blockIdx.x * len : nullptr;
   T* out = y + blockIdx.x * len;
   float sum = 0.f;
-  for (int64_t j = threadIdx.x; j < len; j += blockDim.x) sum += load_float(row[j]);
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x) sum += input_at(row, res, j);
   const float mean = rms ? 0.f : block_reduce(sum, SumOp()) / static_cast<float>(len);
   float sq = 0.f;
   for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-    const float d = load_float(row[j]) - mean;
+    const float d = input_at(row, res, j) - mean;
     sq += d * d;
   }
   const float inv = rsqrtf(block_reduce(sq, SumOp()) / static_cast<float>(len) + epsilon);
@@ -41,7 +51,7 @@ __global__ void layer_norm_rows(const T* x, const T* scale, const T* bias, T* y,
     inv_stds[blockIdx.x] = inv;
   }
   for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
-    out[j] = store_float<T>((load_float(row[j]) - mean) * inv * load_float(scale[j]) +
+    out[j] = store_float<T>((input_at(row, res, j) - mean) * inv * load_float(scale[j]) +
                             (bias ? load_float(bias[j]) : 0.f));
 }
 
@@ -54,19 +64,21 @@ constexpr int64_t kManyRows = 4096;
 // rows a block
 template <typename T, int kPer>
 __global__ void __launch_bounds__(kWarpRowsPerBlock * 32)
-layer_norm_warp_rows(const T* __restrict__ x, const T* __restrict__ scale,
-                     const T* __restrict__ bias, T* __restrict__ y, float* means,
-                     float* inv_stds, int64_t rows, int len, float epsilon, int rms) {
+layer_norm_warp_rows(const T* __restrict__ x, const T* __restrict__ residual,
+                     const T* __restrict__ scale, const T* __restrict__ bias,
+                     T* __restrict__ y, float* means, float* inv_stds, int64_t rows, int len,
+                     float epsilon, int rms) {
   const int lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (r >= rows) return;  // whole warps leave together
   const T* row = x + r * len;
+  const T* res = residual ? residual + r * len : nullptr;
   float v[kPer];
   float sum = 0.f;
 #pragma unroll
   for (int e = 0; e < kPer; ++e) {
     const int j = lane + 32 * e;
-    v[e] = j < len ? load_float(row[j]) : 0.f;
+    v[e] = j < len ? input_at(row, res, j) : 0.f;
     sum += v[e];
   }
   const float mean = rms ? 0.f : warp_reduce(sum, SumOp()) / static_cast<float>(len);
@@ -123,15 +135,17 @@ struct Pieces {
 // kPer elements (len a multiple of kPer, every pointer 16-byte aligned); kPieces a lane
 template <typename T, int kPieces>
 __global__ void __launch_bounds__(kWarpRowsPerBlock * 32)
-layer_norm_warp_pieces(const T* __restrict__ x, const T* __restrict__ scale,
-                       const T* __restrict__ bias, T* __restrict__ y, float* means,
-                       float* inv_stds, int64_t rows, int len, float epsilon, int rms) {
+layer_norm_warp_pieces(const T* __restrict__ x, const T* __restrict__ residual,
+                       const T* __restrict__ scale, const T* __restrict__ bias,
+                       T* __restrict__ y, float* means, float* inv_stds, int64_t rows, int len,
+                       float epsilon, int rms) {
   using P = Pieces<T>;
   constexpr int kPer = P::kPer;
   const int lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (r >= rows) return;  // whole warps leave together
   const uint4* row = reinterpret_cast<const uint4*>(x + r * len);
+  const uint4* res = reinterpret_cast<const uint4*>(residual ? residual + r * len : nullptr);
   const int pieces = len / kPer;
   float v[kPieces][kPer];
   float sum = 0.f;
@@ -140,6 +154,12 @@ layer_norm_warp_pieces(const T* __restrict__ x, const T* __restrict__ scale,
     const int p = lane + 32 * e;
     if (p < pieces) {
       P::unpack(row[p], v[e]);
+      if (res) {  // plus the residual, rounded to T as the separate Add would store it
+        float add[kPer];
+        P::unpack(res[p], add);
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) v[e][i] = load_float(store_float<T>(v[e][i] + add[i]));
+      }
     } else {
 #pragma unroll
       for (int i = 0; i < kPer; ++i) v[e][i] = 0.f;
@@ -193,6 +213,11 @@ class LayerNorm : public Kernel {
     epsilon_ = static_cast<float>(spec.attrs.get_float("epsilon", 1e-5));
     if (spec.inputs.at(1).numel() != len_ || (spec.has_input(2) && spec.inputs[2].numel() != len_))
       spec_error(spec, "scale and bias must have the normalized size");
+    has_residual_ = spec.has_input(3);
+    if (has_residual_ && (spec.inputs[3].dtype != dtype_ || !spec.inputs[3].is_contiguous() ||
+                          spec.inputs[3].numel() != rows_ * len_))
+      spec_error(spec, "input 3 (the residual added to the data) must be contiguous data of "
+                       "the data's type and size");
     stats_ = spec.outputs.size() == 3;
     rms_ = static_cast<int>(spec.attrs.get_int("rms", 0));
     if (spec.outputs.size() != 1 && !stats_) spec_error(spec, "expects 1 or 3 outputs");
@@ -225,7 +250,8 @@ class LayerNorm : public Kernel {
       }
 #endif
       layer_norm_rows<T><<<static_cast<unsigned>(rows_), kRowThreads, 0, ctx.stream>>>(
-          static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
+          static_cast<const T*>(inputs[0]), static_cast<const T*>(residual(inputs)),
+          static_cast<const T*>(inputs[1]),
           static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]),
           stats_ ? static_cast<float*>(outputs[1]) : nullptr,
           stats_ ? static_cast<float*>(outputs[2]) : nullptr, len_, epsilon_, rms_);
@@ -234,13 +260,17 @@ class LayerNorm : public Kernel {
   }
 
  private:
+  const void* residual(const void* const* inputs) const {
+    return has_residual_ ? inputs[3] : nullptr;
+  }
+
 #if defined(__CUDACC__) && !defined(__HIP__)
   // 16-byte pieces fit: the row length a multiple of a piece, every pointer aligned to one
   template <typename T>
   bool aligned16(const void* const* inputs, void* const* outputs) const {
     auto ok = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
     return len_ % Pieces<T>::kPer == 0 && ok(inputs[0]) && ok(inputs[1]) &&
-           (!inputs[2] || ok(inputs[2])) && ok(outputs[0]);
+           (!inputs[2] || ok(inputs[2])) && (!has_residual_ || ok(inputs[3])) && ok(outputs[0]);
   }
 
   // PIECES: kPer elements a lane, or (PIECES) 16-byte pieces a lane
@@ -250,7 +280,8 @@ class LayerNorm : public Kernel {
     const unsigned blocks = static_cast<unsigned>((rows_ + per_block - 1) / per_block);
     auto launch = [&](auto kernel) {
       kernel<<<blocks, per_block * 32, 0, ctx.stream>>>(
-          static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
+          static_cast<const T*>(inputs[0]), static_cast<const T*>(residual(inputs)),
+          static_cast<const T*>(inputs[1]),
           static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]),
           stats_ ? static_cast<float*>(outputs[1]) : nullptr,
           stats_ ? static_cast<float*>(outputs[2]) : nullptr, rows_, static_cast<int>(len_),
@@ -265,7 +296,7 @@ class LayerNorm : public Kernel {
 
   int64_t rows_ = 0, len_ = 0;
   float epsilon_ = 1e-5f;
-  bool stats_ = false;
+  bool stats_ = false, has_residual_ = false;
   int rms_ = 0;
   DType dtype_ = DType::f32;
 };

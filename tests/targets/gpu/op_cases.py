@@ -212,6 +212,16 @@ def _():
     return model, {"x": rand((6, 1000), 29, low=-3, high=3)}
 
 
+@case("residual_layernorm")
+def _():
+    # x @ w + r then LayerNormalization (a transformer's residual block end): one step
+    model = onnx_model([node("MatMul", ["x", "w"], ["h"]), node("Add", ["h", "r"], ["s"]),
+                        node("LayerNormalization", ["s", "g", "b"], ["y"], axis=-1)],
+                       {"x": (2, 5, 16), "r": (2, 5, 96)}, {"y": (2, 5, 96)},
+                       {"w": rand((16, 96), 30), "g": rand((96,), 31), "b": rand((96,), 32)})
+    return model, {"x": rand((2, 5, 16), 33), "r": rand((2, 5, 96), 34, low=-2, high=2)}
+
+
 @case("layernorm_two_axes_no_bias")
 def _():
     model = onnx_model([node("LayerNormalization", ["x", "s"], ["y"], axis=1)],

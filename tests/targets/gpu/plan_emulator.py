@@ -216,7 +216,10 @@ class Emulator:
         self.write(step["outputs"][0], f(x).reshape(step["outputs"][0]["dims"]).astype(np.float32))
 
     def k_LayerNormalization(self, step, a):
-        x = self.tensor(step["inputs"][0]).astype(np.float64).reshape(a["rows"], a["len"])
+        x = self.tensor(step["inputs"][0])
+        if len(step["inputs"]) > 3 and step["inputs"][3] is not None:  # + residual, rounded
+            x = (x.astype(np.float32) + self.tensor(step["inputs"][3])).astype(x.dtype)
+        x = x.astype(np.float64).reshape(a["rows"], a["len"])
         scale = self.tensor(step["inputs"][1]).reshape(-1)
         bias = step["inputs"][2]
         mean = 0 if a.get("rms") else x.mean(1, keepdims=True)

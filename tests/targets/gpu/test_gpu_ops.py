@@ -46,3 +46,18 @@ def test_matmul_with_one_weight_is_one_product():
     graph, _ = compile_graph(gk.parse_onnx_buffer(model).graph, GpuTarget(), {}, False, False)
     (gemm,) = [s for s in lower_plan(graph).steps if s.kernel == "Gemm"]
     assert (gemm.attrs["m"], gemm.attrs["n"], gemm.attrs["k"], gemm.attrs["batch"]) == (68, 9, 8, 1)
+
+
+def test_residual_add_joins_the_layer_norm():
+    """MatMul, Add(residual), LayerNormalization: a Gemm and one LayerNormalization step that
+    reads the product and the residual (its input 3); no step writes the sum."""
+    import graphkiln as gk
+    from graphkiln.compiler import compile_graph
+    from graphkiln.targets.gpu.target import GpuTarget, lower_plan
+
+    model, _ = CASES["residual_layernorm"]()
+    graph, _ = compile_graph(gk.parse_onnx_buffer(model).graph, GpuTarget(), {}, False, False)
+    plan = lower_plan(graph)
+    assert [s.kernel for s in plan.steps] == ["Gemm", "LayerNormalization"]
+    (gemm, norm) = plan.steps
+    assert len(norm.inputs) == 4 and norm.inputs[0] == gemm.outputs[0]

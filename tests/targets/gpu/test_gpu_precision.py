@@ -227,17 +227,42 @@ def test_row_kernels_half(name, mode):
     check_half(program, {"x": rand((2, 3, 5, 8), 63)}, mode, [kernel])
 
 
+def _layer_norm_model(width: int, residual: bool):
+    """x @ w (+ z @ v, the residual), then LayerNormalization over rows of `width`, with its
+    feeds (both products in the half type, so the Add and the norm are too)."""
+    nodes = [node("MatMul", ["x", "w"], ["h"])]
+    inputs = {"x": ((4, 9, 8), F32)}
+    feeds = {"x": rand((4, 9, 8), 67)}
+    inits = {"w": rand((8, width), 64, -0.5, 0.5), "g": rand((width,), 65, 0.5, 1.5),
+             "b": rand((width,), 66)}
+    data = "h"
+    if residual:
+        nodes += [node("MatMul", ["z", "v"], ["r"]), node("Add", ["h", "r"], ["s"])]
+        inputs["z"] = ((4, 9, 8), F32)
+        feeds["z"] = rand((4, 9, 8), 72, -2, 2)
+        inits["v"] = rand((8, width), 73, -0.5, 0.5)
+        data = "s"
+    nodes.append(node("LayerNormalization", [data, "g", "b"], ["y"], axis=-1, epsilon=1e-5))
+    program = model(nodes, inputs, {"y": (None, F32)}, opset=18, inits=inits)
+    return program, feeds
+
+
+LAYER_NORMS = {"pieces_96": (96, False), "pieces_768": (768, False),
+               "pieces_1000": (1000, False), "residual_768": (768, True),
+               "residual_70": (70, True)}
+
+
 @pytest.mark.parametrize("mode", ["fp16", "bf16"])
-@pytest.mark.parametrize("width", [96, 768, 1000])
-def test_layer_norm_rows_in_16_byte_pieces(width, mode):
+@pytest.mark.parametrize("name", sorted(LAYER_NORMS))
+def test_layer_norm_half(name, mode):
     """Rows whose length is a multiple of 8 half values take the kernel that moves 16-byte
-    pieces (1 to 4 a lane; at 1000 some lanes have no last piece)."""
-    program = model([node("MatMul", ["x", "w"], ["h"]),
-                     node("LayerNormalization", ["h", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
-                    {"x": ((4, 9, 8), F32)}, {"y": (None, F32)}, opset=18,
-                    inits={"w": rand((8, width), 64, -0.5, 0.5),
-                           "g": rand((width,), 65, 0.5, 1.5), "b": rand((width,), 66)})
-    check_half(program, {"x": rand((4, 9, 8), 67)}, mode, ["LayerNormalization"])
+    pieces (1 to 4 a lane; at 1000 some lanes have no last piece); a residual Add before the
+    norm is read by the norm's step itself (its input 3; the sum rounded to the half type, as
+    a separate Add would store it), with pieces (768) or without (70)."""
+    program, feeds = _layer_norm_model(*LAYER_NORMS[name])
+    _, executable = check_half(program, feeds, mode, ["LayerNormalization"])
+    (norm,) = steps(executable, "LayerNormalization")
+    assert (len(norm["inputs"]) == 4 and norm["inputs"][3] is not None) == LAYER_NORMS[name][1]
 
 
 def test_fast_math_rounds_float32_products_to_tf32():
@@ -514,6 +539,18 @@ def test_gpu_half_kernels_on_device(mode):
                 TOL[mode])
         compare(run_gpu(program, feeds, **{mode: True}, blas="builtin"),
                 reference(program, feeds), TOL[mode], TOL[mode])
+
+
+@requires_gpu
+@pytest.mark.parametrize("mode", ["fp16", "bf16"])
+def test_gpu_layer_norms_on_device(mode):
+    """LAYER_NORMS (16-byte pieces, residual Add read by the norm) on the device in half."""
+    from gpu_testing import run_gpu
+
+    for name in sorted(LAYER_NORMS):
+        program, feeds = _layer_norm_model(*LAYER_NORMS[name])
+        compare(run_gpu(program, feeds, **{mode: True}), reference(program, feeds), TOL[mode],
+                TOL[mode])
 
 
 @requires_gpu

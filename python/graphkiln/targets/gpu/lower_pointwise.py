@@ -8,7 +8,8 @@ register program runs on both targets (src/gpu/pointwise.hip interprets it on th
 Each such step also carries its program as generated CUDA/HIP source (codegen.py: attrs
 "jit_source", "jit_entry", "jit_maps", "jit_aligned"), which the device compiles at plan
 build when a runtime compiler is found (src/gpu/rtc.hip); the interpreter runs it otherwise.
-A Fused node of another kind (conv, gemm, matmul, reduce) is lowered body node by body node:
+A Fused node of another kind (conv, gemm, matmul, reduce) is lowered body node by body node
+(but Conv + epilogue and residual Add + LayerNormalization become one step each):
 its anchor through the gpu table, each run of pointwise nodes as one program per value the
 rest of the body (or the graph) reads."""
 
@@ -21,6 +22,7 @@ from ..cpu.lower import LoweringContext, LoweringError
 from ..cpu.lower_pointwise import HANDLED, emit_pointwise, node_supported
 from .codegen import CodegenError, pointwise_source
 from .lower_conv_epilogue import lower_conv_with_epilogue
+from .lower_reduce import lower_residual_layer_norm
 
 
 def emit_program(nodes: list[Node], result: Value, ctx: LoweringContext, name: str,
@@ -114,6 +116,8 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
     if lower_conv_with_epilogue(node, ctx):  # Conv + Relu / residual Add: one Conv step
         return
     nodes = [n for n in body.nodes if n.op != "Constant"]
+    if lower_residual_layer_norm(node, nodes, ctx):  # residual Add + LayerNormalization
+        nodes = nodes[2:]
     result = body.outputs[0]
     out_value = node.outputs[0]
     readers: dict[Value, list[Node]] = {}

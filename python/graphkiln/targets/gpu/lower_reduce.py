@@ -115,6 +115,43 @@ def lower_layer_norm(node: Node, ctx: LoweringContext) -> None:
               "epsilon": float(node.attrs.get("epsilon", 1e-5))}, node.name)
 
 
+def lower_residual_layer_norm(node: Node, nodes: list[Node], ctx: LoweringContext) -> bool:
+    """The body `nodes` of a Fused(kind=reduce) node start with Add(a, b) and a
+    LayerNormalization of the sum (a residual connection, as transformers have after each
+    block): one LayerNormalization step reading a and b (its input 3), the sum never written;
+    the caller lowers the rest of the body (an epilogue). False (nothing emitted) otherwise."""
+    if node.attrs.get("kind") != "reduce" or len(nodes) < 2:
+        return False
+    add, norm = nodes[:2]
+    if add.op != "Add" or norm.op != "LayerNormalization":
+        return False
+    total = add.outputs[0]
+    body = node.attrs["body"]
+    readers = [n for n in nodes if total in n.inputs]
+    if readers != [norm] or norm.inputs[0] is not total or total in body.outputs:
+        return False
+    if any(v is not None for v in norm.outputs[1:]) or not _layer_norm_ok(norm):
+        return False
+    dims = static_dims(total)
+    if any(static_dims(v) != dims or v.type.dtype != total.type.dtype for v in add.inputs):
+        return False
+    axis = norm.attrs.get("axis", -1) % len(dims)
+    tail = tuple(dims[axis:])
+    if norm.outputs[0] is body.outputs[0]:  # no epilogue: straight into the node's output
+        out = ctx.output(node.outputs[0])
+        ctx.bind(norm.outputs[0], out)
+    else:
+        out = ctx.output(norm.outputs[0])
+    ctx.emit("LayerNormalization",
+             [ctx.input(add.inputs[0]), _full(ctx, norm.inputs[1], tail),
+              _full(ctx, norm.inputs[2] if len(norm.inputs) > 2 else None, tail),
+              ctx.input(add.inputs[1])], [out],
+             {"rows": int(np.prod(dims[:axis], dtype=np.int64)),
+              "len": int(np.prod(tail, dtype=np.int64)),
+              "epsilon": float(norm.attrs.get("epsilon", 1e-5))}, node.name)
+    return True
+
+
 def _layer_norm_ok(node: Node) -> bool:
     dtype = node.inputs[0].type.dtype
     if dtype not in FLOATS or node.outputs[0].type.dtype != dtype:

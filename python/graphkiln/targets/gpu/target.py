@@ -44,11 +44,16 @@ class GpuTarget(Target):
                                 "off)"}
 
     def passes(self, options: dict) -> list:
-        from ...passes import attention_heads, fuse_pointwise
+        from ...passes import attention_heads, fuse_epilogue, fuse_pointwise, fuse_reduction
         from ...passes.pipelines import FULL
         from . import precision
 
         pipeline = list(FULL)
+        # A pointwise node between a product and a reduction joins the reduction (residual
+        # Add + LayerNormalization: one step) rather than the product's epilogue, which runs
+        # as a step of its own here anyway (no generated GEMM epilogues yet)
+        pipeline.remove(fuse_reduction)
+        pipeline.insert(pipeline.index(fuse_epilogue), fuse_reduction)
         # Attention reads [B, S, H*D] projections in place (no head transposes)
         pipeline.insert(pipeline.index(fuse_pointwise), attention_heads)
         if precision.half_dtype(options) is not None:  # before fusion: its Casts fuse
