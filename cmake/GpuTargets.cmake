@@ -185,6 +185,7 @@ function(graphkiln_add_gpu_sources target)
     "${_src}/gpu/registry.hip"
     "${_src}/gpu/executor.hip"
     "${_src}/gpu/blas.hip"
+    "${_src}/gpu/blas_lt.hip"
     "${_src}/gpu/copy.hip"
     "${_src}/gpu/pointwise.hip"
     "${_src}/gpu/rtc.hip"

@@ -2,6 +2,7 @@
 // Copyright graphkiln authors
 #include "gpu/common.hpp"
 #include "gpu/blas.hpp"
+#include "gpu/blas_lt.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -95,6 +96,20 @@ void launch_tiled(const GemmArgs& g, hipStream_t stream) {
   }
 }
 
+// c[b][row][col] = c + bias[col], then max(0, .) when relu: the epilogue where cuBLASLt does
+// not run it (one thread an element)
+template <typename TC>
+__global__ void add_bias_rows(TC* c, const TC* bias, int64_t m, int64_t n, int64_t ldc,
+                              int64_t stride_c, int64_t total, int relu) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t col = i % n, row = (i / n) % m, b = i / (n * m);
+    TC* out = c + b * stride_c + row * ldc + col;
+    const float v = load_float(*out) + load_float(bias[col]);
+    *out = store_float<TC>(relu && v < 0.f ? 0.f : v);
+  }
+}
+
 #if defined(GRAPHKILN_BLAS_CUBLAS)
 // The few cuBLAS entry points graphkiln calls, declared here: the CUDA toolkit used to build
 // need not carry cuBLAS, and the library is found at run time (CUDA's or PyTorch's copy).
@@ -175,6 +190,7 @@ Blas::Blas(hipStream_t stream, bool builtin) : stream_(stream) {
     if (lib.set_workspace(handle_, workspace_, kBlasWorkspace) != 0)
       throw std::runtime_error("cublasSetWorkspace failed");
   }
+  lt_ = std::make_unique<LtGemms>();
   backend_ = "cuBLAS";
 #elif defined(GRAPHKILN_BLAS_ROCBLAS)
   rocblas_handle h = nullptr;
@@ -189,6 +205,7 @@ Blas::Blas(hipStream_t stream, bool builtin) : stream_(stream) {
 }
 
 Blas::~Blas() {
+  lt_.reset();
   if (!handle_) return;
 #if defined(GRAPHKILN_BLAS_CUBLAS)
   cublas().destroy(handle_);
@@ -209,6 +226,27 @@ void Blas::builtin_gemm(const GemmArgs& g) {
     else if (g.c_type == g.ab_type) launch_tiled<TA, TA>(g, stream_);
   });
   (void)ok;
+}
+
+void Blas::gemm_epilogue(const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return;
+  if (!g.bias || g.beta != 0.f || g.c_type != g.ab_type)
+    throw std::runtime_error("gemm_epilogue: needs a bias, beta 0 and C of the operands' type");
+#if defined(GRAPHKILN_BLAS_CUBLAS)
+  if (lt_ && lt_->run(g, stream_, workspace_, workspace_ ? kBlasWorkspace : 0)) return;
+#endif
+  GemmArgs plain = g;
+  plain.bias = nullptr;
+  gemm(plain);
+  const int64_t total = g.batch * g.m * g.n;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 65535));
+  dispatch_float(g.c_type, [&](auto t) {
+    using T = decltype(t);
+    add_bias_rows<T><<<blocks, 256, 0, stream_>>>(static_cast<T*>(g.c),
+                                                  static_cast<const T*>(g.bias), g.m, g.n,
+                                                  g.ldc, g.stride_c, total, g.relu ? 1 : 0);
+  });
+  check_launch("add_bias_rows");
 }
 
 void Blas::gemm(const GemmArgs& g) {

@@ -5,10 +5,12 @@
 // rocBLAS on AMD where its headers existed at build time; else graphkiln's own tiled kernel.
 // Element types: float32, float16 or bfloat16 operands (A and B alike), C float32 or the
 // operands' type; accumulation is always float32. `tf32` lets float32 products run on
-// TF32 tensor cores (cuBLAS only: the caller's fast_math).
+// TF32 tensor cores (cuBLAS only: the caller's fast_math). gemm_epilogue adds a bias row and
+// ReLU (cuBLASLt's epilogue where it loads: blas_lt.hpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/tensor.hpp"
@@ -32,7 +34,13 @@ struct GemmArgs {
   bool tf32 = false;  // float32 operands may round to TF32 (cuBLAS)
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  // the epilogue of gemm_epilogue(): bias[n] added to every row of C (beta must be 0), then
+  // ReLU when relu
+  const void* bias = nullptr;
+  bool relu = false;
 };
+
+class LtGemms;
 
 class Blas {
  public:
@@ -43,6 +51,9 @@ class Blas {
   Blas& operator=(const Blas&) = delete;
 
   void gemm(const GemmArgs& g);
+  // gemm() plus g's epilogue (bias, ReLU): one cuBLASLt call where it can, else the product
+  // and then an epilogue kernel
+  void gemm_epilogue(const GemmArgs& g);
   void sgemm(const GemmArgs& g) { gemm(g); }  // float32 callers (attention)
   // Whether gemm() takes these element types (on every backend: the builtin kernel too).
   static bool supports(DType ab, DType c);
@@ -53,6 +64,7 @@ class Blas {
   hipStream_t stream_;
   void* handle_ = nullptr;  // the vendor library's handle, when one loaded
   void* workspace_ = nullptr;  // cuBLAS's workspace (kBlasWorkspace bytes), ours to free
+  std::unique_ptr<LtGemms> lt_;  // with cuBLAS only
   std::string backend_;
 };
 

@@ -5,7 +5,10 @@
 // float32 products use TF32. The lowering of Gemm and MatMul computes every argument
 // (transposes, leading dims, batch strides, alpha, beta); a non-zero beta accumulates into
 // the output, which the lowering pre-filled with C, or which this kernel fills with its
-// optional input 2, a row vector of n elements (a bias) repeated over the m rows.
+// optional input 2, a row vector of n elements (a bias) repeated over the m rows. With
+// attribute epilogue=1, input 2 is instead added after the product (beta 0), followed by ReLU
+// when relu=1: one cuBLASLt call with its bias epilogue on NVIDIA (blas_lt.hip), else the
+// product and an epilogue kernel.
 #include "gpu/common.hpp"
 
 #include "gpu/blas.hpp"
@@ -50,6 +53,10 @@ class Gemm : public Kernel {
     g_.stride_c = a.get_int("stride_c", 0);
     g_.alpha = static_cast<float>(a.get_float("alpha", 1.0));
     g_.beta = static_cast<float>(a.get_float("beta", 0.0));
+    epilogue_ = a.get_int("epilogue", 0) != 0;
+    relu_ = a.get_int("relu", 0) != 0;
+    if ((epilogue_ || relu_) && (!spec.has_input(2) || g_.beta != 0.f))
+      spec_error(spec, "epilogue=1 / relu=1 need input 2 (the bias) and beta 0");
     has_rows_ = spec.has_input(2);
     if (has_rows_ && (spec.inputs[2].dtype != g_.c_type || spec.inputs[2].numel() != g_.n ||
                       !spec.inputs[2].is_contiguous()))
@@ -63,6 +70,11 @@ class Gemm : public Kernel {
     g.a = inputs[0];
     g.b = inputs[1];
     g.c = outputs[0];
+    if (epilogue_) {  // C = A B + bias (then ReLU): one cuBLASLt call where it can
+      g.bias = inputs[2];
+      g.relu = relu_;
+      return ctx.blas->gemm_epilogue(g);
+    }
     if (has_rows_ && g.m > 0 && g.n > 0 && g.batch > 0) {
       int threads = 32;
       while (threads < 256 && threads < g.n) threads *= 2;
@@ -79,7 +91,7 @@ class Gemm : public Kernel {
 
  private:
   GemmArgs g_;
-  bool has_rows_ = false;
+  bool has_rows_ = false, epilogue_ = false, relu_ = false;
 };
 
 }  // namespace

@@ -122,6 +122,16 @@ def _gemm(trans_a, trans_b, c_shape, alpha=1.0, beta=1.0):
 CASES["gemm_plain"] = _gemm(0, 0, None)
 CASES["gemm_transposes_bias"] = _gemm(1, 1, (11,), alpha=0.5, beta=2.0)
 CASES["gemm_matrix_bias"] = _gemm(0, 1, (13, 11))
+CASES["gemm_row_bias_epilogue"] = _gemm(0, 1, (1, 11), alpha=1.5)  # beta 1: the epilogue
+
+
+@case("linear_bias_no_relu")
+def _():
+    # [3, 5, 16] @ [16, 24] + bias[24]: one Gemm step over 15 rows with the bias epilogue
+    model = onnx_model([node("MatMul", ["x", "w"], ["h"]), node("Add", ["b", "h"], ["y"])],
+                       {"x": (3, 5, 16)}, {"y": (3, 5, 24)},
+                       {"w": rand((16, 24), 43), "b": rand((1, 1, 24), 44)})
+    return model, {"x": rand((3, 5, 16), 45)}
 
 
 def _conv(x_shape, w_shape, y_shape, bias=True, **attrs):

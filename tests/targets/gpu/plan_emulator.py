@@ -114,14 +114,19 @@ class Emulator:
         bv = self.view(B, (batch, n, k) if tb else (batch, k, n),
                        (a.get("stride_b", 0), a["ldb"], 1))
         cv = self.view(C, (batch, m, n), (a.get("stride_c", 0), a["ldc"], 1))
-        if len(step["inputs"]) > 2 and step["inputs"][2] is not None:  # rows filled with it
-            cv[...] = self.tensor(step["inputs"][2]).reshape(1, 1, n)
+        epilogue = a.get("epilogue", 0)
+        if len(step["inputs"]) > 2 and step["inputs"][2] is not None and not epilogue:
+            cv[...] = self.tensor(step["inputs"][2]).reshape(1, 1, n)  # rows filled with it
         opa = np.swapaxes(av, 1, 2) if ta else av
         opb = np.swapaxes(bv, 1, 2) if tb else bv
         opa, opb = _operand(opa, a), _operand(opb, a)
         res = a.get("alpha", 1.0) * (opa @ opb)
         if a.get("beta", 0.0):
             res = res + a["beta"] * np.array(cv).astype(np.float64)
+        if epilogue:  # + bias (then ReLU) before the one rounding
+            res = res + self.tensor(step["inputs"][2]).astype(np.float64).reshape(1, 1, n)
+            if a.get("relu"):
+                res = np.maximum(res, 0.0)
         # float32 accumulation, one rounding to the result type (f32 / f16 / bf16)
         cv[...] = res.astype(np.float32)
 

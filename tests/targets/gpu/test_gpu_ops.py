@@ -61,3 +61,22 @@ def test_residual_add_joins_the_layer_norm():
     assert [s.kernel for s in plan.steps] == ["Gemm", "LayerNormalization"]
     (gemm, norm) = plan.steps
     assert len(norm.inputs) == 4 and norm.inputs[0] == gemm.outputs[0]
+
+
+@pytest.mark.parametrize("name,epilogues", [
+    ("mlp_block", [(1, 1), (0, 0)]),  # bias + Relu in the first Gemm; the residual stays out
+    ("linear_bias_no_relu", [(1, 0)]),
+    ("gemm_row_bias_epilogue", [(1, 0)]),
+    ("gemm_transposes_bias", [(0, 0)]),  # beta 2: rows filled first, accumulated with beta
+])
+def test_bias_and_relu_join_the_gemm(name, epilogues):
+    """MatMul + Add(bias) (+ Relu), and Gemm with a row-vector C at beta 1: one Gemm step with
+    attributes epilogue=1 (input 2 the bias) and relu (values against ref: above)."""
+    import graphkiln as gk
+    from graphkiln.compiler import compile_graph
+    from graphkiln.targets.gpu.target import GpuTarget, lower_plan
+
+    model, _ = CASES[name]()
+    graph, _ = compile_graph(gk.parse_onnx_buffer(model).graph, GpuTarget(), {}, False, False)
+    gemms = [s for s in lower_plan(graph).steps if s.kernel == "Gemm"]
+    assert [(s.attrs.get("epilogue", 0), s.attrs.get("relu", 0)) for s in gemms] == epilogues

@@ -265,6 +265,22 @@ def test_layer_norm_half(name, mode):
     assert (len(norm["inputs"]) == 4 and norm["inputs"][3] is not None) == LAYER_NORMS[name][1]
 
 
+def linear_relu():
+    """x @ w + b then Relu ([4, 9, 40] rows of 48): the Gemm step's bias + ReLU epilogue."""
+    program = model([node("MatMul", ["x", "w"], ["h"]), node("Add", ["h", "b"], ["hb"]),
+                     node("Relu", ["hb"], ["y"])], {"x": ((4, 9, 40), F32)}, {"y": (None, F32)},
+                    inits={"w": rand((40, 48), 74, -0.5, 0.5), "b": rand((48,), 75)})
+    return program, {"x": rand((4, 9, 40), 76)}
+
+
+@pytest.mark.parametrize("mode", ["fp16", "bf16"])
+def test_gemm_bias_relu_epilogue_half(mode):
+    program, feeds = linear_relu()
+    _, executable = check_half(program, feeds, mode, ["Gemm"])
+    (gemm,) = steps(executable, "Gemm")
+    assert (gemm["attrs"]["epilogue"], gemm["attrs"]["relu"]) == (1, 1)
+
+
 def test_fast_math_rounds_float32_products_to_tf32():
     a, b = rand((8, 64), 1), rand((64, 9), 2)
     program = model([node("MatMul", ["a", "b"], ["y"])], {"a": ((8, 64), F32), "b": ((64, 9), F32)},
@@ -530,7 +546,7 @@ def test_gpu_half_kernels_on_device(mode):
     """The resnet-like and bert-like networks and every conv case on the device in half."""
     from gpu_testing import run_gpu
 
-    for program, feeds in (resnet_like(), bert_like()):
+    for program, feeds in (resnet_like(), bert_like(), linear_relu()):
         compare(run_gpu(program, feeds, **{mode: True}), reference(program, feeds), TOL[mode],
                 TOL[mode])
     for name, (x_shape, w_shape, bias, attrs) in sorted(CONVS.items()):

@@ -3,10 +3,12 @@
 """MatMul, Gemm, Conv and pooling on the gpu target (float32, float16, bfloat16: every float
 tensor of a node in one type; float32 accumulation in the kernels). MatMul and Gemm become
 `Gemm` steps with every BLAS argument computed here (batch broadcasting by a zero stride,
-or by an expanded copy when the batch dims do not line up); Gemm's C is written into the
-output first and accumulated with beta: a row vector (a bias) by the Gemm kernel itself
-(its input 2), any other shape by a strided copy. 1-D convolutions and poolings run as 2-D ones over
-a [N, C, 1, L] view."""
+or by an expanded copy when the batch dims do not line up); Gemm's C: a row vector (a bias)
+with beta 1 is the step's epilogue (attribute epilogue=1, input 2: cuBLASLt adds it), with
+another beta the kernel fills the output rows with it first and accumulates with beta, any
+other shape is written by a strided copy first. lower_gemm_epilogue.py gives a fused
+MatMul + Add(bias) (+ Relu) body the same epilogue. 1-D convolutions and poolings run as
+2-D ones over a [N, C, 1, L] view."""
 
 from __future__ import annotations
 
@@ -44,6 +46,12 @@ def _batched_operand(ctx: LoweringContext, slot: int, batch_dims, out_batch, mat
 
 
 def lower_matmul(node: Node, ctx: LoweringContext) -> None:
+    inputs, attrs = matmul_step(node, ctx)
+    ctx.emit("Gemm", inputs, [ctx.output(node.outputs[0])], attrs, node.name)
+
+
+def matmul_step(node: Node, ctx: LoweringContext) -> tuple[list[int], dict]:
+    """The Gemm step's input slots and attributes for a MatMul node."""
     a_dims, b_dims = static_dims(node.inputs[0]), static_dims(node.inputs[1])
     a, b = ctx.input(node.inputs[0]), ctx.input(node.inputs[1])
     a_mat = [1, a_dims[0]] if len(a_dims) == 1 else list(a_dims[-2:])
@@ -62,11 +70,9 @@ def lower_matmul(node: Node, ctx: LoweringContext) -> None:
         # one B for every batch (a weight): the batches of A and C stacked are one matrix
         # [batch * m, k] @ [k, n], one large product instead of many small ones
         m, batch, stride_a = batch * m, 1, 0
-    out = ctx.output(node.outputs[0])
-    ctx.emit("Gemm", [a, b], [out],
-             {"m": m, "n": n, "k": k, "batch": batch,
-              "lda": k, "ldb": n, "ldc": n, "stride_a": stride_a, "stride_b": stride_b,
-              "stride_c": m * n, "alpha": 1.0, "beta": 0.0}, node.name)
+    return [a, b], {"m": m, "n": n, "k": k, "batch": batch, "lda": k, "ldb": n, "ldc": n,
+                    "stride_a": stride_a, "stride_b": stride_b, "stride_c": m * n,
+                    "alpha": 1.0, "beta": 0.0}
 
 
 def lower_gemm(node: Node, ctx: LoweringContext) -> None:
@@ -78,7 +84,11 @@ def lower_gemm(node: Node, ctx: LoweringContext) -> None:
     beta = float(node.attrs.get("beta", 1.0))
     c = node.inputs[2] if len(node.inputs) > 2 else None
     inputs = [ctx.input(node.inputs[0]), ctx.input(node.inputs[1])]
-    if c is not None and beta != 0.0 and _row_vector(static_dims(c), n):
+    epilogue = {}
+    if c is not None and beta == 1.0 and _row_vector(static_dims(c), n):
+        inputs.append(ctx.input(c))  # a bias added after the product (cuBLASLt's epilogue)
+        beta, epilogue = 0.0, {"epilogue": 1}
+    elif c is not None and beta != 0.0 and _row_vector(static_dims(c), n):
         inputs.append(ctx.input(c))  # the kernel fills each output row with it (a bias)
     elif c is not None and beta != 0.0:
         c_dims = static_dims(c)
@@ -91,7 +101,8 @@ def lower_gemm(node: Node, ctx: LoweringContext) -> None:
     ctx.emit("Gemm", inputs, [out],
              {"trans_a": trans_a, "trans_b": trans_b, "m": m, "n": n, "k": k,
               "lda": m if trans_a else k, "ldb": k if trans_b else n, "ldc": n,
-              "alpha": float(node.attrs.get("alpha", 1.0)), "beta": beta}, node.name)
+              "alpha": float(node.attrs.get("alpha", 1.0)), "beta": beta, **epilogue},
+             node.name)
 
 
 def _row_vector(c_dims, n: int) -> bool:

@@ -9,7 +9,8 @@ Each such step also carries its program as generated CUDA/HIP source (codegen.py
 "jit_source", "jit_entry", "jit_maps", "jit_aligned"), which the device compiles at plan
 build when a runtime compiler is found (src/gpu/rtc.hip); the interpreter runs it otherwise.
 A Fused node of another kind (conv, gemm, matmul, reduce) is lowered body node by body node
-(but Conv + epilogue and residual Add + LayerNormalization become one step each):
+(but Conv + epilogue, MatMul + bias (+ Relu) and residual Add + LayerNormalization become one
+step each):
 its anchor through the gpu table, each run of pointwise nodes as one program per value the
 rest of the body (or the graph) reads."""
 
@@ -22,6 +23,7 @@ from ..cpu.lower import LoweringContext, LoweringError
 from ..cpu.lower_pointwise import HANDLED, emit_pointwise, node_supported
 from .codegen import CodegenError, pointwise_source
 from .lower_conv_epilogue import lower_conv_with_epilogue
+from .lower_gemm_epilogue import lower_gemm_with_epilogue
 from .lower_reduce import lower_residual_layer_norm
 
 
@@ -116,6 +118,8 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
     if lower_conv_with_epilogue(node, ctx):  # Conv + Relu / residual Add: one Conv step
         return
     nodes = [n for n in body.nodes if n.op != "Constant"]
+    # MatMul + bias (+ Relu): one Gemm step
+    nodes = nodes[lower_gemm_with_epilogue(node, nodes, ctx):]
     if lower_residual_layer_norm(node, nodes, ctx):  # residual Add + LayerNormalization
         nodes = nodes[2:]
     result = body.outputs[0]
