@@ -85,6 +85,10 @@ def gpu_kernels() -> list[str]:
 def gpu_cudnn_status() -> str:
     """Whether Conv steps can use cuDNN here: 'cudnn' or 'off: <why>' (GPU builds only)."""
 
+def gpu_lt_gemm_calls() -> int:
+    """How many GEMMs ran as one cuBLASLt call with their bias / ReLU epilogue in this
+    process (GPU builds only; 0 where cuBLASLt is not used)."""
+
 def gpu_jit_status() -> str:
     """What compiles generated GPU kernels here: 'nvrtc 13.0, sm_90, cache <dir>' or
     'off: <why>' (GPU builds only)."""

@@ -2,7 +2,9 @@
 // Copyright graphkiln authors
 #include "gpu/common.hpp"
 #include "gpu/blas_lt.hpp"
+#include "gpu/blas_lt_count.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -16,6 +18,12 @@
 
 namespace graphkiln {
 namespace gpu {
+
+namespace {
+std::atomic<uint64_t> lt_calls{0};
+}  // namespace
+
+uint64_t lt_gemm_calls() { return lt_calls.load(); }
 
 #if defined(__CUDACC__) && !defined(__HIP__)
 namespace {
@@ -161,6 +169,7 @@ bool LtGemms::run(const GemmArgs& g, hipStream_t stream, void* workspace, size_t
                               bytes, stream);
   if (status != 0)
     throw std::runtime_error("cublasLtMatmul failed (status " + std::to_string(status) + ")");
+  lt_calls.fetch_add(1);
   return true;
 }
 #else

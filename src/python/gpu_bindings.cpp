@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/blas_lt_count.hpp"
 #include "gpu/cudnn_status.hpp"
 #include "gpu/executor.hpp"
 #include "gpu/jit.hpp"
@@ -218,6 +219,8 @@ void bind_gpu_executor(py::module_& m) {
   m.def("gpu_kernels", &gpu::gpu_kernel_names, "Names of the GPU kernels compiled in");
   m.def("gpu_cudnn_status", &gpu::cudnn_status,
         "Whether Conv steps can use cuDNN here: 'cudnn' or 'off: <why>'");
+  m.def("gpu_lt_gemm_calls", &gpu::lt_gemm_calls,
+        "How many GEMMs ran as one cuBLASLt call with their bias / ReLU epilogue so far");
   m.def("gpu_jit_status", &gpu::jit_status,
         "What compiles generated GPU kernels here: 'nvrtc 13.0, sm_90, cache <dir>' or "
         "'off: <why>'");

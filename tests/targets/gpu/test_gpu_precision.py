@@ -558,6 +558,26 @@ def test_gpu_half_kernels_on_device(mode):
 
 
 @requires_gpu
+@pytest.mark.parametrize("mode", ["fp32", "fp16", "bf16"])
+def test_gpu_bias_relu_epilogue_runs_on_cublaslt(mode):
+    """Where cuBLAS runs the GEMMs (NVIDIA), the bias + ReLU epilogue is one cuBLASLt call
+    (its counter moves), with ref's values; elsewhere the product and an epilogue kernel."""
+    import graphkiln as gk
+    from graphkiln._native import load_core
+
+    core = load_core()
+    program, feeds = linear_relu()
+    compiled = gk.parse_onnx_buffer(program)
+    compiled.compile("gpu", **({mode: True} if mode != "fp32" else {}))
+    before = core.gpu_lt_gemm_calls()
+    got = compiled.run(feeds)
+    tol = TOL.get(mode, 1e-4)
+    compare(got, reference(program, feeds), tol, tol)
+    if compiled._executable.plan_summary()["blas"] == "cuBLAS":
+        assert core.gpu_lt_gemm_calls() > before
+
+
+@requires_gpu
 @pytest.mark.parametrize("mode", ["fp16", "bf16"])
 def test_gpu_layer_norms_on_device(mode):
     """LAYER_NORMS (16-byte pieces, residual Add read by the norm) on the device in half."""
