@@ -54,19 +54,17 @@ __device__ inline float biased_score(float score, const FlashShape& s, const voi
   return score;
 }
 
-// Which of q, k, v (bits 0, 1, 2) the tensor-core kernels may stage in 16-byte pieces of
+// Which of k, v (bits 1, 2) the tensor-core kernels may stage in 16-byte pieces of
 // `per_piece` elements: the head size and the (batch, head, row) strides multiples of a piece
-// (known when the kernel is built), the base pointer 16-byte aligned (checked per run).
+// (known when the kernel is built), the base pointer 16-byte aligned (checked per run). Q is
+// read straight into register fragments, never staged.
 class Staging16 {
  public:
   Staging16(const FlashShape& s, int per_piece)
-      : q_(rows(s.q, s.head_dim, per_piece)),
-        k_(rows(s.k, s.head_dim, per_piece)),
-        v_(rows(s.v, s.v_dim, per_piece)) {}
+      : k_(rows(s.k, s.head_dim, per_piece)), v_(rows(s.v, s.v_dim, per_piece)) {}
 
   int mask(const void* const* inputs) const {
-    return (q_ && aligned(inputs[0]) ? 1 : 0) | (k_ && aligned(inputs[1]) ? 2 : 0) |
-           (v_ && aligned(inputs[2]) ? 4 : 0);
+    return (k_ && aligned(inputs[1]) ? 2 : 0) | (v_ && aligned(inputs[2]) ? 4 : 0);
   }
 
  private:
@@ -76,7 +74,7 @@ class Staging16 {
   }
   static bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-  bool q_, k_, v_;
+  bool k_, v_;
 };
 
 // attention_mma.hip (NVIDIA only): the tensor-core kernel for a float16 / bfloat16 step of

@@ -122,6 +122,24 @@ def test_scalar_kernel_when_mma_is_off(name, mode, monkeypatch):
     assert not np.array_equal(on[0], off[0])
 
 
+def with_variant(variant, lower=None):
+    """`lower` (default: gpu_target.lower_plan as it is now) with every Attention step's
+    tuning variant set to `variant`."""
+    from graphkiln.targets.gpu import target as gpu_target
+
+    lower = lower or gpu_target.lower_plan
+
+    def lower_with_variant(graph, fast_math=False, channels_last=False):
+        plan = lower(graph, fast_math, channels_last)
+        steps = [s for s in plan.steps if s.kernel == "Attention"]
+        assert steps
+        for step in steps:
+            step.attrs["variant"] = variant
+        return plan
+
+    return lower_with_variant
+
+
 @requires_gpu
 @pytest.mark.parametrize("mode", ["fp16", "fp32"])
 def test_every_tuning_variant_gives_the_same_answers(mode, monkeypatch):
@@ -134,16 +152,7 @@ def test_every_tuning_variant_gives_the_same_answers(mode, monkeypatch):
     want = reference("grouped_bool_d64")
     results = {}
     for variant in range(1, VARIANTS["Attention"] + 1):
-        def lower_with_variant(graph, fast_math=False, channels_last=False, *,
-                               variant=variant):
-            plan = lower(graph, fast_math, channels_last)
-            steps = [s for s in plan.steps if s.kernel == "Attention"]
-            assert steps
-            for step in steps:
-                step.attrs["variant"] = variant
-            return plan
-
-        monkeypatch.setattr(gpu_target, "lower_plan", lower_with_variant)
+        monkeypatch.setattr(gpu_target, "lower_plan", with_variant(variant, lower))
         results[variant] = run("grouped_bool_d64", mode)
         compare(results[variant], want, TOL[mode], TOL[mode])
     monkeypatch.setattr(gpu_target, "lower_plan", lower)

@@ -14,7 +14,7 @@ import pytest
 
 import graphkiln as gk
 from gpu_testing import compare, requires_gpu
-from test_gpu_attention_mma import build_attention
+from test_gpu_attention_mma import build_attention, with_variant
 
 F32 = np.float32
 # float32 accuracy: far inside what TF32 rounding alone (10 mantissa bits, ~1e-3) would give
@@ -65,23 +65,6 @@ def test_large_float32_attention_matches_ref(name, monkeypatch):
     assert not np.array_equal(scalar[0], got[0])
 
 
-def with_variant(variant):
-    """gpu_target.lower_plan with every Attention step's tuning variant set to `variant`."""
-    from graphkiln.targets.gpu import target as gpu_target
-
-    lower = gpu_target.lower_plan
-
-    def lower_with_variant(graph, fast_math=False, channels_last=False):
-        plan = lower(graph, fast_math, channels_last)
-        steps = [s for s in plan.steps if s.kernel == "Attention"]
-        assert steps
-        for step in steps:
-            step.attrs["variant"] = variant
-        return plan
-
-    return lower_with_variant
-
-
 @requires_gpu
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_small_steps_take_it_too(name, monkeypatch):
@@ -90,11 +73,12 @@ def test_small_steps_take_it_too(name, monkeypatch):
     another order of operations, so some element differs."""
     from graphkiln.targets.gpu import target as gpu_target
 
+    lower = gpu_target.lower_plan
     default = run(SMALL[name])
     compare(default, reference(SMALL[name]), RTOL, ATOL)
-    monkeypatch.setattr(gpu_target, "lower_plan", with_variant(5))
+    monkeypatch.setattr(gpu_target, "lower_plan", with_variant(5, lower))
     assert np.array_equal(run(SMALL[name])[0], default[0])
-    monkeypatch.setattr(gpu_target, "lower_plan", with_variant(2))
+    monkeypatch.setattr(gpu_target, "lower_plan", with_variant(2, lower))
     scalar = run(SMALL[name])
     compare(scalar, default, RTOL, ATOL)
     assert not np.array_equal(scalar[0], default[0])

@@ -98,21 +98,30 @@ def _full(ctx: LoweringContext, value, dims_tail):
     return ctx.constant(np.ascontiguousarray(data))
 
 
-def lower_layer_norm(node: Node, ctx: LoweringContext) -> None:
+def _layer_norm_parts(node: Node, ctx: LoweringContext) -> tuple[int, int | None, dict]:
+    """A LayerNormalization node's scale and bias slots (expanded to the normalized dims)
+    and its step attributes."""
     dims = static_dims(node.inputs[0])
     axis = node.attrs.get("axis", -1) % len(dims)
     tail = tuple(dims[axis:])
     scale = _full(ctx, node.inputs[1], tail)
     bias = _full(ctx, node.inputs[2] if len(node.inputs) > 2 else None, tail)
+    return scale, bias, {"rows": int(np.prod(dims[:axis], dtype=np.int64)),
+                         "len": int(np.prod(tail, dtype=np.int64)),
+                         "epsilon": float(node.attrs.get("epsilon", 1e-5))}
+
+
+def lower_layer_norm(node: Node, ctx: LoweringContext) -> None:
+    scale, bias, attrs = _layer_norm_parts(node, ctx)
     outputs = [ctx.output(node.outputs[0])]
     stats = [v for v in node.outputs[1:3]] + [None] * (3 - len(node.outputs))
     if any(v is not None for v in stats):
-        rows = dims[:axis] + (1,) * len(tail)
+        dims = static_dims(node.inputs[0])
+        axis = node.attrs.get("axis", -1) % len(dims)
+        rows = dims[:axis] + (1,) * (len(dims) - axis)
         outputs += [ctx.output(v) if v is not None else ctx.temp(DType.f32, rows) for v in stats]
-    ctx.emit("LayerNormalization", [ctx.input(node.inputs[0]), scale, bias], outputs,
-             {"rows": int(np.prod(dims[:axis], dtype=np.int64)),
-              "len": int(np.prod(tail, dtype=np.int64)),
-              "epsilon": float(node.attrs.get("epsilon", 1e-5))}, node.name)
+    ctx.emit("LayerNormalization", [ctx.input(node.inputs[0]), scale, bias], outputs, attrs,
+             node.name)
 
 
 def lower_residual_layer_norm(node: Node, nodes: list[Node], ctx: LoweringContext) -> bool:
@@ -135,20 +144,15 @@ def lower_residual_layer_norm(node: Node, nodes: list[Node], ctx: LoweringContex
     dims = static_dims(total)
     if any(static_dims(v) != dims or v.type.dtype != total.type.dtype for v in add.inputs):
         return False
-    axis = norm.attrs.get("axis", -1) % len(dims)
-    tail = tuple(dims[axis:])
+    scale, bias, attrs = _layer_norm_parts(norm, ctx)
     if norm.outputs[0] is body.outputs[0]:  # no epilogue: straight into the node's output
         out = ctx.output(node.outputs[0])
         ctx.bind(norm.outputs[0], out)
     else:
         out = ctx.output(norm.outputs[0])
     ctx.emit("LayerNormalization",
-             [ctx.input(add.inputs[0]), _full(ctx, norm.inputs[1], tail),
-              _full(ctx, norm.inputs[2] if len(norm.inputs) > 2 else None, tail),
-              ctx.input(add.inputs[1])], [out],
-             {"rows": int(np.prod(dims[:axis], dtype=np.int64)),
-              "len": int(np.prod(tail, dtype=np.int64)),
-              "epsilon": float(norm.attrs.get("epsilon", 1e-5))}, node.name)
+             [ctx.input(add.inputs[0]), scale, bias, ctx.input(add.inputs[1])], [out], attrs,
+             node.name)
     return True
 
 
