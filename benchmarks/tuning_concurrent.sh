@@ -8,7 +8,17 @@
 PY=${1:-python}
 DB=$(mktemp -d)/tuning.sqlite
 LOGS=$(mktemp -d)
-MODEL=$(dirname "$0")/../python/graphkiln/models/example_cnn.onnx
+# the example CNN declares batch 1, which input_shapes may not change: tune a copy whose
+# batch dim is symbolic (N), so that --input-dim can set it
+MODEL=$(mktemp -d)/example_cnn_batch_n.onnx
+"$PY" -c "
+import onnx, sys
+m = onnx.load(sys.argv[1])
+for vi in (m.graph.input[0], m.graph.output[0]):
+    vi.type.tensor_type.shape.dim[0].dim_param = 'N'
+del m.graph.value_info[:]
+onnx.save(m, sys.argv[2])" "$(dirname "$0")/../python/graphkiln/models/example_cnn.onnx" "$MODEL" \
+  || exit 1
 pids=()
 for b in 1 2 3 4 5 6 7 8; do
   "$PY" -m graphkiln tune "$MODEL" --input-dim image=$b,3,32,32 --db "$DB" --no-progress \

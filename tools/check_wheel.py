@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Check that each wheel carries exactly the GPU ISAs it was asked for, within a size budget.
+"""Check that each wheel carries exactly the GPU ISAs it was asked for, within a size budget,
+with the distribution's license and metadata.
 
     python tools/check_wheel.py dist/*.whl [--expect gfx908,gfx90a] [--max-mb 80]
 
@@ -9,11 +10,14 @@ What was asked comes from the version label (tools/build_wheels.py: none = CPU, 
 rocm6.gfx90a, cu13.sm90) unless --expect names the ISAs. What is carried is read from the
 binaries: the `.hip_fatbin` section's clang offload bundle ids
 (`hipv4-amdgcn-amd-amdhsa--gfx90a`) and the `.nv_fatbin` section's SASS entries (sm_90).
+The .dist-info must hold the LICENSE file (PEP 639: `licenses/LICENSE`, named by a
+License-File field) and METADATA a License-Expression, an author and the project URLs.
 """
 
 from __future__ import annotations
 
 import argparse
+import email.parser
 import re
 import struct
 import sys
@@ -27,6 +31,9 @@ COMPRESSED_BUNDLE_MAGIC = b"CCOB"
 NV_FATBIN_MAGIC = 0xBA55ED50
 NV_KIND_SASS = 2
 BUDGET_MB = {"cpu": 20.0, "arch": 60.0, "fat": 100.0}  # 100 MB: PyPI's default file limit
+LICENSE_EXPRESSION = "Apache-2.0"
+LICENSE_FILE = "LICENSE"
+PROJECT_URLS = ("Homepage", "Source", "Issues", "Documentation")
 
 
 def elf_sections(data: bytes) -> dict[str, bytes]:
@@ -103,6 +110,39 @@ def wheel_isas(path: Path) -> dict[str, set[str]]:
     return found
 
 
+def metadata_problems(path: Path) -> list[str]:
+    """What the wheel's .dist-info lacks of the license and metadata ([] when nothing)."""
+    with zipfile.ZipFile(path) as wheel:
+        names = set(wheel.namelist())
+        infos = sorted({n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")})
+        if len(infos) != 1:
+            return [f"expected one .dist-info folder, found {len(infos)}"]
+        info = infos[0]
+        if f"{info}/METADATA" not in names:
+            return [f"{info}/METADATA is missing"]
+        message = email.parser.HeaderParser().parsestr(
+            wheel.read(f"{info}/METADATA").decode("utf-8", "replace"))
+        license_path = f"{info}/licenses/{LICENSE_FILE}"
+        license_text = wheel.read(license_path) if license_path in names else None
+    problems = []
+    if message.get("License-Expression") != LICENSE_EXPRESSION:
+        problems.append(f"License-Expression is {message.get('License-Expression')!r}, "
+                        f"not {LICENSE_EXPRESSION!r}")
+    if LICENSE_FILE not in (message.get_all("License-File") or []):
+        problems.append(f"no License-File: {LICENSE_FILE} in METADATA")
+    if license_text is None:
+        problems.append(f"{license_path} is missing")
+    elif b"Apache License" not in license_text or b"Version 2.0" not in license_text:
+        problems.append(f"{license_path} is not the Apache License 2.0 text")
+    if not (message.get("Author") or message.get("Author-email")):
+        problems.append("no Author in METADATA")
+    urls = {u.partition(",")[0].strip() for u in message.get_all("Project-URL") or []}
+    missing = [label for label in PROJECT_URLS if label not in urls]
+    if missing:
+        problems.append(f"no Project-URL for {', '.join(missing)}")
+    return problems
+
+
 def isa_order(isa: str) -> tuple:
     """gfx908 < gfx90a < gfx1030; sm_90 < sm_100."""
     prefix, number = re.match(r"(\D+)(\w*)", isa).groups()
@@ -126,6 +166,7 @@ def check(path: Path, expect: list[str] | None, max_mb: float | None) -> tuple[b
                         f"unexpected {_join(isas - asked) or 'none'}")
     if size_mb > budget:
         problems.append(f"{size_mb:.2f} MB is over the {budget:g} MB budget")
+    problems += metadata_problems(path)
     where = "; ".join(f"{name}: {_join(v)}" for name, v in sorted(carried.items()))
     lines = [f"{path.name}: {size_mb:.2f} MB (budget {budget:g} MB)",
              f"  asked:   {_join(asked) or 'no GPU code (CPU wheel)'}",

@@ -17,13 +17,15 @@
 #   --tuning "ARGS": also run benchmarks/tuning_gpu.py ARGS (e.g. "--models resnet50:1")
 #   --attention "ARGS": also run benchmarks/attention_gpu.py ARGS (before --bench; "" is not
 #   empty enough: give e.g. "--runs 20")
+#   --concurrency "ARGS": also run benchmarks/concurrency.py --target gpu ARGS, after
+#   exporting resnet50 with torch to /tmp/models (give e.g. "--models /tmp/models/resnet50.onnx")
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
 #
 # Logs go to $OUT (the device tool's folder) or /tmp/gk-out.
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --bench) BENCH="$2"; shift 2 ;;
     --tuning) TUNING="$2"; shift 2 ;;
     --attention) ATTENTION="$2"; shift 2 ;;
+    --concurrency) CONCURRENCY="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -120,6 +123,13 @@ if [ -n "$ATTENTION" ]; then
   step "benchmarks/attention_gpu.py $ATTENTION"
   # shellcheck disable=SC2086
   python3 benchmarks/attention_gpu.py $ATTENTION 2>&1 | tee "$OUT/attention_gpu.md" | tail -30
+fi
+
+if [ -n "$CONCURRENCY" ]; then
+  step "benchmarks/concurrency.py --target gpu $CONCURRENCY"
+  python3 tools/gpu_device_models.py --out /tmp/models --models resnet50 > "$OUT/export_resnet50.log" 2>&1
+  # shellcheck disable=SC2086
+  python3 benchmarks/concurrency.py --target gpu $CONCURRENCY 2>&1 | tee "$OUT/concurrency_gpu.md" | tail -40
 fi
 
 if [ -n "$BENCH" ]; then

@@ -4,31 +4,35 @@
 
     import graphkiln
     prog = graphkiln.parse_onnx("model.onnx")
-    prog.compile(graphkiln.get_target("ref"))
+    prog.compile("cpu")                      # or "gpu", or "ref" (numpy: the oracle, slowest)
     outputs = prog.run({"x": x})
     graphkiln.save(prog, "model.gkp")        # later: graphkiln.load("model.gkp").run(...)
 """
 
 from __future__ import annotations
 
-from .device import check_gpu_compatibility
+from .device import GpuCompatibilityError, check_gpu_compatibility
 from .errors import (CompileError, FormatError, GraphError, GraphkilnError, ModelError,
                      ParseError, UnsupportedOperatorError)
 from .program import Program
 from .targets import available_targets, get_target
+from .targets.cpu.lower import LoweringError
 from .version import __version__
 
 
-def parse_onnx(path, input_shapes: dict | None = None, default_dim: int | None = 1, *,
+def parse_onnx(model, input_shapes: dict | None = None, default_dim: int | None = 1, *,
                max_tensor_bytes: int | None = None) -> Program:
-    """Import an ONNX file. `input_shapes` fixes input dims by name; other symbolic dims
-    become `default_dim` (None keeps them symbolic). A tensor the model declares, reads from
-    external data or infers with a static shape that is larger than `max_tensor_bytes`
-    (default: GRAPHKILN_MAX_TENSOR_BYTES, else 4 GiB) is refused with a ModelError."""
-    from .frontends.onnx.importer import import_model, read_model_file
+    """Import an ONNX model: a path (str or os.PathLike; external data is read from beside
+    it), the serialized model (bytes, bytearray or memoryview) or an onnx.ModelProto (not
+    changed); anything else is a TypeError. `input_shapes` fixes input dims by name; other
+    symbolic dims become `default_dim` (None keeps them symbolic). A tensor the model
+    declares, reads from external data or infers with a static shape that is larger than
+    `max_tensor_bytes` (default: GRAPHKILN_MAX_TENSOR_BYTES, else 4 GiB) is refused with a
+    ModelError."""
+    from .frontends.onnx.importer import import_model, read_model
 
-    model, _ = read_model_file(path, max_tensor_bytes)
-    return Program(import_model(model, input_shapes, default_dim, max_tensor_bytes))
+    return Program(import_model(read_model(model, max_tensor_bytes), input_shapes, default_dim,
+                                max_tensor_bytes))
 
 
 def parse_onnx_buffer(data: bytes, input_shapes: dict | None = None,
@@ -42,8 +46,10 @@ def parse_onnx_buffer(data: bytes, input_shapes: dict | None = None,
                                 max_tensor_bytes))
 
 
-def save(program: Program, path, format: str = "msgpack") -> None:
-    """Save a program (compiled or not) as "msgpack" or "json"; see graphkiln.serialize."""
+def save(program: Program, path, format: str | None = None) -> None:
+    """Save a program (compiled or not) as "msgpack" or "json". The default follows the file
+    name: `.json` is JSON, any other name MessagePack; a `format` that contradicts a .json /
+    .msgpack name is a ValueError. `load` reads either, whatever the name."""
     from .serialize import save as save_program
 
     save_program(program, path, format)
@@ -72,7 +78,8 @@ def load_buffer(data: bytes, **kwargs) -> Program:
 
 
 __all__ = [
-    "CompileError", "FormatError", "GraphError", "GraphkilnError", "ModelError", "ParseError",
+    "CompileError", "FormatError", "GpuCompatibilityError", "GraphError", "GraphkilnError",
+    "LoweringError", "ModelError", "ParseError",
     "Program", "UnsupportedOperatorError", "__version__", "available_targets",
     "check_gpu_compatibility", "get_target",
     "load", "load_buffer", "parse_onnx", "parse_onnx_buffer", "save", "save_buffer",

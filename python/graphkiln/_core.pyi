@@ -14,10 +14,13 @@ class Executor:
     """A cpu plan built into kernels (targets/cpu/plan.py writes its arguments)."""
 
     def __init__(self, steps: list[dict], constants: list, arena_bytes: int,
-                 inputs: list[tuple], outputs: list[tuple], num_threads: int) -> None: ...
+                 inputs: list[tuple], outputs: list[tuple], num_threads: int,
+                 max_contexts: int = 1) -> None: ...
     def run(self, inputs: list) -> list:
         """C-contiguous arrays of the planned dtypes and shapes in; new arrays out. The GIL
-        is released while the kernels run."""
+        is released while the kernels run. Safe from several threads at once: each run takes
+        an execution context (arena, kernels' scratch) from a pool of at most max_contexts,
+        waiting when all are busy, and cores from the process-wide budget."""
     def set_profiling(self, on: bool) -> None:
         """Time every step of the following runs."""
     def step_times(self) -> list[tuple[str, str, float, int]]:
@@ -34,6 +37,17 @@ class Executor:
     def num_steps(self) -> int: ...
     @property
     def num_threads(self) -> int: ...
+    @property
+    def max_contexts(self) -> int: ...
+    @property
+    def contexts_created(self) -> int:
+        """Execution contexts built so far (each holds one arena)."""
+
+def set_core_budget(cores: int) -> None:
+    """The cores concurrent cpu runs may hold at once, process-wide."""
+
+def core_budget() -> int:
+    """The cores concurrent cpu runs may hold at once."""
 
 def cpu_kernels() -> list[str]:
     """Names of the CPU kernels compiled in."""
@@ -49,15 +63,17 @@ def onednn_version() -> str:
 
 # Only in builds with GPU_TARGETS (targets/gpu builds it; see src/gpu/executor.hpp):
 class GpuExecutor:
-    """A gpu plan built into GPU kernels: one device arena, constants uploaded once, one
-    stream. run() takes numpy arrays (copied in) or device arrays with
+    """A gpu plan built into GPU kernels: constants uploaded once, kernels shared; each run
+    takes an execution context (device arena, workspace, staging buffers, its own stream,
+    BLAS / cuDNN handles and captured graph) from a pool of at most max_contexts, waiting
+    when all are busy. run() takes numpy arrays (copied in) or device arrays with
     __cuda_array_interface__ / __dlpack__ (read in place; copied in while a graph replays)
-    and returns numpy arrays. With use_graphs, the second run is captured into a HIP/CUDA
-    graph that later runs replay."""
+    and returns numpy arrays. With use_graphs, a context's second run is captured into a
+    HIP/CUDA graph that its later runs replay."""
 
     def __init__(self, steps: list[dict], constants: list, arena_bytes: int,
                  inputs: list[tuple], outputs: list[tuple], builtin_blas: bool = False,
-                 use_graphs: bool = True) -> None: ...
+                 use_graphs: bool = True, max_contexts: int = 1) -> None: ...
     def run(self, inputs: list) -> list: ...
     def profile(self, inputs: list) -> list[tuple[str, float]]:
         """One run kernel by kernel, each step timed on the device: [(step, ms)]."""
@@ -78,6 +94,14 @@ class GpuExecutor:
     @property
     def blas(self) -> str:
         """cuBLAS, rocBLAS, or graphkiln's tiled kernel (and why)."""
+    @property
+    def max_contexts(self) -> int: ...
+    @property
+    def contexts_created(self) -> int:
+        """Execution contexts built so far."""
+    @property
+    def bytes_per_context(self) -> int:
+        """Device bytes one execution context holds."""
 
 def gpu_kernels() -> list[str]:
     """Names of the GPU kernels compiled in (GPU builds only)."""

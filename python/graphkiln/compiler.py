@@ -11,7 +11,7 @@ from .errors import CompileError
 from .ir import Graph, TensorType
 from .ir.clone import clone_graph
 from .passes.context import PassContext
-from .passes.manager import run_pipeline
+from .passes.manager import count_nodes, run_pipeline
 from .passes.op_classes import VIEWS
 from .planner import plan_memory
 from .targets import Target
@@ -27,7 +27,11 @@ def compile_graph(graph: Graph, target: Target, options: dict, trace, verify_pas
     return work, records
 
 
-def _pass_checker(original: Graph, seed: int = 0, rtol: float = 1e-4, atol: float = 1e-5):
+VERIFY_RTOL, VERIFY_ATOL = 1e-4, 1e-5  # verify_passes: how close a pass must keep results
+
+
+def _pass_checker(original: Graph, seed: int = 0, rtol: float = VERIFY_RTOL,
+                  atol: float = VERIFY_ATOL):
     """After each pass, run the graph on ref with the same random inputs as the original."""
     from .targets.ref.evaluator import run_graph
     from .targets.ref.table import KERNELS
@@ -74,10 +78,13 @@ def count_kernels(graph: Graph) -> int:
 
 
 def compile_stats(original: Graph, compiled: Graph, records, compile_ms: float) -> dict:
+    """`nodes_in`: the nodes the pipeline received (the graph as imported), `nodes_out` those
+    it left, each pass's `nodes_after` those after it: all counted by count_nodes (top-level
+    nodes but Constant, which hold weights and folded values)."""
     plan = plan_memory(compiled)
     return {
-        "nodes_in": sum(1 for n in original.nodes if n.op != "Constant"),
-        "nodes_out": sum(1 for n in compiled.nodes if n.op != "Constant"),
+        "nodes_in": count_nodes(original),
+        "nodes_out": count_nodes(compiled),
         "kernels": count_kernels(compiled),
         "fused": sum(1 for n in compiled.nodes if n.op == "Fused"),
         **plan.as_dict(),

@@ -133,8 +133,9 @@ def devices() -> list[Device]:
 
 @dataclass
 class Verdict:
-    """`status`: compatible | no-gpu | cpu-build | mismatch | no-core. The cpu and ref targets
-    run whatever the status; the gpu target needs `compatible` (the devices in `usable`)."""
+    """`status`: compatible | no-gpu | cpu-build (this build has no GPU code, GPUs here or
+    not) | mismatch | no-core. The cpu and ref targets run whatever the status; the gpu
+    target needs `compatible` (the devices in `usable`)."""
 
     status: str
     devices: list[Device]
@@ -148,8 +149,16 @@ class Verdict:
         return self.status == "compatible"
 
 
-class GpuCompatibilityError(RuntimeError):
-    """The installed graphkiln carries no code for a GPU of this machine."""
+try:  # loaded by path (tools/detect_gpu_targets.py, at CMake time) it has no package
+    from .errors import GraphkilnError as _GraphkilnError
+except ImportError:
+    class _GraphkilnError(Exception):  # type: ignore[no-redef]
+        """Stands in for graphkiln.GraphkilnError outside the package."""
+
+
+class GpuCompatibilityError(_GraphkilnError, RuntimeError):
+    """The gpu target cannot run here: no GPU, or the installed graphkiln carries no code for
+    a GPU of this machine. A GraphkilnError, and a RuntimeError as it always was."""
 
 
 def _distribution() -> str:
@@ -196,6 +205,31 @@ def _explain(devices_seen: list[Device], missing: list[Device], build: dict,
     return "\n".join(lines + [_fixes(missing[0], build)])
 
 
+def has_gpu_code(build: dict) -> bool:
+    """Whether graphkiln._core was built with GPU code (build_info(): a GPU platform and at
+    least one ISA); the CPU wheel and a source build without GPU_TARGETS have none."""
+    return build.get("gpu_platform", "none") not in ("", "none") and bool(build.get("gpu_targets"))
+
+
+def _no_gpu_code(devices_seen: list[Device], build: dict, distribution: str) -> str:
+    """Why the gpu target cannot run on a build without GPU code, and how to get one."""
+    lines = [f"this graphkiln build ({distribution}) has no GPU code (GPU platform "
+             f"{build.get('gpu_platform') or 'none'}, no GPU ISAs: the CPU-only wheel, or a "
+             "source build with GPU_TARGETS empty), so the gpu target cannot run here."]
+    if not devices_seen:
+        lines.append("No GPU was found on this machine either.")
+        lines.append(
+            "For the gpu target, install a GPU build: a wheel from graphkiln's GPU index, "
+            "pip install --force-reinstall graphkiln --index-url <graphkiln index>/<backend>/"
+            "<ISA>/ (one folder per ISA: cu<major>/sm_90/, rocm<major>/gfx942/, ...; or "
+            "<backend>/ alone for every supported GPU), or a source build, GPU_TARGETS=sm_90 "
+            "pip install . (a list such as 'gfx90a;gfx942', or native on the GPU's machine). "
+            "See the Install section of graphkiln's README.")
+        lines.append("The CPU targets (cpu, ref) run.")
+        return "\n".join(lines)
+    return "\n".join(lines + [_explain(devices_seen, devices_seen, build, distribution)])
+
+
 def check_gpu_compatibility() -> Verdict:
     """Compare the devices' ISAs with those compiled into graphkiln._core, without loading
     any GPU runtime. Never raises for a mismatch: read `.ok`, `.status` and `.message`."""
@@ -210,6 +244,9 @@ def check_gpu_compatibility() -> Verdict:
                        message=f"graphkiln._core is not importable ({exc}): only `ref` runs "
                                "(a ROCm wheel needs the ROCm runtime, libamdhip64, installed)")
     build = _core.build_info()
+    if not has_gpu_code(build):
+        return Verdict("cpu-build", found, build, distribution,
+                       message=_no_gpu_code(found, build, distribution))
     if not found:
         return Verdict("no-gpu", found, build, distribution,
                        message="no GPU found: the CPU targets run")
@@ -219,8 +256,7 @@ def check_gpu_compatibility() -> Verdict:
         isas = ", ".join(build["gpu_targets"])
         return Verdict("compatible", found, build, distribution, usable,
                        f"every GPU is covered by the ISAs compiled in ({isas})")
-    status = "cpu-build" if not build["gpu_targets"] else "mismatch"
-    return Verdict(status, found, build, distribution, usable,
+    return Verdict("mismatch", found, build, distribution, usable,
                    _explain(found, missing, build, distribution))
 
 

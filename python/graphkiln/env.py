@@ -7,7 +7,13 @@ from __future__ import annotations
 import os
 
 VARIABLES = {
-    "GRAPHKILN_NUM_THREADS": "threads for the cpu target (default: physical cores)",
+    "GRAPHKILN_NUM_THREADS": "threads for the cpu target, an integer >= 1 (default: physical "
+                             "cores; more than the CPUs this process may run on is lowered "
+                             "to that count, with a warning)",
+    "GRAPHKILN_MAX_CONCURRENCY": "how many runs of one compiled program may execute at once "
+                                 "(execution contexts per program; default: the physical "
+                                 "cores on cpu, 4 on gpu; compile(..., max_concurrency=N) "
+                                 "wins); callers beyond it wait",
     "GRAPHKILN_CORE_DIR": "development: load graphkiln._core from this CMake build folder",
     "GRAPHKILN_ONEDNN_IMPL": "1 prints the oneDNN implementation each cpu kernel chose when "
                              "it is built (read by the C++ core)",

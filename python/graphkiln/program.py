@@ -47,6 +47,7 @@ class Program:
 
     @property
     def is_compiled(self) -> bool:
+        """Whether the program has an executable (compiled, or loaded compiled): run() works."""
         return self._executable is not None
 
     # -- running ------------------------------------------------------------------------
@@ -57,26 +58,38 @@ class Program:
         values that are not arrays, each message saying what was expected. Returns one array
         per output, the caller's to keep or change (never shared with other runs).
 
-        Threads: a compiled program may be run from several threads at once. On `ref`, runs
-        overlap (they do not serialize): each run keeps its values to itself, and what runs
-        share (the compiled graph and its constants, which are read-only) is never written."""
+        Threads: a compiled program may be run from several threads at once, on every
+        target, and results never depend on who else runs. On `ref` each run keeps its values
+        to itself; on `cpu` and `gpu` each run takes an execution context (arena, scratch,
+        staging buffers, on gpu a stream and its graph) from the program's pool, at most
+        `max_concurrency` at once (a compile option; callers beyond it wait). What runs
+        share (the plan, constants, packed weights) is read-only. README.md, "Threads"."""
         if self._executable is None:
-            raise GraphkilnError("the program is not compiled: call program.compile('ref') "
-                                 "(or another target) before run()")
+            from .targets.registry import available_targets, default_target
+
+            raise GraphkilnError(
+                f"the program is not compiled: call program.compile({default_target()!r}) "
+                f"before run() (targets: {', '.join(available_targets())}; 'ref' is the "
+                "numpy oracle, the slowest)")
         inputs = check_feeds(self.graph, feeds)
         return self._executable.run(inputs)
 
     # -- introspection ------------------------------------------------------------------
     def get_parameter_names(self) -> list[str]:
+        """The names of the inputs `run` takes, in order (initializers are not inputs)."""
         return [v.name for v in self.graph.inputs]
 
     def get_parameter_shapes(self) -> dict[str, ValueType]:
+        """{input name: its type}, in order; a type prints as IR text (`f32[1,3,224,224]`,
+        symbolic dims by name: `f32[N,3]`)."""
         return {v.name: v.type for v in self.graph.inputs}
 
     def get_output_names(self) -> list[str]:
+        """The names of the outputs, in the order `run` returns them."""
         return [v.name for v in self.graph.outputs]
 
     def get_output_shapes(self) -> list[ValueType]:
+        """The outputs' types as imported, in the order `run` returns them (`[f32[1,10]]`)."""
         return [v.type for v in self.graph.outputs]
 
     def print(self, file=None, elide: bool = True) -> None:
@@ -172,7 +185,13 @@ def _python_scalar(name: str, expected, data) -> np.ndarray:
             or expected.dtype.numpy.kind not in kinds):
         raise TypeError(f"input {name!r}: expected a numpy array of {expected}, "
                         f"got {type(data).__name__}")
+    want = expected.dtype.numpy
     try:
-        return np.asarray(data, dtype=expected.dtype.numpy)
+        # numpy before 2.0 wraps an int out of an integer dtype's range (with a warning):
+        # check it here, so every numpy we support refuses it alike
+        if type(data) is int and want.kind in "iu" and not (
+                np.iinfo(want).min <= data <= np.iinfo(want).max):
+            raise OverflowError
+        return np.asarray(data, dtype=want)
     except OverflowError:
         raise ValueError(f"input {name!r}: {data!r} does not fit {expected}") from None

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 namespace graphkiln {
 
@@ -81,14 +82,95 @@ void check_reference(const StepSpec& s, const TensorInfo& t, const TensorRef& r,
 
 StepPacking* current_step_packing() { return current_packing; }
 
+namespace {
+
+// The process-wide budget of cores that runs hold while they execute. Waiters are served in
+// arrival order, so a run that needs many cores is not overtaken forever by small ones.
+class CoreBudget {
+ public:
+  static CoreBudget& instance() {
+    static CoreBudget budget;
+    return budget;
+  }
+  void set_total(int cores) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    total_ = cores < 1 ? 1 : cores;
+    changed_.notify_all();
+  }
+  int total() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return total_;
+  }
+  int take(int wanted) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t ticket = next_ticket_++;
+    int cores = 0;
+    changed_.wait(lock, [&] {
+      cores = wanted < total_ ? wanted : total_;
+      return ticket == serving_ && used_ + cores <= total_;
+    });
+    used_ += cores;
+    ++serving_;
+    changed_.notify_all();  // the next ticket may fit too
+    return cores;
+  }
+  void give(int cores) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    used_ -= cores;
+    changed_.notify_all();
+  }
+
+ private:
+  CoreBudget() {
+    const unsigned hw = std::thread::hardware_concurrency();
+    total_ = hw > 0 ? static_cast<int>(hw) : 1;
+  }
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int total_ = 1, used_ = 0;
+  uint64_t next_ticket_ = 0, serving_ = 0;
+};
+
+// Holds `wanted` cores of the budget (at most all of it) for its life.
+class CoreLease {
+ public:
+  explicit CoreLease(int wanted) : cores_(CoreBudget::instance().take(wanted)) {}
+  ~CoreLease() { CoreBudget::instance().give(cores_); }
+  CoreLease(const CoreLease&) = delete;
+  CoreLease& operator=(const CoreLease&) = delete;
+
+ private:
+  int cores_;
+};
+
+}  // namespace
+
+// A context taken from the pool for one run, given back when the run ends (or throws).
+class Executor::Lease {
+ public:
+  explicit Lease(Executor& e) : executor_(e), context_(e.acquire()) {}
+  ~Lease() { executor_.release(context_); }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  Context& context() { return *context_; }
+
+ private:
+  Executor& executor_;
+  Context* context_;
+};
+
 Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constants,
-                   int64_t arena_bytes, int num_threads, const StorageBytes& sizes)
-    : constants_(std::move(constants)), arena_bytes_(arena_bytes), num_threads_(num_threads) {
+                   int64_t arena_bytes, int num_threads, const StorageBytes& sizes,
+                   int max_contexts)
+    : constants_(std::move(constants)), arena_bytes_(arena_bytes), num_threads_(num_threads),
+      max_contexts_(max_contexts) {
   if (arena_bytes_ < 0) throw std::invalid_argument("negative arena size");
+  if (max_contexts_ < 1) throw std::invalid_argument("max_contexts must be at least 1");
   if (sizes.checked && sizes.constants.size() != constants_.size())
     throw std::invalid_argument("constant sizes and constants differ in number");
-  set_num_threads(num_threads_);
-  steps_.reserve(steps.size());
+  cores_needed_ = num_threads_ > 0 ? num_threads_ : 1;
+  std::vector<std::vector<PackedConstant>> saved;
+  templates_.reserve(steps.size());
   for (auto& s : steps) {
     if (s.inputs.size() != s.spec.inputs.size() || s.outputs.size() != s.spec.outputs.size())
       throw std::invalid_argument("step '" + s.spec.name + "': tensor references and "
@@ -109,50 +191,117 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
       if (s.spec.has_input(i)) check_reference(s, s.spec.inputs[i], s.inputs[i], sizes, arena_bytes_);
     for (size_t i = 0; i < s.outputs.size(); ++i)
       check_reference(s, s.spec.outputs[i], s.outputs[i], sizes, arena_bytes_);
-    Step step;
-    StepPacking packing;
-    packing.saved = std::move(s.saved_packing);
+    StepTemplate t;
     // tuning: a step may run on its own thread count (attr "num_threads", see
     // graphkiln.tuning); oneDNN primitives are created and run under the same count
-    step.threads = s.spec.num_threads;
-    if (step.threads != num_threads_) set_num_threads(step.threads);
+    t.threads = s.spec.num_threads;
+    if (t.threads > cores_needed_) cores_needed_ = t.threads;
+    t.present = s.spec.present;
+    t.present.resize(s.inputs.size(), true);
+    t.spec = std::move(s.spec);
+    t.inputs = std::move(s.inputs);
+    t.outputs = std::move(s.outputs);
+    saved.push_back(std::move(s.saved_packing));
+    templates_.push_back(std::move(t));
+  }
+  contexts_.push_back(build_context(std::move(saved), true));
+  free_.push_back(contexts_.back().get());
+}
+
+Executor::~Executor() = default;
+
+// Builds every step's kernel and an arena. The first context records what its kernels
+// packed; later ones are given those packings, which their kernels take as they are.
+std::unique_ptr<Executor::Context> Executor::build_context(
+    std::vector<std::vector<PackedConstant>> saved, bool first) {
+  auto context = std::make_unique<Context>();
+  context->steps.reserve(templates_.size());
+  set_num_threads(num_threads_);
+  for (size_t i = 0; i < templates_.size(); ++i) {
+    StepTemplate& t = templates_[i];
+    StepPacking packing;
+    packing.saved = first ? std::move(saved[i]) : t.packed;
+    Step step;
+    if (t.threads != num_threads_) set_num_threads(t.threads);
     try {
       PackingScope scope(&packing);
-      step.kernel = make_kernel(s.spec);
+      step.kernel = make_kernel(t.spec);
     } catch (...) {
       set_num_threads(num_threads_);
       throw;
     }
-    if (step.threads != num_threads_) set_num_threads(num_threads_);
-    step.packed = std::move(packing.packed);
-    reused_packings_ += packing.reused;
-    step.kernel_name = s.spec.kernel;
-    step.node_name = s.spec.name;
-    step.inputs = std::move(s.inputs);
-    step.outputs = std::move(s.outputs);
-    step.present = s.spec.present;
-    step.present.resize(step.inputs.size(), true);
-    step.in_ptrs.resize(step.inputs.size());
-    step.out_ptrs.resize(step.outputs.size());
-    steps_.push_back(std::move(step));
+    if (t.threads != num_threads_) set_num_threads(num_threads_);
+    if (first) {
+      t.packed = std::move(packing.packed);
+      reused_packings_ += packing.reused;
+    }
+    step.in_ptrs.resize(t.inputs.size());
+    step.out_ptrs.resize(t.outputs.size());
+    context->steps.push_back(std::move(step));
   }
-  // last: a step refused above must not leave the arena behind (no destructor runs then)
   if (arena_bytes_ > 0) {
     const size_t size = (static_cast<size_t>(arena_bytes_) + kArenaAlign - 1) / kArenaAlign *
                         kArenaAlign;
-    arena_ = static_cast<unsigned char*>(std::aligned_alloc(kArenaAlign, size));
-    if (!arena_)
-      throw std::bad_alloc();
+    context->arena = static_cast<unsigned char*>(std::aligned_alloc(kArenaAlign, size));
+    if (!context->arena) throw std::bad_alloc();
+  }
+  return context;
+}
+
+Executor::Context* Executor::acquire() {
+  std::unique_lock<std::mutex> lock(pool_mutex_);
+  for (;;) {
+    if (!free_.empty()) {
+      Context* context = free_.back();
+      free_.pop_back();
+      return context;
+    }
+    if (static_cast<int>(contexts_.size()) + building_ < max_contexts_) {
+      ++building_;  // build outside the lock: other runs go on meanwhile
+      lock.unlock();
+      std::unique_ptr<Context> fresh;
+      try {
+        fresh = build_context({}, false);
+      } catch (...) {
+        lock.lock();
+        --building_;
+        pool_cv_.notify_one();
+        throw;
+      }
+      lock.lock();
+      --building_;
+      contexts_.push_back(std::move(fresh));
+      return contexts_.back().get();
+    }
+    pool_cv_.wait(lock);
   }
 }
 
-Executor::~Executor() { std::free(arena_); }
+void Executor::release(Context* context) {
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    free_.push_back(context);
+  }
+  pool_cv_.notify_one();
+}
+
+int Executor::contexts_created() const {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  return static_cast<int>(contexts_.size());
+}
 
 void Executor::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  Lease lease(*this);
+  CoreLease cores(cores_needed_);
+  run_in(lease.context(), inputs, outputs);
+}
+
+void Executor::run_in(Context& context, const std::vector<const void*>& inputs,
+                      const std::vector<void*>& outputs) {
   set_num_threads(num_threads_);
   auto resolve = [&](const TensorRef& r) -> unsigned char* {
     switch (r.storage) {
-      case Storage::arena: return arena_ + r.offset;
+      case Storage::arena: return context.arena + r.offset;
       case Storage::constant:
         return const_cast<unsigned char*>(static_cast<const unsigned char*>(constants_[r.index])) +
                r.offset;
@@ -163,30 +312,46 @@ void Executor::run(const std::vector<const void*>& inputs, const std::vector<voi
     }
     return nullptr;
   };
-  for (Step& step : steps_) {
-    for (size_t i = 0; i < step.inputs.size(); ++i)
-      step.in_ptrs[i] = step.present[i] ? resolve(step.inputs[i]) : nullptr;
-    for (size_t i = 0; i < step.outputs.size(); ++i) step.out_ptrs[i] = resolve(step.outputs[i]);
-    const bool own_threads = step.threads != num_threads_;  // tuned thread count
-    if (own_threads) set_num_threads(step.threads);
-    if (!profiling_) {
+  const bool profiling = profiling_.load(std::memory_order_relaxed);
+  std::vector<double> times;
+  if (profiling) times.assign(templates_.size(), 0.0);
+  for (size_t s = 0; s < templates_.size(); ++s) {
+    const StepTemplate& t = templates_[s];
+    Step& step = context.steps[s];
+    for (size_t i = 0; i < t.inputs.size(); ++i)
+      step.in_ptrs[i] = t.present[i] ? resolve(t.inputs[i]) : nullptr;
+    for (size_t i = 0; i < t.outputs.size(); ++i) step.out_ptrs[i] = resolve(t.outputs[i]);
+    const bool own_threads = t.threads != num_threads_;  // tuned thread count
+    if (own_threads) set_num_threads(t.threads);
+    if (!profiling) {
       step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data());
     } else {
       const auto start = std::chrono::steady_clock::now();
       step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data());
-      step.total_ms += std::chrono::duration<double, std::milli>(
-                           std::chrono::steady_clock::now() - start).count();
-      step.runs += 1;
+      times[s] = std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - start).count();
     }
     if (own_threads) set_num_threads(num_threads_);
+  }
+  if (profiling) {
+    std::lock_guard<std::mutex> lock(profile_mutex_);
+    for (size_t s = 0; s < templates_.size(); ++s) {
+      templates_[s].total_ms += times[s];
+      templates_[s].runs += 1;
+    }
   }
 }
 
 std::vector<Executor::StepTime> Executor::step_times() const {
+  std::lock_guard<std::mutex> lock(profile_mutex_);
   std::vector<StepTime> out;
-  for (const Step& step : steps_) out.push_back({step.kernel_name, step.node_name, step.total_ms, step.runs});
+  for (const StepTemplate& t : templates_)
+    out.push_back({t.spec.kernel, t.spec.name, t.total_ms, t.runs});
   return out;
 }
+
+void set_core_budget(int cores) { CoreBudget::instance().set_total(cores); }
+int core_budget() { return CoreBudget::instance().total(); }
 
 void set_num_threads(int n) {
   if (n > 0) omp_set_num_threads(n);

@@ -4,8 +4,12 @@
 // once), in constants, in the caller's input buffers or in the caller's output buffers.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -56,15 +60,28 @@ struct StorageBytes {
   std::vector<int64_t> constants, inputs, outputs;
 };
 
+// Runs of one Executor may overlap: everything a run writes (the arena, the kernels'
+// pointer tables and scratch, the profiling sums) lives in an execution context taken from
+// the executor's pool for the run and given back after it. What runs share is read-only
+// after construction: the constants, the packed constants (oneDNN weights, packed once by
+// context 0 and handed to every later context's kernels as they are), the plan. The pool
+// starts with one context (built in the constructor, so build errors surface there) and
+// grows on demand up to max_contexts; callers beyond that wait for a context. Every context
+// runs with the same thread counts, so a result never depends on which context ran it.
+// A process-wide budget of cores (set_core_budget) keeps concurrent runs, of one executor
+// or of several, from oversubscribing the cores: a run holds as many cores as it has
+// threads, and a run that would exceed the budget waits until cores are free.
 class Executor {
  public:
   // constants[i] must stay valid for the executor's life (the binding keeps them).
   Executor(std::vector<StepSpec> steps, std::vector<const void*> constants,
-           int64_t arena_bytes, int num_threads, const StorageBytes& sizes = {});
+           int64_t arena_bytes, int num_threads, const StorageBytes& sizes = {},
+           int max_contexts = 1);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
+  // Safe to call from several threads at once.
   void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
 
   // Profiling: when on, run() adds each step's wall time to its total.
@@ -74,35 +91,69 @@ class Executor {
     int64_t runs = 0;
   };
   void set_profiling(bool on) { profiling_ = on; }
-  std::vector<StepTime> step_times() const;
+  std::vector<StepTime> step_times() const;  // summed over the contexts
   int64_t arena_bytes() const { return arena_bytes_; }
-  size_t num_steps() const { return steps_.size(); }
+  size_t num_steps() const { return templates_.size(); }
   int num_threads() const { return num_threads_; }
+  int max_contexts() const { return max_contexts_; }
+  int contexts_created() const;
   // What step i's kernel packed (empty for kernels that pack nothing).
-  const std::vector<PackedConstant>& packed_constants(size_t i) const { return steps_.at(i).packed; }
+  const std::vector<PackedConstant>& packed_constants(size_t i) const {
+    return templates_.at(i).packed;
+  }
   int64_t reused_packings() const { return reused_packings_; }
 
  private:
+  // What building step i's kernel again needs, kept after construction.
+  struct StepTemplate {
+    KernelSpec spec;
+    std::vector<TensorRef> inputs, outputs;
+    std::vector<bool> present;  // per input: false where absent (pointer null)
+    int threads = 0;  // OpenMP threads while this step builds and runs
+    std::vector<PackedConstant> packed;  // what context 0's kernel packed
+    double total_ms = 0;  // profiling, guarded by profile_mutex_
+    int64_t runs = 0;
+  };
   struct Step {
     std::unique_ptr<Kernel> kernel;
-    std::vector<TensorRef> inputs, outputs;
-    std::vector<bool> present;
     std::vector<const void*> in_ptrs;
     std::vector<void*> out_ptrs;
-    std::string kernel_name, node_name;
-    double total_ms = 0;
-    int64_t runs = 0;
-    int threads = 0;  // OpenMP threads while this step builds and runs
-    std::vector<PackedConstant> packed;
   };
-  bool profiling_ = false;
-  std::vector<Step> steps_;
+  struct Context {
+    std::vector<Step> steps;
+    unsigned char* arena = nullptr;
+    ~Context() { std::free(arena); }
+  };
+  class Lease;
+
+  std::unique_ptr<Context> build_context(std::vector<std::vector<PackedConstant>> saved,
+                                         bool first);
+  Context* acquire();
+  void release(Context* context);
+  void run_in(Context& context, const std::vector<const void*>& inputs,
+              const std::vector<void*>& outputs);
+
+  std::atomic<bool> profiling_{false};
+  std::vector<StepTemplate> templates_;
   std::vector<const void*> constants_;
   int64_t arena_bytes_;
-  unsigned char* arena_ = nullptr;
   int num_threads_;
+  int max_contexts_;
+  int cores_needed_ = 1;  // the most threads any step runs with
   int64_t reused_packings_ = 0;
+
+  mutable std::mutex profile_mutex_;
+  mutable std::mutex pool_mutex_;
+  std::condition_variable pool_cv_;
+  std::vector<std::unique_ptr<Context>> contexts_;  // guarded by pool_mutex_
+  std::vector<Context*> free_;                       // guarded by pool_mutex_
+  int building_ = 0;  // contexts being built outside the lock, guarded by pool_mutex_
 };
+
+// The cores concurrent runs may hold at once, process-wide (default: the hardware threads;
+// graphkiln sets the physical cores). Values below 1 are taken as 1.
+void set_core_budget(int cores);
+int core_budget();
 
 void set_num_threads(int n);  // OpenMP threads of the calling thread
 int max_threads();

@@ -166,7 +166,7 @@ class Attention : public Kernel {
     return scores_bytes() + (dtype_ == DType::f32 ? 0 : (v32_size() + y32_size()) * sizeof(float));
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     dispatch_float(dtype_, [&](auto t) { go<decltype(t)>(inputs, outputs, ctx); });
   }
 
@@ -215,7 +215,7 @@ class Attention : public Kernel {
   }
 
   template <typename T>
-  void go(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void go(const void* const* inputs, void* const* outputs, Context& ctx) const {
     if (rows() == 0) return;
     const size_t elem = sizeof(T);
     const bool wide = std::is_same<T, float>::value;

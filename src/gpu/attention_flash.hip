@@ -153,7 +153,7 @@ class FlashAttention : public Kernel {
   FlashAttention(const KernelSpec& spec, const FlashShape& shape, int64_t batch, int warps)
       : dtype_(spec.inputs.at(0).dtype), s_(shape), batch_(batch), warps_(warps) {}
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (batch_ == 0 || s_.heads == 0 || s_.q_seq == 0) return;
     dispatch_float(dtype_, [&](auto t) {
       using T = decltype(t);
@@ -172,7 +172,7 @@ class FlashAttention : public Kernel {
 
  private:
   template <typename T, int SLICE, int kWarps>
-  void launch(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void launch(const void* const* inputs, void* const* outputs, Context& ctx) const {
     constexpr int kRowsPerBlock = kWarps * kRowsPerWarp;
     const dim3 grid(static_cast<unsigned>((s_.q_seq + kRowsPerBlock - 1) / kRowsPerBlock),
                     static_cast<unsigned>(s_.heads), static_cast<unsigned>(batch_));

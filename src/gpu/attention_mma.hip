@@ -208,7 +208,7 @@ class MmaAttention : public Kernel {
         batch_(batch),
         staging_(shape, 8) {}
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (batch_ == 0 || s_.heads == 0 || s_.q_seq == 0) return;
     const int vec = staging_.mask(inputs);
     constexpr int kRows = WARPS * kWarpRows;

@@ -186,7 +186,7 @@ class MmaAttentionF32 : public Kernel {
   MmaAttentionF32(const FlashShape& shape, int64_t batch)
       : s_(shape), batch_(batch), staging_(shape, 4) {}
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (batch_ == 0 || s_.heads == 0 || s_.q_seq == 0) return;
     const int vec = staging_.mask(inputs);
     constexpr int kRows = WARPS * kWarpRows;

@@ -154,7 +154,7 @@ class AxisKernel : public Kernel {
     }
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (v_.outer * v_.inner == 0 || v_.n == 0 || (op_ == kTopK && k_ == 0)) return;
     switch (dtype_) {
       case DType::f32: go<float>(inputs, outputs, ctx); break;
@@ -173,7 +173,7 @@ class AxisKernel : public Kernel {
 
  private:
   template <typename T>
-  void go(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void go(const void* const* inputs, void* const* outputs, Context& ctx) const {
     const unsigned blocks = blocks_for(v_.outer * v_.inner, 128);
     const T* x = static_cast<const T*>(inputs[0]);
     T* y = static_cast<T*>(outputs[0]);

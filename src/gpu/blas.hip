@@ -215,6 +215,14 @@ Blas::~Blas() {
 #endif  // vendor BLAS
 }
 
+size_t Blas::workspace_bytes() const {
+#if defined(GRAPHKILN_BLAS_CUBLAS)
+  return workspace_ ? kBlasWorkspace : 0;
+#else
+  return 0;
+#endif
+}
+
 bool Blas::supports(DType ab, DType c) {
   return is_float_type(ab) && (c == ab || c == DType::f32);
 }

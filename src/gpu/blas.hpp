@@ -7,6 +7,9 @@
 // operands' type; accumulation is always float32. `tf32` lets float32 products run on
 // TF32 tensor cores (cuBLAS only: the caller's fast_math). gemm_epilogue adds a bias row and
 // ReLU (cuBLASLt's epilogue where it loads: blas_lt.hpp).
+// One Blas per execution context (executor.hip), bound to its stream: the vendor handle, its
+// workspace and cuBLASLt's plan cache are written by the calls, so a Blas is used by one run
+// at a time and never shared between contexts.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +61,8 @@ class Blas {
   // Whether gemm() takes these element types (on every backend: the builtin kernel too).
   static bool supports(DType ab, DType c);
   std::string backend() const { return backend_; }
+  // device bytes this object allocated (cuBLAS's workspace)
+  size_t workspace_bytes() const;
 
  private:
   void builtin_gemm(const GemmArgs& g);

@@ -2,7 +2,9 @@
 // Copyright graphkiln authors
 // GEMMs with a fused epilogue (a bias row added to every output row, then optionally ReLU)
 // through cuBLASLt, loaded at run time like cuBLAS (blas.hip). One plan (descriptors and the
-// heuristic's algorithm) per problem, made on first use. Elsewhere (AMD, no libcublasLt, an
+// heuristic's algorithm) per problem, made on first use; run() also sets the bias pointer in
+// the plan's descriptor, so an LtGemms belongs to one Blas, that is one execution context, and
+// is never called from two threads at once (no lock). Elsewhere (AMD, no libcublasLt, an
 // unsupported problem) run() answers false and the caller runs the product and then its own
 // epilogue kernel.
 #pragma once

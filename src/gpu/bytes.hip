@@ -79,7 +79,7 @@ class CastLookup : public Kernel {
     n_ = spec.outputs[0].numel();
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     if (ib_ == 1) dispatch(static_cast<const uint8_t*>(inputs[0]), inputs[1], outputs[0], ctx);
     else dispatch(static_cast<const uint16_t*>(inputs[0]), inputs[1], outputs[0], ctx);
@@ -88,7 +88,7 @@ class CastLookup : public Kernel {
 
  private:
   template <typename I>
-  void dispatch(const I* x, const void* table, void* y, Context& ctx) {
+  void dispatch(const I* x, const void* table, void* y, Context& ctx) const {
     const unsigned blocks = blocks_for(n_, 256);
     switch (eb_) {
       case 1: lookup_kernel<<<blocks, 256, 0, ctx.stream>>>(x, static_cast<const uint8_t*>(table), static_cast<uint8_t*>(y), n_); break;
@@ -152,7 +152,7 @@ class CastSteps : public Kernel {
     n_ = spec.outputs[0].numel();
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     uint8_t* y = static_cast<uint8_t*>(outputs[0]);
     const unsigned blocks = blocks_for(n_, 256);
@@ -224,7 +224,7 @@ class CastSubByteInt : public Kernel {
     n_ = spec.outputs[0].numel();
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     uint8_t* y = static_cast<uint8_t*>(outputs[0]);
     switch (dtype_) {
@@ -244,7 +244,7 @@ class CastSubByteInt : public Kernel {
 
  private:
   template <typename T>
-  void go(const void* x, uint8_t* y, Context& ctx) {
+  void go(const void* x, uint8_t* y, Context& ctx) const {
     sub_byte_int_kernel<T><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(static_cast<const T*>(x), y, codes_, mask_, n_);
   }
   Codes16 codes_{};
@@ -354,7 +354,7 @@ class Bitwise : public Kernel {
     }
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     const void* b = op_ == kNot ? inputs[0] : inputs[1];
     switch (dtype_) {
@@ -372,7 +372,7 @@ class Bitwise : public Kernel {
 
  private:
   template <typename T>
-  void go(const void* a, const void* b, void* out, Context& ctx) {
+  void go(const void* a, const void* b, void* out, Context& ctx) const {
     bitwise_kernel<T><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(
         static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), ma_, mb_, op_, n_);
   }
@@ -467,7 +467,7 @@ class Quantize : public Kernel {
     n_ = spec.inputs[0].numel();
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     switch (q_) {
       case DType::i8: go<int8_t>(inputs, outputs, ctx, -128.0, 127.0); break;
@@ -482,7 +482,7 @@ class Quantize : public Kernel {
 
  private:
   template <typename Q>
-  void go(const void* const* inputs, void* const* outputs, Context& ctx, double lo, double hi) {
+  void go(const void* const* inputs, void* const* outputs, Context& ctx, double lo, double hi) const {
     const void* zp = has_zp_ ? inputs[2] : nullptr;
     const float* scale = static_cast<const float*>(inputs[1]);
     const unsigned blocks = blocks_for(n_, 256);

@@ -148,7 +148,7 @@ class Conv : public Kernel {
 
   size_t workspace_bytes() const override { return col_bytes_; }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     dispatch_float(dtype_, [&](auto t) {
       using T = decltype(t);
       go(static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
@@ -158,7 +158,7 @@ class Conv : public Kernel {
 
  private:
   template <typename T>
-  void go(const T* x, const T* w, const T* bias, T* y, Context& ctx) {
+  void go(const T* x, const T* w, const T* bias, T* y, Context& ctx) const {
     if (!has_bias_) bias = nullptr;
     const int64_t ohw = s_.oh * s_.ow, total = s_.n * s_.m * ohw;
     if (total == 0) return;

@@ -25,6 +25,9 @@
 // instead, with no timing: 1..kVariantAlgos the fused call with cuDNN's k-th heuristic
 // algorithm, kVariantAlgos+1..2*kVariantAlgos the plain call with the k-th, kConvHipVariant
 // conv.hip's kernel. A variant cuDNN refuses here falls back to conv.hip's kernel.
+// Threads: the step's descriptors and choice are made at build and only read after; runs call
+// cuDNN on their execution context's own handle (Context::cudnn, bound to the context's
+// stream), builds on the process's build handle under its lock (cudnn.hpp).
 #include "gpu/common.hpp"
 
 #include <cstdio>
@@ -136,7 +139,7 @@ class ConvThenEpilogue : public Kernel {
     total_ = y.numel();
   }
   size_t workspace_bytes() const override { return inner_->workspace_bytes(); }
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     inner_->run(inputs, outputs, ctx);
     launch_epilogue(dtype_, outputs[0], nullptr, epilogue_.has_z ? inputs[3] : nullptr,
                     channels_, plane_, total_, epilogue_.relu, ctx.stream);
@@ -208,13 +211,15 @@ class CudnnConv : public Kernel {
   }
 
   size_t workspace_bytes() const override { return workspace_; }
+  bool uses_cudnn() const override { return true; }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
-    {
-      std::lock_guard<std::mutex> lock(cudnn::handle_mutex());
-      cudnn::check(api_.set_stream(handle_, ctx.stream), "cudnnSetStream");
-      cudnn::check(enqueue(inputs, outputs[0], ctx.workspace), fused_ ? "cudnnConvolutionBiasActivationForward" : "cudnnConvolutionForward");
-    }
+  // On the context's own handle (bound to ctx.stream when the context was made: no other
+  // run uses it, so no lock and no cudnnSetStream here)
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
+    if (!ctx.cudnn)
+      throw std::runtime_error("Conv step '" + name_ + "': no cuDNN handle in the context");
+    cudnn::check(enqueue(ctx.cudnn, inputs, outputs[0], ctx.workspace),
+                 fused_ ? "cudnnConvolutionBiasActivationForward" : "cudnnConvolutionForward");
     if (!fused_ && (has_bias_ || epilogue_.has_z || epilogue_.relu))
       launch_epilogue(dtype_, outputs[0], has_bias_ ? inputs[2] : nullptr,
                       epilogue_.has_z ? inputs[3] : nullptr, channels_, plane_, total_,
@@ -225,23 +230,24 @@ class CudnnConv : public Kernel {
   CudnnConv(const cudnn::Api& a, const KernelSpec& spec, const Epilogue& e)
       : api_(a), epilogue_(e), name_(spec.name) {}
 
-  cudnn::Status enqueue(const void* const* inputs, void* y, void* workspace) {
+  cudnn::Status enqueue(cudnn::Handle handle, const void* const* inputs, void* y,
+                        void* workspace) const {
     const float one = 1.f, zero = 0.f;
     if (!fused_)
-      return api_.forward(handle_, &one, x_desc_, inputs[0], w_desc_, inputs[1], conv_desc_,
+      return api_.forward(handle, &one, x_desc_, inputs[0], w_desc_, inputs[1], conv_desc_,
                           algo_, workspace, workspace_, &zero, y_desc_, y);
     const void* bias = has_bias_ ? inputs[2] : zero_bias_;
     const void* z = epilogue_.has_z ? inputs[3] : y;
-    return api_.bias_activation_forward(handle_, &one, x_desc_, inputs[0], w_desc_, inputs[1],
+    return api_.bias_activation_forward(handle, &one, x_desc_, inputs[0], w_desc_, inputs[1],
                                         conv_desc_, algo_, workspace, workspace_,
                                         epilogue_.has_z ? &one : &zero, y_desc_, z, bias_desc_,
                                         bias, act_desc_, y_desc_, y);
   }
 
   // The step as configured (cuDNN call + epilogue kernel when not fused) on the legacy
-  // stream.
+  // stream, with the build handle (build time only).
   cudnn::Status enqueue_all(const void* const* inputs, void* y, void* workspace) {
-    const cudnn::Status status = enqueue(inputs, y, workspace);
+    const cudnn::Status status = enqueue(build_handle_, inputs, y, workspace);
     if (status == cudnn::kSuccess && !fused_ && (has_bias_ || epilogue_.has_z || epilogue_.relu))
       launch_epilogue(dtype_, y, has_bias_ ? inputs[2] : nullptr,
                       epilogue_.has_z ? inputs[3] : nullptr, channels_, plane_, total_,
@@ -316,7 +322,7 @@ class CudnnConv : public Kernel {
     plane_ = layout == Layout::kNhwc ? 1 : y.dims[2] * y.dims[3];
     total_ = y.numel();
 
-    handle_ = cudnn::handle();
+    build_handle_ = cudnn::handle();
     // cuDNN pads symmetrically: pad by the leading pads; the trailing ones only decide how
     // many output rows / columns exist, checked against y below
     if (!tensor_desc(&x_desc_, x) || !tensor_desc(&y_desc_, y)) return refuse("tensor descriptor");
@@ -345,18 +351,20 @@ class CudnnConv : public Kernel {
                             cudnn::kNotPropagateNan, 0.0) != cudnn::kSuccess)
       return refuse("activation descriptor");
 
+    // The build handle is shared by every build in the process (plans may be built on several
+    // threads at once): held from the algorithm query to the end of the trial runs.
+    std::lock_guard<std::mutex> lock(cudnn::handle_mutex());
     const bool strict_f32 = dtype_ == DType::f32 && !fast_math;
     const int base_math = strict_f32 ? cudnn::kFmaMath
                           : dtype_ == DType::f32 ? cudnn::kDefaultMath : cudnn::kTensorOpMath;
     cudnn::AlgoPerf perf[cudnn::kFwdAlgoCount] = {};
     int count = 0;
     if (api_.set_math_type(conv_desc_, base_math) != cudnn::kSuccess ||
-        api_.forward_algorithm_v7(handle_, x_desc_, w_desc_, conv_desc_, y_desc_,
+        api_.forward_algorithm_v7(build_handle_, x_desc_, w_desc_, conv_desc_, y_desc_,
                                   cudnn::kFwdAlgoCount, &count, perf) != cudnn::kSuccess)
       return refuse("cudnnGetConvolutionForwardAlgorithm_v7 failed");
 
-    std::lock_guard<std::mutex> lock(cudnn::handle_mutex());
-    if (api_.set_stream(handle_, nullptr) != cudnn::kSuccess) return refuse("cudnnSetStream");
+    if (api_.set_stream(build_handle_, nullptr) != cudnn::kSuccess) return refuse("cudnnSetStream");
     // scratch operands for the trial runs (zeros); the fused call's missing bias reads zeros
     DeviceBuffer xb(x.nbytes()), wb(w.nbytes()), yb(y.nbytes()),
         zb(epilogue_.has_z ? y.nbytes() : 0), bb(static_cast<size_t>(channels_) * dtype_size(dtype_));
@@ -391,7 +399,7 @@ class CudnnConv : public Kernel {
         const int math = strict_f32 ? cudnn::kFmaMath : p.math_type;
         size_t bytes = 0;
         if (api_.set_math_type(conv_desc_, math) != cudnn::kSuccess ||
-            api_.workspace_size(handle_, x_desc_, w_desc_, conv_desc_, y_desc_, p.algo,
+            api_.workspace_size(build_handle_, x_desc_, w_desc_, conv_desc_, y_desc_, p.algo,
                                 &bytes) != cudnn::kSuccess || bytes > kWorkspaceCap)
           continue;
         DeviceBuffer ws(bytes);
@@ -434,7 +442,7 @@ class CudnnConv : public Kernel {
   const cudnn::Api& api_;
   Epilogue epilogue_;
   std::string name_;
-  cudnn::Handle handle_ = nullptr;
+  cudnn::Handle build_handle_ = nullptr;  // the process's build handle: trials only, never run()
   cudnn::TensorDesc x_desc_ = nullptr, y_desc_ = nullptr, bias_desc_ = nullptr;
   cudnn::FilterDesc w_desc_ = nullptr;
   cudnn::ConvDesc conv_desc_ = nullptr;

@@ -66,7 +66,7 @@ class StridedCopy : public Kernel {
     linear_ = dense(src_) && dense(dst_);
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     const unsigned char* src = static_cast<const unsigned char*>(inputs[0]) + src_offset_ * elem_;
     unsigned char* dst = static_cast<unsigned char*>(outputs[0]) + dst_offset_ * elem_;
@@ -87,7 +87,7 @@ class StridedCopy : public Kernel {
 
  private:
   template <typename T>
-  void launch(const unsigned char* src, unsigned char* dst, unsigned blocks, Context& ctx) {
+  void launch(const unsigned char* src, unsigned char* dst, unsigned blocks, Context& ctx) const {
     strided_copy<T><<<blocks, 256, 0, ctx.stream>>>(reinterpret_cast<const T*>(src),
                                                      reinterpret_cast<T*>(dst), src_, dst_, n_);
   }
@@ -122,7 +122,7 @@ class Trilu : public Kernel {
     elem_ = dtype_size(x.dtype);
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     const unsigned blocks = blocks_for(n_, 256);
     switch (elem_) {

@@ -72,6 +72,7 @@ const Loaded& loaded() {
     Api& a = l.api;
     std::string missing;
     bind(so, a.create, "cudnnCreate", missing);
+    bind(so, a.destroy, "cudnnDestroy", missing);
     bind(so, a.set_stream, "cudnnSetStream", missing);
     bind(so, a.error_string, "cudnnGetErrorString", missing);
     bind(so, a.version, "cudnnGetVersion", missing);
@@ -134,6 +135,28 @@ Handle handle() {
   check(a->create(&h), "cudnnCreate");
   handles[device] = h;
   return h;
+}
+
+Handle create_handle(cudaStream_t stream) {
+  const Api* a = api();
+  if (!a) throw std::runtime_error("cuDNN is not available");
+  // cuDNN asks for handles to be created one at a time until the first exists; contexts are
+  // made rarely, so they simply always take turns
+  static std::mutex one_at_a_time;
+  std::lock_guard<std::mutex> turn(one_at_a_time);
+  Handle h = nullptr;
+  check(a->create(&h), "cudnnCreate");
+  const Status status = a->set_stream(h, stream);
+  if (status != kSuccess) {
+    a->destroy(h);
+    check(status, "cudnnSetStream");
+  }
+  return h;
+}
+
+void destroy_handle(Handle h) {
+  if (!h) return;
+  if (const Api* a = api()) a->destroy(h);
 }
 
 void check(Status status, const char* what) {

@@ -50,6 +50,7 @@ struct AlgoPerf {
 
 struct Api {
   Status (*create)(Handle*) = nullptr;
+  Status (*destroy)(Handle) = nullptr;
   Status (*set_stream)(Handle, cudaStream_t) = nullptr;
   const char* (*error_string)(Status) = nullptr;
   size_t (*version)() = nullptr;
@@ -86,11 +87,17 @@ struct Api {
 
 // The loaded library, or null with *why set (not found, an entry point missing).
 const Api* api(std::string* why = nullptr);
-// One handle per device, created on first use and kept for the process (destroying it at
-// exit could run after the CUDA runtime is gone). Callers lock handle_mutex() around
-// set_stream + the call that uses it.
+// The build handle: one per device, created on first use and kept for the process (destroying
+// it at exit could run after the CUDA runtime is gone), for choosing and trying algorithms
+// while Conv steps are built. Callers lock handle_mutex() around set_stream + the calls that
+// use it. Runs never use it: each execution context has a handle of its own (below).
 Handle handle();
 std::mutex& handle_mutex();
+// A handle of its own for one execution context (executor.hip), bound to `stream` here once:
+// no other context uses it, so its calls need no lock and no cudnnSetStream. Throws when
+// cuDNN is not loaded or cudnnCreate fails; destroy_handle(nullptr) does nothing.
+Handle create_handle(cudaStream_t stream);
+void destroy_handle(Handle h);
 // Throws std::runtime_error("<what>: <cuDNN's message>") unless status is kSuccess.
 void check(Status status, const char* what);
 

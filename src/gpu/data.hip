@@ -93,7 +93,7 @@ class IndexMap : public Kernel {
     n_ = out.numel();
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     switch (es_) {
       case 1: go<uint8_t>(inputs, outputs, ctx); break;
@@ -106,7 +106,7 @@ class IndexMap : public Kernel {
 
  private:
   template <typename T>
-  void go(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void go(const void* const* inputs, void* const* outputs, Context& ctx) const {
     index_map_kernel<T><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(
         static_cast<const T*>(inputs[0]), static_cast<T*>(outputs[0]), maps_.get(), dims_,
         has_fill_ ? static_cast<const T*>(inputs[1]) : nullptr, fill_bits_, n_);
@@ -178,7 +178,7 @@ class CumSum : public Kernel {
     }
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (outer_ * len_ * inner_ == 0) return;
     switch (dtype_) {
       case DType::f32: go<float>(inputs, outputs, ctx); break;
@@ -193,7 +193,7 @@ class CumSum : public Kernel {
 
  private:
   template <typename T>
-  void go(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void go(const void* const* inputs, void* const* outputs, Context& ctx) const {
     const unsigned blocks = blocks_for(outer_ * inner_, 256);
     if (prod_)
       cumsum_kernel<T, true><<<blocks, 256, 0, ctx.stream>>>(
@@ -241,7 +241,7 @@ class OneHot : public Kernel {
     n_ = out.numel();
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     switch (es_) {
       case 1: go<uint8_t>(inputs, outputs, ctx); break;
@@ -254,7 +254,7 @@ class OneHot : public Kernel {
 
  private:
   template <typename T>
-  void go(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void go(const void* const* inputs, void* const* outputs, Context& ctx) const {
     const T* values = static_cast<const T*>(inputs[2]);
     T* out = static_cast<T*>(outputs[0]);
     const unsigned blocks = blocks_for(n_, 256);
@@ -290,7 +290,7 @@ class Range : public Kernel {
     n_ = spec.outputs[0].numel();
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     const unsigned blocks = blocks_for(n_, 256);
     switch (dtype_) {
@@ -420,7 +420,7 @@ class Scatter : public Kernel {
     }
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (outputs[0] != inputs[0] && total_bytes_)
       check(hipMemcpyAsync(outputs[0], inputs[0], total_bytes_, hipMemcpyDeviceToDevice, ctx.stream),
             "scatter copy");
@@ -443,12 +443,12 @@ class Scatter : public Kernel {
 
  private:
   template <typename T>
-  void pick(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void pick(const void* const* inputs, void* const* outputs, Context& ctx) const {
     if (wide_) go<T, int64_t>(inputs, outputs, ctx);
     else go<T, int32_t>(inputs, outputs, ctx);
   }
   template <typename T, typename I>
-  void go(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void go(const void* const* inputs, void* const* outputs, Context& ctx) const {
     const I* ind = static_cast<const I*>(inputs[1]);
     const T* upd = static_cast<const T*>(inputs[2]);
     T* out = static_cast<T*>(outputs[0]);
@@ -509,7 +509,7 @@ class ResizeAxis : public Kernel {
     weights_.upload(std::vector<float>(weights.begin(), weights.end()));
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     const int64_t n = outer_ * out_len_ * inner_;
     if (n == 0) return;
     resize_axis_kernel<<<blocks_for(n, 256), 256, 0, ctx.stream>>>(

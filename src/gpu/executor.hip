@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
+// What is shared and what is per execution context: executor.hpp.
 #include "gpu/common.hpp"
 #include "gpu/executor.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
 
 #include "gpu/blas.hpp"
+#include "gpu/cudnn.hpp"
+#include "gpu/device_gate.hpp"
 #include "gpu/kernel.hpp"
 
 namespace graphkiln {
@@ -19,12 +24,50 @@ constexpr size_t kAlign = 256;
 
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+std::string name_of_device(int device) {
+  hipDeviceProp_t props;
+  if (hipGetDeviceProperties(&props, device) != hipSuccess) return "GPU ?";
+  return "GPU " + std::to_string(device) + " '" + props.name + "'";
+}
+
 std::string current_device_name() {
   int device = 0;
-  hipDeviceProp_t props;
-  if (hipGetDevice(&device) != hipSuccess || hipGetDeviceProperties(&props, device) != hipSuccess)
-    return "GPU ?";
-  return "GPU " + std::to_string(device) + " '" + props.name + "'";
+  if (hipGetDevice(&device) != hipSuccess) return "GPU ?";
+  return name_of_device(device);
+}
+
+// Makes `device` current on the calling thread for a scope and puts the thread's own back
+// after: a thread starts on device 0, and an executor's memory and streams belong to the
+// device it was built on.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (hipGetDevice(&previous_) == hipSuccess && previous_ != device) {
+      check(hipSetDevice(device), "making the executor's GPU current");
+      switched_ = true;
+    }
+  }
+  ~DeviceScope() {
+    if (switched_) (void)hipSetDevice(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+// The stream an InputBuffer's `stream` names (executor.hpp).
+hipStream_t producer_stream(uintptr_t stream) {
+#if defined(__CUDACC__) && !defined(__HIP__)
+  const hipStream_t legacy = cudaStreamLegacy;
+#else
+  const hipStream_t legacy = nullptr;  // HIP's null stream
+#endif
+  if (stream == 0 || stream == 1) return legacy;
+  if (stream == 2) return hipStreamPerThread;
+  return reinterpret_cast<hipStream_t>(stream);
 }
 
 // One device allocation; out of memory names the device, the bytes asked and what for.
@@ -47,7 +90,10 @@ class DeviceBuffer {
   ~DeviceBuffer() {
     if (data_) (void)hipFree(data_);
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : data_(o.data_), nbytes_(o.nbytes_) { o.data_ = nullptr; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : data_(o.data_), nbytes_(o.nbytes_) {
+    o.data_ = nullptr;
+    o.nbytes_ = 0;
+  }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     std::swap(data_, o.data_);
     std::swap(nbytes_, o.nbytes_);
@@ -61,163 +107,311 @@ class DeviceBuffer {
   size_t nbytes_ = 0;
 };
 
+// Everything one run writes (executor.hpp). Used by one run at a time: the pool hands it out.
+struct RunContext {
+  hipStream_t stream = nullptr;
+  hipEvent_t inputs_ready = nullptr;  // recorded on a producer's stream, waited for on ours
+  std::unique_ptr<Blas> blas;
+  void* cudnn = nullptr;  // cudnnHandle_t bound to `stream` (NVIDIA, plans with cuDNN steps)
+  DeviceBuffer arena, workspace;
+  std::vector<DeviceBuffer> inputs, outputs;
+  int64_t runs = 0;
+  hipGraph_t graph = nullptr;
+  hipGraphExec_t graph_exec = nullptr;
+  std::string graph_failure;  // why capture failed; this context then runs kernel by kernel
+
+  RunContext() = default;
+  RunContext(const RunContext&) = delete;
+  RunContext& operator=(const RunContext&) = delete;
+  ~RunContext() {
+    // a run that threw may have left work queued that still reads our buffers
+    if (stream) (void)hipStreamSynchronize(stream);
+    if (graph_exec) (void)hipGraphExecDestroy(graph_exec);
+    if (graph) (void)hipGraphDestroy(graph);
+#if defined(GRAPHKILN_GPU_CUDNN)
+    cudnn::destroy_handle(cudnn);
+#endif
+    blas.reset();  // before the stream it is bound to
+    if (inputs_ready) (void)hipEventDestroy(inputs_ready);
+    if (stream) (void)hipStreamDestroy(stream);
+  }
+
+  size_t device_bytes() const {
+    size_t n = arena.size() + workspace.size() + (blas ? blas->workspace_bytes() : 0);
+    for (const DeviceBuffer& b : inputs) n += b.size();
+    for (const DeviceBuffer& b : outputs) n += b.size();
+    return n;
+  }
+
+  Context kernel_context() {
+    return Context{stream, blas.get(), workspace.get(), workspace.size(), cudnn};
+  }
+};
+
 }  // namespace
+
+int dlpack_legacy_stream() {
+#if defined(__CUDACC__) && !defined(__HIP__)
+  return 1;
+#else
+  return 0;
+#endif
+}
 
 struct GpuExecutor::Impl {
   struct Step {
     std::string name;
-    std::unique_ptr<Kernel> kernel;
+    std::unique_ptr<const Kernel> kernel;
     std::vector<TensorRef> inputs, outputs;
     std::vector<bool> present;
-    std::vector<const void*> in_ptrs;
-    std::vector<void*> out_ptrs;
   };
+
+  // ---- shared by all runs; written only by the constructor ------------------------------
+  int device_id = 0;
   std::string device;
-  hipStream_t stream = nullptr;
-  std::unique_ptr<Blas> blas;
-  DeviceBuffer arena, constants, workspace;
+  DeviceBuffer constants;
   std::vector<size_t> constant_offsets;
-  std::vector<DeviceBuffer> inputs, outputs;
   std::vector<size_t> input_bytes, output_bytes;
   std::vector<Step> steps;
   int64_t arena_bytes = 0;
-  bool use_graphs = true;
-  int64_t runs = 0;
-  hipGraph_t graph = nullptr;
-  hipGraphExec_t graph_exec = nullptr;
-  std::string graph_failure;  // why capture failed; the plan then runs kernel by kernel
+  size_t workspace_bytes = 0;
+  bool builtin_blas = false, use_graphs = true, uses_cudnn = false;
 
-  ~Impl() {
-    if (graph_exec) (void)hipGraphExecDestroy(graph_exec);
-    if (graph) (void)hipGraphDestroy(graph);
-    if (stream) (void)hipStreamDestroy(stream);
-  }
+  // ---- the pool of contexts, and what graph_state() reports: guarded by pool_mutex -------
+  mutable std::mutex pool_mutex;
+  std::condition_variable context_idle;
+  std::vector<std::unique_ptr<RunContext>> contexts;  // every context made; none removed
+  std::vector<RunContext*> idle;
+  size_t max_contexts = 1;
+  size_t making = 0;            // contexts being made now, outside the lock
+  size_t replaying = 0;         // contexts whose capture succeeded
+  size_t capture_failures = 0;  // contexts whose capture failed
+  std::string first_capture_failure;
 
-  std::vector<const void*> stage_inputs(const std::vector<InputBuffer>& inputs, bool copy_all);
-  void enqueue_steps(const std::vector<const void*>& device_inputs);
-  bool capture(const std::vector<const void*>& device_inputs);
+  std::unique_ptr<RunContext> make_context() const;  // the caller holds the gate
+  RunContext* acquire();
+  void release(RunContext* c);
+  void note_capture(const RunContext& c);
 
-  unsigned char* resolve(const TensorRef& r, const std::vector<const void*>& run_inputs) {
+  unsigned char* resolve(RunContext& c, const TensorRef& r,
+                         const std::vector<const void*>& run_inputs) const {
     switch (r.storage) {
-      case Storage::arena: return arena.get() + r.offset;
+      case Storage::arena: return c.arena.get() + r.offset;
       case Storage::constant: return constants.get() + constant_offsets[r.index] + r.offset;
       case Storage::input:
         return const_cast<unsigned char*>(static_cast<const unsigned char*>(run_inputs[r.index])) +
                r.offset;
-      case Storage::output: return outputs[r.index].get() + r.offset;
+      case Storage::output: return c.outputs[r.index].get() + r.offset;
     }
     return nullptr;
   }
+
+  std::vector<const void*> stage_inputs(RunContext& c, const std::vector<InputBuffer>& inputs,
+                                        bool copy_all) const;
+  // step `s` on c's stream (pointers resolved into the caller's scratch vectors)
+  void enqueue_step(RunContext& c, size_t s, const std::vector<const void*>& device_inputs,
+                    std::vector<const void*>& in, std::vector<void*>& out) const;
+  void enqueue_steps(RunContext& c, const std::vector<const void*>& device_inputs) const;
+  bool capture(RunContext& c, const std::vector<const void*>& device_inputs) const;
+
+  // Holds one context of the pool for a scope (given back when the run returns or throws).
+  class Lease {
+   public:
+    explicit Lease(Impl& m) : m_(m), c_(m.acquire()) {}
+    ~Lease() { m_.release(c_); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    RunContext& context() const { return *c_; }
+
+   private:
+    Impl& m_;
+    RunContext* c_;
+  };
 };
 
-// Host inputs are copied into our buffers; device inputs too when copy_all (graph replay
-// needs fixed addresses), else they are read in place. Returns each input's device address.
-std::vector<const void*> GpuExecutor::Impl::stage_inputs(const std::vector<InputBuffer>& in,
-                                                         bool copy_all) {
-  if (in.size() != input_bytes.size())
-    throw std::invalid_argument("GpuExecutor: wrong number of inputs");
+std::unique_ptr<RunContext> GpuExecutor::Impl::make_context() const {
+  auto c = std::make_unique<RunContext>();
+  check(hipStreamCreateWithFlags(&c->stream, hipStreamNonBlocking), "hipStreamCreate");
+  check(hipEventCreateWithFlags(&c->inputs_ready, hipEventDisableTiming), "hipEventCreate");
+  c->blas = std::make_unique<Blas>(c->stream, builtin_blas);
+#if defined(GRAPHKILN_GPU_CUDNN)
+  if (uses_cudnn) c->cudnn = cudnn::create_handle(c->stream);
+#endif
+  c->arena = DeviceBuffer(static_cast<size_t>(arena_bytes), "the activation arena");
+  c->workspace = DeviceBuffer(workspace_bytes, "kernel scratch space");
+  for (size_t i = 0; i < input_bytes.size(); ++i)
+    c->inputs.emplace_back(input_bytes[i], "input " + std::to_string(i));
+  for (size_t i = 0; i < output_bytes.size(); ++i)
+    c->outputs.emplace_back(output_bytes[i], "output " + std::to_string(i));
+  return c;
+}
+
+// An idle context, else a new one while there are fewer than max_contexts, else waits for one
+// to be given back. The newest idle one is taken first, so a pool grows only when runs really
+// overlap and warm (captured) contexts are reused.
+RunContext* GpuExecutor::Impl::acquire() {
+  std::unique_lock<std::mutex> lock(pool_mutex);
+  for (;;) {
+    if (!idle.empty()) {
+      RunContext* c = idle.back();
+      idle.pop_back();
+      return c;
+    }
+    if (contexts.size() + making < max_contexts) {
+      ++making;
+      lock.unlock();
+      std::unique_ptr<RunContext> made;
+      try {
+        GateHold gate(false);
+        made = make_context();
+      } catch (const std::exception&) {
+        made.reset();  // handled below
+      }
+      lock.lock();
+      --making;
+      if (made) {
+        contexts.push_back(std::move(made));
+        return contexts.back().get();
+      }
+      // No room for one more (out of memory, most likely): make do with the contexts there
+      // are (at least the constructor's) and wait for one of them.
+      max_contexts = std::max<size_t>(1, contexts.size() + making);
+      continue;
+    }
+    context_idle.wait(lock);
+  }
+}
+
+void GpuExecutor::Impl::release(RunContext* c) {
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    idle.push_back(c);
+  }
+  context_idle.notify_one();
+}
+
+void GpuExecutor::Impl::note_capture(const RunContext& c) {
+  std::lock_guard<std::mutex> lock(pool_mutex);
+  if (c.graph_exec) {
+    ++replaying;
+  } else {
+    if (capture_failures++ == 0) first_capture_failure = c.graph_failure;
+  }
+}
+
+// Orders c's stream after the producers of the device inputs, then copies host inputs into
+// c's buffers, and device inputs too when copy_all (graph replay needs fixed addresses), else
+// reads them in place. Returns each input's device address.
+std::vector<const void*> GpuExecutor::Impl::stage_inputs(RunContext& c,
+                                                         const std::vector<InputBuffer>& in,
+                                                         bool copy_all) const {
+  std::vector<hipStream_t> producers;
+  for (const InputBuffer& b : in) {
+    if (!b.on_device) continue;
+    const hipStream_t s = producer_stream(b.stream);
+    if (std::find(producers.begin(), producers.end(), s) == producers.end()) producers.push_back(s);
+  }
+  for (hipStream_t s : producers) {  // a wait on the device: no other stream is waited for
+    check(hipEventRecord(c.inputs_ready, s), "marking where a device input is ready");
+    check(hipStreamWaitEvent(c.stream, c.inputs_ready, 0), "waiting for a device input");
+  }
   std::vector<const void*> device_inputs(in.size());
-  bool any_on_device = false;
-  for (const InputBuffer& b : in) any_on_device |= b.on_device;
-  // a device input may still be being written on its producer's stream
-  if (any_on_device) check(hipDeviceSynchronize(), "waiting for the device inputs");
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i].on_device && !copy_all) {
       device_inputs[i] = in[i].data;
       continue;
     }
     if (input_bytes[i])
-      check(hipMemcpyAsync(inputs[i].get(), in[i].data, input_bytes[i],
+      check(hipMemcpyAsync(c.inputs[i].get(), in[i].data, input_bytes[i],
                            in[i].on_device ? hipMemcpyDeviceToDevice : hipMemcpyHostToDevice,
-                           stream),
+                           c.stream),
             "copying an input to the device");
-    device_inputs[i] = inputs[i].get();
+    device_inputs[i] = c.inputs[i].get();
   }
   return device_inputs;
 }
 
-void GpuExecutor::Impl::enqueue_steps(const std::vector<const void*>& device_inputs) {
-  Context ctx{stream, blas.get(), workspace.get(), workspace.size()};
-  for (Step& step : steps) {
-    for (size_t i = 0; i < step.inputs.size(); ++i)
-      step.in_ptrs[i] = step.present[i] ? resolve(step.inputs[i], device_inputs) : nullptr;
-    for (size_t i = 0; i < step.outputs.size(); ++i)
-      step.out_ptrs[i] = resolve(step.outputs[i], device_inputs);
-    try {
-      step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data(), ctx);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(device + ": step " + step.name + " failed: " + e.what());
-    }
+void GpuExecutor::Impl::enqueue_step(RunContext& c, size_t s,
+                                     const std::vector<const void*>& device_inputs,
+                                     std::vector<const void*>& in, std::vector<void*>& out) const {
+  const Step& step = steps[s];
+  in.resize(step.inputs.size());
+  out.resize(step.outputs.size());
+  for (size_t i = 0; i < step.inputs.size(); ++i)
+    in[i] = step.present[i] ? resolve(c, step.inputs[i], device_inputs) : nullptr;
+  for (size_t i = 0; i < step.outputs.size(); ++i)
+    out[i] = resolve(c, step.outputs[i], device_inputs);
+  Context ctx = c.kernel_context();
+  try {
+    step.kernel->run(in.data(), out.data(), ctx);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(device + ": step " + step.name + " failed: " + e.what());
   }
 }
 
-// Records the steps into a graph; on failure leaves graph_failure set and the stream usable.
-bool GpuExecutor::Impl::capture(const std::vector<const void*>& device_inputs) {
-  hipError_t status = hipStreamBeginCapture(stream, hipStreamCaptureModeRelaxed);
+void GpuExecutor::Impl::enqueue_steps(RunContext& c,
+                                      const std::vector<const void*>& device_inputs) const {
+  std::vector<const void*> in;
+  std::vector<void*> out;
+  for (size_t s = 0; s < steps.size(); ++s) enqueue_step(c, s, device_inputs, in, out);
+}
+
+// Records the steps into c's graph; on failure leaves c.graph_failure set and the stream
+// usable. The caller holds the gate alone.
+bool GpuExecutor::Impl::capture(RunContext& c,
+                                const std::vector<const void*>& device_inputs) const {
+  hipError_t status = hipStreamBeginCapture(c.stream, hipStreamCaptureModeRelaxed);
   if (status != hipSuccess) {
-    graph_failure = std::string("beginning the capture: ") + hipGetErrorString(status);
+    c.graph_failure = std::string("beginning the capture: ") + hipGetErrorString(status);
     (void)hipGetLastError();
     return false;
   }
   std::string failure;
   try {
-    enqueue_steps(device_inputs);
+    enqueue_steps(c, device_inputs);
   } catch (const std::exception& e) {
     failure = e.what();
   }
   hipGraph_t captured = nullptr;
-  status = hipStreamEndCapture(stream, &captured);
+  status = hipStreamEndCapture(c.stream, &captured);
   if (failure.empty() && status != hipSuccess)
     failure = std::string("ending the capture: ") + hipGetErrorString(status);
   if (failure.empty()) {
-    status = hipGraphInstantiate(&graph_exec, captured, nullptr, nullptr, 0);
+    status = hipGraphInstantiate(&c.graph_exec, captured, nullptr, nullptr, 0);
     if (status != hipSuccess) {
       failure = std::string("instantiating the graph: ") + hipGetErrorString(status);
-      graph_exec = nullptr;
+      c.graph_exec = nullptr;
     }
   }
   if (!failure.empty()) {
     if (captured) (void)hipGraphDestroy(captured);
     (void)hipGetLastError();
-    graph_failure = failure;
+    c.graph_failure = failure;
     return false;
   }
-  graph = captured;
+  c.graph = captured;
   return true;
 }
 
 GpuExecutor::GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuffer>& constants,
                          int64_t arena_bytes, std::vector<size_t> input_bytes,
-                         std::vector<size_t> output_bytes, bool builtin_blas, bool use_graphs)
-    : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  m.use_graphs = use_graphs;
-  m.device = current_device_name();
+                         std::vector<size_t> output_bytes, bool builtin_blas, bool use_graphs,
+                         size_t max_contexts) {
   if (arena_bytes < 0) throw std::invalid_argument("negative arena size");
+  if (max_contexts < 1) throw std::invalid_argument("max_contexts must be at least 1");
+  GateHold gate(false);
+  // built in a local, so that a throw frees what was made while the gate is still held
+  auto impl = std::make_unique<Impl>();
+  Impl& m = *impl;
+  check(hipGetDevice(&m.device_id), "hipGetDevice");
+  m.device = name_of_device(m.device_id);
+  m.use_graphs = use_graphs;
+  m.builtin_blas = builtin_blas;
   m.arena_bytes = arena_bytes;
-  check(hipStreamCreateWithFlags(&m.stream, hipStreamNonBlocking), "hipStreamCreate");
-  m.blas = std::make_unique<Blas>(m.stream, builtin_blas);
-
-  size_t total = 0;
-  for (const HostBuffer& c : constants) {
-    m.constant_offsets.push_back(total);
-    total += round_up(c.nbytes);
-  }
-  m.constants = DeviceBuffer(total, "the plan's constants");
-  for (size_t i = 0; i < constants.size(); ++i)
-    if (constants[i].nbytes)
-      check(hipMemcpyAsync(m.constants.get() + m.constant_offsets[i], constants[i].data,
-                           constants[i].nbytes, hipMemcpyHostToDevice, m.stream),
-            "uploading the constants");
-  m.arena = DeviceBuffer(static_cast<size_t>(arena_bytes), "the activation arena");
+  m.max_contexts = max_contexts;
   m.input_bytes = std::move(input_bytes);
   m.output_bytes = std::move(output_bytes);
-  for (size_t i = 0; i < m.input_bytes.size(); ++i)
-    m.inputs.emplace_back(m.input_bytes[i], "input " + std::to_string(i));
-  for (size_t i = 0; i < m.output_bytes.size(); ++i)
-    m.outputs.emplace_back(m.output_bytes[i], "output " + std::to_string(i));
 
-  size_t workspace = 0;
   for (StepSpec& s : steps) {
     if (s.inputs.size() != s.spec.inputs.size() || s.outputs.size() != s.spec.outputs.size())
       throw std::invalid_argument("step '" + s.spec.name + "': tensor references and "
@@ -236,67 +430,107 @@ GpuExecutor::GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuff
     Impl::Step step;
     step.name = s.spec.kernel + " '" + s.spec.name + "'";
     step.kernel = gpu::make_kernel(s.spec);
-    workspace = std::max(workspace, step.kernel->workspace_bytes());
+    m.workspace_bytes = std::max(m.workspace_bytes, step.kernel->workspace_bytes());
+    m.uses_cudnn = m.uses_cudnn || step.kernel->uses_cudnn();
     step.inputs = std::move(s.inputs);
     step.outputs = std::move(s.outputs);
     step.present = s.spec.present;
     step.present.resize(step.inputs.size(), true);
-    step.in_ptrs.resize(step.inputs.size());
-    step.out_ptrs.resize(step.outputs.size());
     m.steps.push_back(std::move(step));
   }
-  m.workspace = DeviceBuffer(workspace, "kernel scratch space");
-  check(hipStreamSynchronize(m.stream), "uploading the constants");
+
+  size_t total = 0;
+  for (const HostBuffer& c : constants) {
+    m.constant_offsets.push_back(total);
+    total += round_up(c.nbytes);
+  }
+  m.constants = DeviceBuffer(total, "the plan's constants");
+  // the first context now: its buffers are the ones a compile must be able to allocate
+  m.contexts.push_back(m.make_context());
+  m.idle.push_back(m.contexts.back().get());
+  const hipStream_t upload = m.contexts.back()->stream;
+  for (size_t i = 0; i < constants.size(); ++i)
+    if (constants[i].nbytes)
+      check(hipMemcpyAsync(m.constants.get() + m.constant_offsets[i], constants[i].data,
+                           constants[i].nbytes, hipMemcpyHostToDevice, upload),
+            "uploading the constants");
+  // every later context's stream reads the constants: they are complete before we return
+  check(hipStreamSynchronize(upload), "uploading the constants");
+  impl_ = std::move(impl);
 }
 
-GpuExecutor::~GpuExecutor() = default;
+GpuExecutor::~GpuExecutor() {
+  if (!impl_) return;
+  DeviceScope on_device(impl_->device_id);
+  GateHold gate(false);
+  impl_.reset();
+}
 
 void GpuExecutor::run(const std::vector<InputBuffer>& inputs,
                       const std::vector<void*>& host_outputs) {
   Impl& m = *impl_;
-  if (host_outputs.size() != m.output_bytes.size())  // stage_inputs checks the inputs
+  if (inputs.size() != m.input_bytes.size())
+    throw std::invalid_argument("GpuExecutor: wrong number of inputs");
+  if (host_outputs.size() != m.output_bytes.size())
     throw std::invalid_argument("GpuExecutor.run: wrong number of outputs");
-  // A graph replays fixed addresses: device inputs are then copied into our own buffers.
-  const bool graphs = m.use_graphs && m.graph_failure.empty();
-  const std::vector<const void*> device_inputs = m.stage_inputs(inputs, graphs);
-  // The first run goes kernel by kernel (libraries finish their lazy set-up); the second
-  // captures a graph, and that run and every later one replay it.
-  if (graphs && !m.graph_exec && m.runs > 0) (void)m.capture(device_inputs);
-  if (m.graph_exec)
-    check(hipGraphLaunch(m.graph_exec, m.stream), "launching the plan's graph");
-  else
-    m.enqueue_steps(device_inputs);
-  ++m.runs;
-  for (size_t i = 0; i < host_outputs.size(); ++i)
-    if (m.output_bytes[i])
-      check(hipMemcpyAsync(host_outputs[i], m.outputs[i].get(), m.output_bytes[i],
-                           hipMemcpyDeviceToHost, m.stream),
-            "copying an output to the host");
-  const hipError_t status = hipStreamSynchronize(m.stream);
-  if (status != hipSuccess)
-    throw std::runtime_error(m.device + ": running the plan failed: " +
-                             hipGetErrorString(status));
+  DeviceScope on_device(m.device_id);
+  Impl::Lease lease(m);
+  RunContext& c = lease.context();
+  // A graph replays fixed addresses: device inputs are then copied into c's own buffers.
+  const bool graphs = m.use_graphs && c.graph_failure.empty();
+  // A context's first run goes kernel by kernel (libraries finish their lazy set-up); its
+  // second captures a graph, and that run and every later one replay it. The capturing run
+  // holds the gate alone.
+  const bool capturing = graphs && !c.graph_exec && c.runs > 0;
+  GateHold gate(capturing);
+  try {
+    const std::vector<const void*> device_inputs = m.stage_inputs(c, inputs, graphs);
+    if (capturing) {
+      (void)m.capture(c, device_inputs);
+      m.note_capture(c);
+    }
+    if (c.graph_exec)
+      check(hipGraphLaunch(c.graph_exec, c.stream), "launching the plan's graph");
+    else
+      m.enqueue_steps(c, device_inputs);
+    ++c.runs;
+    for (size_t i = 0; i < host_outputs.size(); ++i)
+      if (m.output_bytes[i])
+        check(hipMemcpyAsync(host_outputs[i], c.outputs[i].get(), m.output_bytes[i],
+                             hipMemcpyDeviceToHost, c.stream),
+              "copying an output to the host");
+    const hipError_t status = hipStreamSynchronize(c.stream);
+    if (status != hipSuccess)
+      throw std::runtime_error(m.device + ": running the plan failed: " +
+                               hipGetErrorString(status));
+  } catch (...) {
+    // nothing queued may still write the caller's outputs or read its inputs after we return
+    (void)hipStreamSynchronize(c.stream);
+    throw;
+  }
 }
 
 std::vector<std::pair<std::string, double>> GpuExecutor::profile(
     const std::vector<InputBuffer>& inputs) {
   Impl& m = *impl_;
-  const std::vector<const void*> device_inputs = m.stage_inputs(inputs, false);
+  if (inputs.size() != m.input_bytes.size())
+    throw std::invalid_argument("GpuExecutor: wrong number of inputs");
+  DeviceScope on_device(m.device_id);
+  Impl::Lease lease(m);
+  RunContext& c = lease.context();
+  GateHold gate(false);
   std::vector<hipEvent_t> events(m.steps.size() + 1, nullptr);
   std::vector<std::pair<std::string, double>> times;
   std::string failure;
   try {
+    const std::vector<const void*> device_inputs = m.stage_inputs(c, inputs, false);
     for (hipEvent_t& e : events) check(hipEventCreate(&e), "creating a timing event");
-    Context ctx{m.stream, m.blas.get(), m.workspace.get(), m.workspace.size()};
-    check(hipEventRecord(events[0], m.stream), "recording a timing event");
+    std::vector<const void*> in;
+    std::vector<void*> out;
+    check(hipEventRecord(events[0], c.stream), "recording a timing event");
     for (size_t s = 0; s < m.steps.size(); ++s) {
-      Impl::Step& step = m.steps[s];
-      for (size_t i = 0; i < step.inputs.size(); ++i)
-        step.in_ptrs[i] = step.present[i] ? m.resolve(step.inputs[i], device_inputs) : nullptr;
-      for (size_t i = 0; i < step.outputs.size(); ++i)
-        step.out_ptrs[i] = m.resolve(step.outputs[i], device_inputs);
-      step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data(), ctx);
-      check(hipEventRecord(events[s + 1], m.stream), "recording a timing event");
+      m.enqueue_step(c, s, device_inputs, in, out);
+      check(hipEventRecord(events[s + 1], c.stream), "recording a timing event");
     }
     check(hipEventSynchronize(events.back()), "profiling the plan");
     for (size_t s = 0; s < m.steps.size(); ++s) {
@@ -306,6 +540,7 @@ std::vector<std::pair<std::string, double>> GpuExecutor::profile(
     }
   } catch (const std::exception& e) {
     failure = e.what();
+    (void)hipStreamSynchronize(c.stream);
   }
   for (hipEvent_t e : events)
     if (e) (void)hipEventDestroy(e);
@@ -315,19 +550,43 @@ std::vector<std::pair<std::string, double>> GpuExecutor::profile(
 
 int64_t GpuExecutor::arena_bytes() const { return impl_->arena_bytes; }
 size_t GpuExecutor::num_steps() const { return impl_->steps.size(); }
-size_t GpuExecutor::workspace_bytes() const { return impl_->workspace.size(); }
+size_t GpuExecutor::workspace_bytes() const { return impl_->workspace_bytes; }
+size_t GpuExecutor::bytes_per_context() const {
+  std::lock_guard<std::mutex> lock(impl_->pool_mutex);
+  return impl_->contexts.front()->device_bytes();  // the constructor made one
+}
+size_t GpuExecutor::contexts_created() const {
+  std::lock_guard<std::mutex> lock(impl_->pool_mutex);
+  return impl_->contexts.size();
+}
+size_t GpuExecutor::max_contexts() const {
+  std::lock_guard<std::mutex> lock(impl_->pool_mutex);
+  return impl_->max_contexts;
+}
 size_t GpuExecutor::device_bytes() const {
-  size_t n = impl_->arena.size() + impl_->constants.size() + impl_->workspace.size();
-  for (const auto& b : impl_->inputs) n += b.size();
-  for (const auto& b : impl_->outputs) n += b.size();
+  std::lock_guard<std::mutex> lock(impl_->pool_mutex);
+  size_t n = impl_->constants.size();
+  for (const auto& c : impl_->contexts) n += c->device_bytes();
   return n;
 }
 std::string GpuExecutor::device_name() const { return impl_->device; }
-std::string GpuExecutor::blas_backend() const { return impl_->blas->backend(); }
+std::string GpuExecutor::blas_backend() const {
+  std::lock_guard<std::mutex> lock(impl_->pool_mutex);
+  return impl_->contexts.front()->blas->backend();  // the same for every context
+}
 std::string GpuExecutor::graph_state() const {
-  if (!impl_->use_graphs) return "off";
-  if (!impl_->graph_failure.empty()) return "kernel by kernel: " + impl_->graph_failure;
-  return impl_->graph_exec ? "replaying" : "not captured yet";
+  const Impl& m = *impl_;
+  if (!m.use_graphs) return "off";
+  std::lock_guard<std::mutex> lock(m.pool_mutex);
+  const size_t n = m.contexts.size();
+  const std::string replay = m.replaying == n ? "replaying"
+                             : "replaying in " + std::to_string(m.replaying) + " of " +
+                                   std::to_string(n) + " contexts";
+  if (m.capture_failures > 0)
+    return "kernel by kernel: " + m.first_capture_failure +
+           (m.replaying > 0 ? " (" + replay + ")" : "");
+  if (m.replaying == 0) return "not captured yet";
+  return replay;
 }
 
 std::vector<std::string> gpu_kernel_names() { return kernel_names(); }

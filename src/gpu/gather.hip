@@ -72,7 +72,7 @@ class GatherElements : public Kernel {
     wide_ = indices.dtype == DType::i64;
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     switch (elem_) {
       case 1: launch<uint8_t>(inputs, outputs, ctx); break;
@@ -85,7 +85,7 @@ class GatherElements : public Kernel {
 
  private:
   template <typename T>
-  void launch(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void launch(const void* const* inputs, void* const* outputs, Context& ctx) const {
     const T* data = static_cast<const T*>(inputs[0]);
     T* out = static_cast<T*>(outputs[0]);
     const unsigned blocks = blocks_for(n_, 256);
@@ -124,7 +124,7 @@ class Gather : public Kernel {
     wide_ = indices.dtype == DType::i64;
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     switch (elem_) {
       case 1: launch<uint8_t>(inputs, outputs, ctx); break;
@@ -137,7 +137,7 @@ class Gather : public Kernel {
 
  private:
   template <typename T>
-  void launch(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void launch(const void* const* inputs, void* const* outputs, Context& ctx) const {
     const T* data = static_cast<const T*>(inputs[0]);
     T* out = static_cast<T*>(outputs[0]);
     const unsigned blocks = blocks_for(n_, 256);

@@ -65,7 +65,7 @@ class Gemm : public Kernel {
       spec_error(spec, "more than 2^31 rows to fill");
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     GemmArgs g = g_;
     g.a = inputs[0];
     g.b = inputs[1];

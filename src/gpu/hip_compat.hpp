@@ -89,3 +89,13 @@ inline hipError_t hipEventSynchronize(hipEvent_t e) { return cudaEventSynchroniz
 inline hipError_t hipEventElapsedTime(float* ms, hipEvent_t a, hipEvent_t b) {
   return cudaEventElapsedTime(ms, a, b);
 }
+
+// Ordering a run after its device inputs' producers (executor.hip's stage_inputs).
+constexpr unsigned hipEventDisableTiming = cudaEventDisableTiming;
+inline hipError_t hipEventCreateWithFlags(hipEvent_t* e, unsigned flags) {
+  return cudaEventCreateWithFlags(e, flags);
+}
+inline hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
+  return cudaStreamWaitEvent(s, e, flags);
+}
+#define hipStreamPerThread cudaStreamPerThread

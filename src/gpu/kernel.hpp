@@ -2,7 +2,10 @@
 // Copyright graphkiln authors
 // The GPU kernel interface and its dispatch table. A kernel is built once per plan step from
 // the same KernelSpec the CPU kernels get (static shapes, attributes from the lowering) and
-// enqueues its work on the executor's stream; it never synchronizes.
+// enqueues its work on the stream of the execution context it is given; it never
+// synchronizes. One kernel object serves every execution context of its executor, from
+// several threads at once (executor.hpp): run() is const, and whatever a run writes (scratch,
+// library handles and their plans) lives in the Context, never in the kernel.
 #pragma once
 
 #include <cstdint>
@@ -18,21 +21,28 @@ namespace gpu {
 
 class Blas;
 
-// What a kernel may use while it runs: the executor's stream, its BLAS handle and one scratch
-// buffer shared by all steps (they run one after another on the stream).
+// What a kernel may use while it runs: one execution context's stream, its BLAS handles
+// (cuBLAS / cuBLASLt / rocBLAS with their workspace and plans), its cuDNN handle and one
+// scratch buffer shared by all steps of a run (they run one after another on the stream).
+// Each context is used by one run at a time, so a kernel may use all of it freely.
 struct Context {
   hipStream_t stream = nullptr;
   Blas* blas = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // cudnnHandle_t bound to `stream` (NVIDIA builds, when a step's uses_cudnn()), else null
+  void* cudnn = nullptr;
 };
 
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  // inputs[i] is null for an absent optional input; all pointers are device pointers
-  virtual void run(const void* const* inputs, void* const* outputs, Context& ctx) = 0;
+  // inputs[i] is null for an absent optional input; all pointers are device pointers. const:
+  // runs of several contexts call it at once, so it writes nothing of the kernel's own.
+  virtual void run(const void* const* inputs, void* const* outputs, Context& ctx) const = 0;
   virtual size_t workspace_bytes() const { return 0; }
+  // Whether run() needs ctx.cudnn (the executor then gives each context a cuDNN handle).
+  virtual bool uses_cudnn() const { return false; }
 };
 
 using Factory = std::unique_ptr<Kernel> (*)(const KernelSpec&);

@@ -225,7 +225,7 @@ class LayerNorm : public Kernel {
       spec_error(spec, "the mean and inverse standard deviation outputs must be float32");
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (rows_ * len_ == 0) return;
     dispatch_float(dtype_, [&](auto t) {
       using T = decltype(t);
@@ -275,7 +275,7 @@ class LayerNorm : public Kernel {
 
   // PIECES: kPer elements a lane, or (PIECES) 16-byte pieces a lane
   template <typename T, int kPer, bool PIECES = false>
-  void launch_warp_rows(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void launch_warp_rows(const void* const* inputs, void* const* outputs, Context& ctx) const {
     const int per_block = rows_ >= kManyRows ? kWarpRowsPerBlock : 2;
     const unsigned blocks = static_cast<unsigned>((rows_ + per_block - 1) / per_block);
     auto launch = [&](auto kernel) {

@@ -103,7 +103,7 @@ class NllLoss : public Kernel {
     wide_ = t.dtype == DType::i64;
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (f64_) pick<double>(inputs, outputs, ctx);
     else pick<float>(inputs, outputs, ctx);
     check_launch("nll_loss");
@@ -111,12 +111,12 @@ class NllLoss : public Kernel {
 
  private:
   template <typename T>
-  void pick(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void pick(const void* const* inputs, void* const* outputs, Context& ctx) const {
     if (wide_) go<T, int64_t>(inputs, outputs, ctx);
     else go<T, int32_t>(inputs, outputs, ctx);
   }
   template <typename T, typename I>
-  void go(const void* const* inputs, void* const* outputs, Context& ctx) {
+  void go(const void* const* inputs, void* const* outputs, Context& ctx) const {
     const T* x = static_cast<const T*>(inputs[0]);
     const I* t = static_cast<const I*>(inputs[1]);
     const T* w = has_weight_ ? static_cast<const T*>(inputs[2]) : nullptr;

@@ -307,7 +307,7 @@ class Pointwise : public Kernel {
     if (device_) (void)hipFree(device_);
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (n_ == 0) return;
     if (jit_) {
       run_generated(inputs, outputs[0], ctx);
@@ -367,7 +367,7 @@ class Pointwise : public Kernel {
     }
   }
 
-  void run_generated(const void* const* inputs, void* out, Context& ctx) {
+  void run_generated(const void* const* inputs, void* out, Context& ctx) const {
     void* ptrs[kMaxInputs + 1];
     void* args[kMaxInputs + 1];
     // four elements a thread when the output and the inputs read as vectors are aligned

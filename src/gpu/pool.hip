@@ -85,7 +85,7 @@ class Pool : public Kernel {
     oh_ = FastDiv(static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(s_.oh, INT32_MAX))));
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (total_ == 0) return;
     dispatch_float(dtype_, [&](auto t) {
       using T = decltype(t);

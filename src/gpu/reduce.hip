@@ -128,7 +128,7 @@ class ArgReduce : public Kernel {
     last_ = static_cast<int>(spec.attrs.get_int("select_last_index", 0));
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (outer_ * inner_ == 0 || len_ == 0) return;
     arg_reduce<<<blocks_for(outer_ * inner_, 256), 256, 0, ctx.stream>>>(
         static_cast<const float*>(inputs[0]), static_cast<int64_t*>(outputs[0]), outer_, len_,
@@ -159,7 +159,7 @@ class Reduce : public Kernel {
     inner_ = spec.attrs.get_int("inner");
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (outer_ * inner_ == 0) return;
     dispatch_float(dtype_, [&](auto t) {
       using T = decltype(t);

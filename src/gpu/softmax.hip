@@ -64,7 +64,7 @@ class Softmax : public Kernel {
     inner_ = spec.attrs.get_int("inner");
   }
 
-  void run(const void* const* inputs, void* const* outputs, Context& ctx) override {
+  void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (outer_ * len_ * inner_ == 0) return;
     dispatch_float(dtype_, [&](auto t) {
       using T = decltype(t);

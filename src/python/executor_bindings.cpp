@@ -81,7 +81,8 @@ namespace {
 class PyExecutor {
  public:
   PyExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
-             const py::list& inputs, const py::list& outputs, int num_threads) {
+             const py::list& inputs, const py::list& outputs, int num_threads,
+             int max_contexts) {
     std::vector<const void*> pointers;
     StorageBytes sizes;
     sizes.checked = true;
@@ -107,7 +108,7 @@ class PyExecutor {
       if (d.contains("packed")) specs.back().saved_packing = saved_packing(d["packed"]);
     }
     executor_ = std::make_unique<Executor>(std::move(specs), std::move(pointers), arena_bytes,
-                                           num_threads, sizes);
+                                           num_threads, sizes, max_contexts);
   }
 
   // [(step index, [(layout, read-only uint8 view)])] for the steps whose kernels packed
@@ -162,6 +163,8 @@ class PyExecutor {
   int64_t arena_bytes() const { return executor_->arena_bytes(); }
   size_t num_steps() const { return executor_->num_steps(); }
   int num_threads() const { return executor_->num_threads(); }
+  int max_contexts() const { return executor_->max_contexts(); }
+  int contexts_created() const { return executor_->contexts_created(); }
 
  private:
   // A step's "packed" entry: [(layout text, 1-D uint8 array)], kept alive with the executor.
@@ -189,10 +192,11 @@ void bind_executor(py::module_& m) {
   py::class_<PyExecutor>(m, "Executor",
                          "A CPU plan built into kernels: run(list of arrays) -> list of arrays")
       .def(py::init<const py::list&, const py::list&, int64_t, const py::list&, const py::list&,
-                    int>(),
+                    int, int>(),
            py::arg("steps"), py::arg("constants"), py::arg("arena_bytes"), py::arg("inputs"),
-           py::arg("outputs"), py::arg("num_threads"))
-      .def("run", &PyExecutor::run, py::arg("inputs"))
+           py::arg("outputs"), py::arg("num_threads"), py::arg("max_contexts") = 1)
+      .def("run", &PyExecutor::run, py::arg("inputs"),
+           "one run; safe from several threads at once (each takes an execution context)")
       .def("set_profiling", &PyExecutor::set_profiling, py::arg("on"),
            "time every step of the following runs")
       .def("step_times", &PyExecutor::step_times,
@@ -205,7 +209,14 @@ void bind_executor(py::module_& m) {
                              "how many saved packed constants the kernels took as they are")
       .def_property_readonly("arena_bytes", &PyExecutor::arena_bytes)
       .def_property_readonly("num_steps", &PyExecutor::num_steps)
-      .def_property_readonly("num_threads", &PyExecutor::num_threads);
+      .def_property_readonly("num_threads", &PyExecutor::num_threads)
+      .def_property_readonly("max_contexts", &PyExecutor::max_contexts,
+                             "how many runs may execute at once (execution contexts)")
+      .def_property_readonly("contexts_created", &PyExecutor::contexts_created,
+                             "execution contexts built so far (each holds one arena)");
+  m.def("set_core_budget", &set_core_budget, py::arg("cores"),
+        "the cores concurrent cpu runs may hold at once, process-wide");
+  m.def("core_budget", &core_budget, "the cores concurrent cpu runs may hold at once");
   m.def("cpu_kernels", &registered_kernels, "Names of the CPU kernels compiled in");
   m.def("max_threads", &max_threads, "OpenMP's thread count for the calling thread");
   // for graphkiln.tuning's device key: what oneDNN dispatches to, and its version

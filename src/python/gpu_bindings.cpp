@@ -3,7 +3,12 @@
 // graphkiln._core.GpuExecutor (only in builds with GPU_TARGETS): builds the plan written by
 // targets/gpu on the device and runs it. Inputs are numpy arrays (copied to the device) or
 // device arrays read in place, through __cuda_array_interface__ or __dlpack__; outputs are
-// numpy arrays. The GIL is released while the device works.
+// numpy arrays. The GIL is released while the device works; one executor may run from several
+// threads at once (its pool of execution contexts: gpu/executor.hpp), and this wrapper keeps
+// no state of its own that a run writes.
+// Device inputs name the stream they were written on: __cuda_array_interface__ v3's "stream",
+// else the legacy default stream, which DLPack producers are asked for (__dlpack__(stream=)),
+// so their writes are ordered before it; the run waits for that stream only.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -44,10 +49,12 @@ struct DLManagedTensor {
 };
 constexpr int32_t kDLCUDA = 2, kDLROCM = 10;
 
-// A device input and what keeps it alive for the run.
+// A device input, what keeps it alive for the run and the stream it was written on
+// (gpu::InputBuffer's encoding; 0: the legacy default stream).
 struct DeviceInput {
   const void* data = nullptr;
   py::object owner;
+  uintptr_t stream = 0;
 };
 
 std::string typestr(const py::dtype& d) {
@@ -70,7 +77,7 @@ class PyGpuExecutor {
  public:
   PyGpuExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
                 const py::list& inputs, const py::list& outputs, bool builtin_blas,
-                bool use_graphs) {
+                bool use_graphs, size_t max_contexts) {
     std::vector<gpu::HostBuffer> host;
     for (const py::handle& c : constants) {
       auto array = py::array::ensure(c, py::array::c_style);
@@ -92,7 +99,7 @@ class PyGpuExecutor {
       specs.push_back(step_spec(py::reinterpret_borrow<py::dict>(step), 1));
     executor_ = std::make_unique<gpu::GpuExecutor>(std::move(specs), host, arena_bytes,
                                                    std::move(in_bytes), std::move(out_bytes),
-                                                   builtin_blas, use_graphs);
+                                                   builtin_blas, use_graphs, max_contexts);
   }
 
   // The run's input buffers; `held` keeps device arrays' owners alive for the run.
@@ -107,13 +114,13 @@ class PyGpuExecutor {
       DeviceInput dev = device_input(i, item);
       if (dev.data) {
         held.push_back(dev.owner);
-        buffers.push_back({dev.data, true});
+        buffers.push_back({dev.data, true, dev.stream});
         continue;
       }
       py::array a = py::reinterpret_borrow<py::array>(item);
       check_host_array(i, inputs_[i], a);
       held.push_back(a);
-      buffers.push_back({a.data(), false});
+      buffers.push_back({a.data(), false, 0});
     }
     return buffers;
   }
@@ -141,6 +148,9 @@ class PyGpuExecutor {
   size_t num_steps() const { return executor_->num_steps(); }
   size_t workspace_bytes() const { return executor_->workspace_bytes(); }
   size_t device_bytes() const { return executor_->device_bytes(); }
+  size_t bytes_per_context() const { return executor_->bytes_per_context(); }
+  size_t contexts_created() const { return executor_->contexts_created(); }
+  size_t max_contexts() const { return executor_->max_contexts(); }
   std::string device() const { return executor_->device_name(); }
   std::string blas() const { return executor_->blas_backend(); }
   std::string graph_state() const { return executor_->graph_state(); }
@@ -165,10 +175,32 @@ class PyGpuExecutor {
           throw std::invalid_argument(plan_mismatch(i) + ": not C-contiguous");
       }
       auto data = cai["data"].cast<std::pair<uintptr_t, bool>>();
-      return {reinterpret_cast<const void*>(data.first), item};
+      // v3: the stream the producer wrote on (None or absent: the legacy default stream)
+      uintptr_t stream = 0;
+      if (cai.contains("stream") && !cai["stream"].is_none())
+        stream = cai["stream"].cast<uintptr_t>();
+      return {reinterpret_cast<const void*>(data.first), item, stream};
     }
     if (py::hasattr(item, "__dlpack__")) {
-      py::object capsule = item.attr("__dlpack__")();
+      // A GPU tensor (by __dlpack_device__) is asked for stream=legacy: its producer then
+      // orders its writes before the legacy default stream, which the run waits for. Host
+      // tensors take no stream; producers without the stream argument get the plain call.
+      bool on_gpu = false;
+      if (py::hasattr(item, "__dlpack_device__")) {
+        const auto where = item.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+        on_gpu = where.first == kDLCUDA || where.first == kDLROCM;
+      }
+      py::object capsule;
+      if (on_gpu) {
+        try {
+          capsule = item.attr("__dlpack__")(py::arg("stream") = gpu::dlpack_legacy_stream());
+        } catch (py::error_already_set& e) {
+          if (!e.matches(PyExc_TypeError)) throw;
+          capsule = item.attr("__dlpack__")();
+        }
+      } else {
+        capsule = item.attr("__dlpack__")();
+      }
       auto* managed = static_cast<DLManagedTensor*>(
           PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
       if (!managed) throw py::error_already_set();
@@ -183,7 +215,7 @@ class PyGpuExecutor {
       if (!contiguous(shape, t.strides, 1, false))
         throw std::invalid_argument(plan_mismatch(i) + ": not C-contiguous");
       // the capsule owns the tensor until its destructor runs the deleter; keep it for the run
-      return {static_cast<const unsigned char*>(t.data) + t.byte_offset, capsule};
+      return {static_cast<const unsigned char*>(t.data) + t.byte_offset, capsule, 0};
     }
     return {};
   }
@@ -201,21 +233,32 @@ void bind_gpu_executor(py::module_& m) {
                             "numpy arrays; device inputs (__cuda_array_interface__, "
                             "__dlpack__) are read in place")
       .def(py::init<const py::list&, const py::list&, int64_t, const py::list&, const py::list&,
-                    bool, bool>(),
+                    bool, bool, size_t>(),
            py::arg("steps"), py::arg("constants"), py::arg("arena_bytes"), py::arg("inputs"),
-           py::arg("outputs"), py::arg("builtin_blas") = false, py::arg("use_graphs") = true)
+           py::arg("outputs"), py::arg("builtin_blas") = false, py::arg("use_graphs") = true,
+           py::arg("max_contexts") = 1,
+           "max_contexts: how many runs may execute at once (execution contexts, each with its "
+           "own arena, staging buffers, stream and graph; made on demand, the first here)")
       .def("run", &PyGpuExecutor::run, py::arg("inputs"))
       .def("profile", &PyGpuExecutor::profile, py::arg("inputs"),
            "One run kernel by kernel, timed on the device: [(step, ms)] in plan order")
       .def_property_readonly("arena_bytes", &PyGpuExecutor::arena_bytes)
       .def_property_readonly("num_steps", &PyGpuExecutor::num_steps)
       .def_property_readonly("workspace_bytes", &PyGpuExecutor::workspace_bytes)
-      .def_property_readonly("device_bytes", &PyGpuExecutor::device_bytes)
+      .def_property_readonly("device_bytes", &PyGpuExecutor::device_bytes,
+                             "device bytes held: the constants once plus every context")
+      .def_property_readonly("bytes_per_context", &PyGpuExecutor::bytes_per_context,
+                             "device bytes of one execution context (all are alike)")
+      .def_property_readonly("contexts_created", &PyGpuExecutor::contexts_created,
+                             "execution contexts made so far (the first at construction)")
+      .def_property_readonly("max_contexts", &PyGpuExecutor::max_contexts,
+                             "the bound of the pool of contexts (lowered where making one "
+                             "more ran out of memory)")
       .def_property_readonly("device", &PyGpuExecutor::device)
       .def_property_readonly("blas", &PyGpuExecutor::blas)
       .def_property_readonly("graph_state", &PyGpuExecutor::graph_state,
-                             "'off', 'not captured yet', 'replaying', or 'kernel by kernel: "
-                             "<why the capture failed>'");
+                             "'off', 'not captured yet', 'replaying', 'replaying in <k> of <n> "
+                             "contexts', or 'kernel by kernel: <why the capture failed>'");
   m.def("gpu_kernels", &gpu::gpu_kernel_names, "Names of the GPU kernels compiled in");
   m.def("gpu_cudnn_status", &gpu::cudnn_status,
         "Whether Conv steps can use cuDNN here: 'cudnn' or 'off: <why>'");

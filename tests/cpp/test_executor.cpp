@@ -2,9 +2,11 @@
 // Copyright graphkiln authors
 // Unit checks of the plan executor under the sanitizers: a plan that transposes its input
 // through the arena and back (Copy kernels, strided layouts), run many times; an unknown
-// kernel and a bad constant index are refused when the plan is built.
+// kernel and a bad constant index are refused when the plan is built; one executor run from
+// four threads at once (a pool of three contexts) gives every thread its own input back.
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "core/executor.hpp"
@@ -55,6 +57,30 @@ int run_executor_checks(void (*check)(bool, const char*)) {
   }
   check(same, "a transpose through the arena and back returns the input, 50 runs");
   check(executor.num_steps() == 2, "the plan has its two steps");
+
+  {
+    std::vector<graphkiln::StepSpec> twice;
+    twice.push_back(copy_step(tensor({rows, cols}, {cols, 1}), TensorRef{Storage::input, 0, 0},
+                              tensor({rows, cols}, {1, rows}), TensorRef{Storage::arena, 0, 64}));
+    twice.push_back(copy_step(tensor({rows, cols}, {1, rows}), TensorRef{Storage::arena, 0, 64},
+                              tensor({rows, cols}, {cols, 1}), TensorRef{Storage::output, 0, 0}));
+    graphkiln::Executor pooled(std::move(twice), {}, 64 + rows * cols * 4, 1, {}, 3);
+    std::vector<int> good(4, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        std::vector<float> mine(rows * cols), back(rows * cols);
+        for (int run = 0; run < 200; ++run) {
+          for (int i = 0; i < rows * cols; ++i) mine[i] = static_cast<float>(t * 100000 + run * 7 + i);
+          pooled.run({mine.data()}, {back.data()});
+          good[t] += back == mine;
+        }
+      });
+    for (auto& th : threads) th.join();
+    check(good == std::vector<int>(4, 200), "four threads at once each get their own input back");
+    check(pooled.contexts_created() >= 1 && pooled.contexts_created() <= 3,
+          "the pool holds at most max_contexts contexts");
+  }
 
   bool refused = false;
   try {

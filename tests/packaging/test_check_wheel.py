@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""tools/check_wheel.py on fake wheels: the ISAs read from the binaries against the label."""
+"""tools/check_wheel.py on fake wheels: the ISAs read from the binaries against the label, the
+license and metadata in .dist-info; the repository's LICENSE and pyproject metadata."""
 
-from packaging_testing import amd_sections, make_wheel, nvidia_sections  # first: tools/ on sys.path
+import pytest
+
+from packaging_testing import ROOT, amd_sections, make_wheel, nvidia_sections  # first: tools/ on sys.path
+import build_wheels
 import check_wheel
 
 
@@ -50,3 +54,50 @@ def test_size_budget(tmp_path, capsys):
 def test_unknown_label_fails(tmp_path, capsys):
     assert check_wheel.main([str(make_wheel(tmp_path, "0.1.0+opencl3"))]) == 1
     assert "unknown local label" in capsys.readouterr().out
+
+
+def test_wheel_with_license_and_metadata_passes(tmp_path):
+    wheel = make_wheel(tmp_path, "0.1.0")
+    assert check_wheel.metadata_problems(wheel) == []
+    relabeled = build_wheels.relabel(wheel, "cu13.sm90")   # the license moves with dist-info
+    assert check_wheel.metadata_problems(relabeled) == []
+
+
+@pytest.mark.parametrize("leave_out, problem", [
+    (("licenses/LICENSE",), "graphkiln-0.1.0.dist-info/licenses/LICENSE is missing"),
+    (("License-File",), "no License-File: LICENSE in METADATA"),
+    (("License-Expression",), "License-Expression is None, not 'Apache-2.0'"),
+    (("Author",), "no Author in METADATA"),
+    (("Project-URL: Issues", "Project-URL: Documentation"),
+     "no Project-URL for Issues, Documentation"),
+])
+def test_wheel_without_license_or_metadata_fails(tmp_path, capsys, leave_out, problem):
+    wheel = make_wheel(tmp_path, "0.1.0", leave_out=leave_out)
+    assert check_wheel.metadata_problems(wheel) == [problem]
+    assert check_wheel.main([str(wheel)]) == 1
+    assert f"FAIL: {problem}" in capsys.readouterr().out
+
+
+def test_wheel_license_must_be_the_apache_text(tmp_path):
+    wheel = make_wheel(tmp_path, "0.1.0", license_text=b"MIT License\n")
+    assert check_wheel.metadata_problems(wheel) == [
+        "graphkiln-0.1.0.dist-info/licenses/LICENSE is not the Apache License 2.0 text"]
+
+
+def test_repository_license_and_project_metadata():
+    """What the wheel and sdist are built from (a real build is checked by check_wheel)."""
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11+")
+    text = (ROOT / "LICENSE").read_text()
+    assert text.split()[:6] == ["Apache", "License", "Version", "2.0,", "January", "2004"]
+    assert "END OF TERMS AND CONDITIONS" in text
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    project = pyproject["project"]
+    assert project["license"] == check_wheel.LICENSE_EXPRESSION
+    assert project["license-files"] == [check_wheel.LICENSE_FILE]
+    assert project["authors"] == [{"name": "graphkiln authors"}]
+    assert tuple(project["urls"]) == check_wheel.PROJECT_URLS
+    assert all(url.startswith("https://github.com/graphkiln/graphkiln")
+               for url in project["urls"].values())
+    # PEP 639's string license and license-files need scikit-build-core 0.11
+    assert "scikit-build-core>=0.11" in pyproject["build-system"]["requires"]
+    assert pyproject["tool"]["scikit-build"]["minimum-version"] == "0.11"

@@ -21,7 +21,7 @@ def amd_build(monkeypatch):
     monkeypatch.setattr(_core, "build_info", lambda: dict(AMD_WHEEL))
 
 
-def test_no_gpu(monkeypatch):
+def test_no_gpu(monkeypatch, amd_build):
     monkeypatch.setenv("GRAPHKILN_FAKE_GPU_ARCH", "none")
     verdict = graphkiln.check_gpu_compatibility()
     assert verdict.status == "no-gpu" and not verdict.ok and verdict.devices == []

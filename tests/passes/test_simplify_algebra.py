@@ -56,3 +56,33 @@ graph main(%x: f32[2], %like: i64[3]) {
   %y: i64[2] = Cast(%x) {to = i64}
   return %y
 }""")
+
+
+def test_training_mode_dropout_is_kept():
+    # training_mode not a constant false: Dropout draws a mask and scales the kept values
+    before = """
+graph main(%x: f32[2,3], %r: f32[], %t: bool[]) {
+  %y: f32[2,3], %m: bool[2,3] = Dropout(%x, %r, %t) {seed = 0}
+  return %y, %m
+}"""
+    check_pass(simplify_algebra, before, before)
+    unused_mask = """
+graph main(%x: f32[2,3], %r: f32[], %t: bool[]) {
+  %y: f32[2,3] = Dropout(%x, %r, %t) {seed = 0}
+  return %y
+}"""
+    check_pass(simplify_algebra, unused_mask, unused_mask)
+
+
+def test_dropout_with_a_constant_false_training_mode_disappears():
+    check_pass(simplify_algebra, """
+graph main(%x: f32[2,3], %r: f32[]) {
+  %t: bool[] = Constant() {value = tensor<bool[]> [false]}
+  %y: f32[2,3] = Dropout(%x, %r, %t) {seed = 0}
+  %z: f32[2,3] = Relu(%y)
+  return %z
+}""", """
+graph main(%x: f32[2,3], %r: f32[]) {
+  %z: f32[2,3] = Relu(%x)
+  return %z
+}""")

@@ -10,7 +10,6 @@ import os
 
 import numpy as np
 
-from .. import parse_onnx
 from ..ir import DType, SequenceType, TensorType
 from ..program import Program
 
@@ -25,6 +24,10 @@ def add_model_args(parser: argparse.ArgumentParser, optional: bool = False) -> N
                                  "-o`; default: the example CNN shipped with graphkiln)")
     else:
         parser.add_argument("model", help="ONNX model file or saved program (.gkp)")
+    add_dim_args(parser)
+
+
+def add_dim_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-dim", action="append", default=[], metavar="NAME=D0,D1,...",
                         help="fix the shape of an input, e.g. --input-dim x=1,3,224,224")
     parser.add_argument("--default-dim", type=int, default=1, metavar="N",
@@ -32,9 +35,10 @@ def add_model_args(parser: argparse.ArgumentParser, optional: bool = False) -> N
 
 
 def add_target_arg(parser: argparse.ArgumentParser) -> None:
-    from ..targets import available_targets
+    from ..targets.registry import registered_targets
 
-    parser.add_argument("--target", default=None, choices=available_targets(),
+    # every registered name: --target gpu on a build without GPU code says why it cannot run
+    parser.add_argument("--target", default=None, choices=registered_targets(),
                         help="where to run: ref (numpy, the oracle) or cpu (the C++ core); "
                              "default: cpu when graphkiln's C++ core loads, else ref")
 
@@ -57,8 +61,10 @@ def is_saved_program(path: str | None) -> bool:
     return path is not None and starts_like_saved(path)
 
 
-def load_program(args) -> Program:
-    """The ONNX model imported, or the saved program loaded (compiled if it was saved so)."""
+def load_program(args, given: dict | None = None) -> Program:
+    """The ONNX model imported, or the saved program loaded (compiled if it was saved so).
+    `given` (input_files.read_inputs: the --input arrays) fixes the symbolic dims of the
+    inputs it feeds that --input-dim does not."""
     path = args.model or EXAMPLE_MODEL
     if is_saved_program(path):
         from ..serialize import load
@@ -67,7 +73,12 @@ def load_program(args) -> Program:
             raise SystemExit("graphkiln: --input-dim does not apply to a saved program: its "
                              "shapes were fixed when it was imported")
         return load(path)
-    return parse_onnx(path, input_shapes=parse_dims(args.input_dim), default_dim=args.default_dim)
+    from ..frontends.onnx.importer import import_model, read_model_file
+    from .input_files import input_shapes_from_arrays
+
+    model, _ = read_model_file(path)
+    shapes = input_shapes_from_arrays(model.graph, given or {}, parse_dims(args.input_dim))
+    return Program(import_model(model, shapes, args.default_dim))
 
 
 def describe_source(args, prog: Program, reused_compiled: bool) -> str:
@@ -92,24 +103,22 @@ def parse_dims(items: list[str]) -> dict[str, list[int]]:
     return shapes
 
 
-def make_inputs(prog: Program, files: list[str], seed: int) -> dict:
-    """Random inputs (seeded) for every parameter, replaced by NAME=file.npy where given."""
-    given = {}
-    for item in files:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise SystemExit(f"graphkiln: --input {item!r}: expected NAME=file.npy")
-        try:
-            given[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise SystemExit(f"graphkiln: --input {item!r}: cannot read {path}: {exc}") from None
-    unknown = set(given) - set(prog.get_parameter_names())
+def make_inputs(prog: Program, given: dict, seed: int) -> dict:
+    """Random inputs (seeded) for every parameter, replaced by the --input arrays `given`
+    (input_files.read_inputs), each checked against its input's type."""
+    from .input_files import check_given
+
+    unknown = sorted(set(given) - set(prog.get_parameter_names()))
     if unknown:
-        raise SystemExit(f"graphkiln: --input names {sorted(unknown)} are not inputs; "
-                         f"inputs: {prog.get_parameter_names()}")
+        raise SystemExit(f"graphkiln: --input names {unknown} "
+                         f"({', '.join(given[n].label for n in unknown)}), which are not "
+                         f"inputs; inputs: {prog.get_parameter_names()}")
+    types = prog.get_parameter_shapes()
+    for name, g in given.items():
+        check_given(name, g, types[name])
     rng = np.random.default_rng(seed)
-    return {name: given[name] if name in given else random_value(t, rng)
-            for name, t in prog.get_parameter_shapes().items()}
+    return {name: given[name].array if name in given else random_value(t, rng)
+            for name, t in types.items()}
 
 
 def random_value(t, rng: np.random.Generator):

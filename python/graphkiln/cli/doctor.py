@@ -42,14 +42,17 @@ def run_doctor(args) -> int:
     import numpy
     import onnx
 
-    from ..targets import available_targets
+    from ..targets.registry import available_targets, registered_targets
 
     verdict = check_gpu_compatibility()
     print(f"graphkiln {__version__} on Python {platform.python_version()} ({platform.machine()})")
     print(f"numpy {numpy.__version__}, onnx {onnx.__version__}")
     for line in _distribution_lines(verdict) + _build_lines(verdict.build) + _device_lines(verdict):
         print(line)
-    print(f"targets: {', '.join(available_targets())}")
+    available = available_targets()
+    unbuilt = [t for t in registered_targets() if t not in available]
+    print(f"targets: {', '.join(available)}"
+          + "".join(f" ({t}: not in this build)" for t in unbuilt))
     variables = env.set_variables()
     print("environment:", ", ".join(f"{k}={v}" for k, v in variables.items())
           or "no GRAPHKILN_* variable set")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import sys
 
 from ..ir import print_graph
-from .common import add_model_args, load_program
+from .common import (add_dim_args, add_model_args, add_target_arg, is_saved_program,
+                     load_program, parse_dims, resolve_target)
 
 
 def setup_read(p):
@@ -51,7 +52,12 @@ def cmd_params(args) -> int:
 
 
 def setup_ops(p):
-    p.add_argument("--model", help="instead, list the model's ops and whether each is supported")
+    p.add_argument("--model", metavar="MODEL.onnx",
+                   help="instead, list the model's ops (subgraphs included), each `ok` when "
+                        "graphkiln imports it and --target runs it natively, else `MISSING` "
+                        "with its domain, opset and what lacks it; exit 1 when one is missing")
+    add_target_arg(p)
+    add_dim_args(p)
 
 
 def cmd_ops(args) -> int:
@@ -59,22 +65,30 @@ def cmd_ops(args) -> int:
 
     table = supported_ops()
     if args.model:
-        from ..frontends.onnx.importer import read_model_file
-
-        model, _ = read_model_file(args.model)
-        counts: dict[str, int] = {}
-        for node in model.graph.node:
-            counts[node.op_type] = counts.get(node.op_type, 0) + 1
-        missing = 0
-        for op, n in sorted(counts.items()):
-            ok = op in table
-            missing += not ok
-            print(f"{'ok     ' if ok else 'MISSING'} {op} x{n}")
-        return 1 if missing else 0
+        return _model_ops(args)
     print(f"ONNX ops graphkiln imports (default domain, opsets up to {MAX_OPSET}): {len(table)}")
     for op, since in table.items():
         print(f"  {op:<32} opset {since}-{MAX_OPSET}")
     return 0
+
+
+def _model_ops(args) -> int:
+    from ..errors import GraphkilnError
+    from ..frontends.onnx.importer import import_model, read_model_file
+    from ..targets import get_target
+    from .ops_report import report
+
+    if is_saved_program(args.model):
+        raise SystemExit(f"graphkiln ops: --model {args.model} is a saved program; it takes an "
+                         "ONNX model (a saved program's ops: `graphkiln read FILE.gkp`)")
+    model, _ = read_model_file(args.model)
+    try:
+        graph = import_model(model, parse_dims(args.input_dim), args.default_dim)
+    except GraphkilnError as exc:
+        graph = exc
+    lines, code = report(model, graph, get_target(resolve_target(args)), args.model)
+    print("\n".join(lines))
+    return code
 
 
 def setup_doctor(p):

@@ -9,6 +9,7 @@ import sys
 
 from ..errors import GraphkilnError
 from . import inspect_cmds, run_cmds, tune_cmd
+from .messages import error_text
 
 # name -> (setup(parser), run(args) -> exit code, one-line help)
 COMMANDS = {
@@ -18,7 +19,9 @@ COMMANDS = {
     "run": (run_cmds.setup_run, run_cmds.cmd_run, "run once on random or given inputs; print the outputs"),
     "perf": (run_cmds.setup_perf, run_cmds.cmd_perf, "measure latency percentiles and throughput"),
     "verify": (run_cmds.setup_verify, run_cmds.cmd_verify, "compare a target with ref; exit 1 on mismatch"),
-    "ops": (inspect_cmds.setup_ops, inspect_cmds.cmd_ops, "list the ONNX ops graphkiln supports"),
+    "ops": (inspect_cmds.setup_ops, inspect_cmds.cmd_ops,
+            "list the ONNX ops graphkiln imports; with --model, whether --target runs each "
+            "op of the model"),
     "tune": (tune_cmd.setup_tune, tune_cmd.cmd_tune,
              "measure kernel choices, store them in the tuning database; --export/--import"),
     "doctor": (inspect_cmds.setup_doctor, inspect_cmds.cmd_doctor, "report versions, the C++ core and settings"),
@@ -54,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except GraphkilnError as exc:
-        print(f"graphkiln {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"graphkiln {args.command}: {type(exc).__name__}: {error_text(exc)}",
+              file=sys.stderr)
         return 1
     except (ValueError, TypeError, RuntimeError) as exc:  # bad input, or a kernel failing on it
         print(f"graphkiln {args.command}: {exc}", file=sys.stderr)

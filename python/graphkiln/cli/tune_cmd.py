@@ -94,7 +94,7 @@ def cmd_tune(args) -> int:
     start = time.perf_counter()
     try:
         prog.compile(args.target, **options)
-        prog.run(make_inputs(prog, [], 0))  # makes the plans of dynamic-shape models too
+        prog.run(make_inputs(prog, {}, 0))  # makes the plans of dynamic-shape models too
     finally:
         cpu_tuning.set_progress(None)
         gpu_tuning.set_progress(None)

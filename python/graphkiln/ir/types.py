@@ -21,7 +21,9 @@ def fresh_dim(prefix: str = "d") -> str:
     return f"_{prefix}{next(_fresh)}"
 
 
-@dataclass(frozen=True)
+# repr=False: each type's repr is its IR text form (`f32[1,3,224,224]`, `f32[N,128]`, `f32[*]`,
+# `seq<i64[2]>`), which is how they read in printed dicts and lists (get_parameter_shapes).
+@dataclass(frozen=True, repr=False)
 class TensorType:
     """A tensor of `dtype` with `dims`; `dims is None` means the rank is unknown."""
 
@@ -62,8 +64,10 @@ class TensorType:
             return f"{self.dtype.value}[*]"
         return f"{self.dtype.value}[{','.join(str(d) for d in self.dims)}]"
 
+    __repr__ = __str__
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class SequenceType:
     """A sequence of values of one element type."""
 
@@ -72,8 +76,10 @@ class SequenceType:
     def __str__(self) -> str:
         return f"seq<{self.elem}>"
 
+    __repr__ = __str__
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class OptionalType:
     """A value that may be absent."""
 
@@ -81,6 +87,8 @@ class OptionalType:
 
     def __str__(self) -> str:
         return f"opt<{self.elem}>"
+
+    __repr__ = __str__
 
 
 ValueType = Union[TensorType, SequenceType, OptionalType]

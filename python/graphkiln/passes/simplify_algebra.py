@@ -21,9 +21,13 @@ def identity(node: Node, rw: Rewriter):
     return [node.inputs[0]]
 
 
-# Dropout(x) -> x   (inference; only when the mask output is unused)
+# Dropout(x) -> x   (inference; only when the mask output is unused). In training mode
+# (training_mode given and not a constant false) it draws a mask and scales: it stays.
 def dropout(node: Node, rw: Rewriter):
     if len(node.outputs) > 1 and node.outputs[1] is not None and rw.users_of(node.outputs[1]):
+        return None
+    training = node.inputs[2] if len(node.inputs) > 2 else None
+    if training is not None and not is_scalar_const(training, 0):
         return None
     return [node.inputs[0], None]
 

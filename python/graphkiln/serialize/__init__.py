@@ -18,6 +18,28 @@ from .decode import program_from_document
 from .tensors import TensorTable
 
 FORMATS = ("msgpack", "json")
+# File name extensions that say which format a file holds. Any other name (`.gkp`, the
+# CLI's) may hold either: `save` writes msgpack there unless asked for json.
+EXTENSION_FORMATS = {".json": "json", ".msgpack": "msgpack"}
+
+
+def format_for_path(path, format: str | None = None) -> str:
+    """The format `save` writes to `path`: `format` when given, else the one the name's
+    extension says (.json: "json", .msgpack: "msgpack"), else "msgpack". A format that
+    contradicts the extension is a ValueError (a .json file that is not JSON breaks every
+    tool that opens it). The CLI's `compile -o FILE [--format F]` follows the same rule."""
+    if format is not None and format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)} "
+                         "(or None: from the file name)")
+    extension = os.path.splitext(os.fspath(path))[1].lower()
+    named = EXTENSION_FORMATS.get(extension)
+    if format is None:
+        return named or "msgpack"
+    if named is not None and named != format:
+        raise ValueError(f"{os.fspath(path)!r} is named as a {named} file ({extension}) but the "
+                         f"format asked for is {format!r}: ask for {named!r}, or name the file "
+                         f"otherwise (e.g. .gkp, which holds either)")
+    return format
 
 
 def _chunks(program: Program, format: str) -> list:
@@ -35,10 +57,11 @@ def save_buffer(program: Program, format: str = "msgpack") -> bytes:
     return b"".join(_chunks(program, format))
 
 
-def save(program: Program, path, format: str = "msgpack") -> None:
-    """Write the program to `path` (through a temporary file and a rename, so a reader that
-    has the old file mapped never sees it change under it)."""
-    chunks = _chunks(program, format)
+def save(program: Program, path, format: str | None = None) -> None:
+    """Write the program to `path` as `format` (default: from the name, see format_for_path)
+    through a temporary file and a rename, so a reader that has the old file mapped never
+    sees it change under it. `load` tells the format from the content, whatever the name."""
+    chunks = _chunks(program, format_for_path(path, format))
     path = os.fspath(path)
     temporary = f"{path}.tmp{os.getpid()}"
     try:
@@ -131,5 +154,6 @@ def to_json_text(program: Program, elide: bool = True) -> str:
     return json_container.dumps(doc, table.arrays, elide=elide)
 
 
-__all__ = ["FORMATS", "FORMAT_VERSION", "Limits", "format_of", "is_saved_program", "load",
-           "load_buffer", "save", "save_buffer", "to_json_text"]
+__all__ = ["EXTENSION_FORMATS", "FORMATS", "FORMAT_VERSION", "Limits", "format_for_path",
+           "format_of", "is_saved_program", "load", "load_buffer", "save", "save_buffer",
+           "to_json_text"]

@@ -30,6 +30,12 @@ class Target:
     def compile(self, graph: Graph, options: dict) -> Executable:
         raise NotImplementedError
 
+    def unsupported_nodes(self, graph: Graph) -> list:
+        """The nodes of `graph` (after this target's passes; subgraphs are separate graphs)
+        this target cannot run natively: no kernel for the op, or none for its attributes,
+        dtypes or shapes. `graphkiln ops --model` reports them. Default: none."""
+        return []
+
     def check_options(self, options: dict) -> None:
         unknown = sorted(set(options) - set(self.options))
         if unknown:

@@ -116,3 +116,29 @@ def test_fused_chain_with_float8_output_runs_node_by_node():
     ref, cpu = run_both(model, {"x": x})
     np.testing.assert_array_equal(np.asarray(cpu[0]), np.asarray(ref[0]))
     np.testing.assert_array_equal(np.asarray(cpu[1]).view(np.uint8), np.asarray(ref[1]).view(np.uint8))
+
+
+def _wrapped(x, bits: int, signed: bool) -> np.ndarray:
+    """graphkiln's rule for float -> int4 / uint4 / int2 / uint2 out of range, which ONNX
+    leaves undefined: truncate toward zero, keep the low `bits` bits (two's complement), as
+    an integer cast does; NaN and infinities give 0."""
+    out = []
+    for v in np.asarray(x, np.float64).tolist():
+        low = (int(v) if np.isfinite(v) else 0) % (1 << bits)
+        out.append(low - (1 << bits) if signed and low >= 1 << (bits - 1) else low)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("to", INTS)
+@pytest.mark.parametrize("source", [np.float32, np.float16, np.float64])
+def test_out_of_range_floats_wrap_alike_on_ref_and_cpu(source, to):
+    # never through ml_dtypes' float -> int cast: 0.6 wraps, 0.7 gives 0 (what a release does
+    # to an undefined case must not change graphkiln's results)
+    x = np.array([-9.5, -9, -8.5, -3, -2.5, 2.5, 3.9, 4, 7.9, 8, 15.5, 16, 17, 20, 300, -300,
+                  1e4, -1e4, 65504, np.nan, np.inf, -np.inf, 0.5, -0.5], source)
+    bits, signed = {DType.i4: (4, True), DType.u4: (4, False), DType.i2: (2, True),
+                    DType.u2: (2, False)}[to]
+    ref, cpu = run_both(_model(DType.from_numpy(np.dtype(source)), to, x.shape), {"x": x})
+    for got in (ref[0], cpu[0]):
+        assert got.dtype == to.numpy
+        np.testing.assert_array_equal(got.astype(np.int64), _wrapped(x, bits, signed))

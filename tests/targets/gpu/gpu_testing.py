@@ -43,7 +43,7 @@ class EmulatedPlan:
     arguments; graph replay and tuning need the device, so they are ignored)."""
 
     def __init__(self, graph, builtin_blas=False, graphs=True, fast_math=False, tune="lookup",
-                 channels_last=None):
+                 channels_last=None, max_concurrency=1):
         self.plan = lower_plan(graph, fast_math, bool(channels_last))
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
         self.executor = Emulator(self.plan)

@@ -486,7 +486,10 @@ def test_options_are_saved_with_the_program(monkeypatch, tmp_path):
     import graphkiln.device as device
     from graphkiln.targets.gpu import target as gpu_target
 
+    from graphkiln.targets import registry
+
     monkeypatch.setattr(device, "require_gpu", lambda: type("V", (), {"usable": []})())
+    monkeypatch.setattr(registry, "gpu_code_built", lambda: True)  # as a GPU build is
     monkeypatch.setattr(gpu_target, "GpuPlan",
                         lambda g, b, graphs=True, fast_math=False, *rest, **kw: _Plan(g, fast_math))
     program, feeds = resnet_like()

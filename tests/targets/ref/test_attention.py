@@ -214,7 +214,8 @@ def expanding_importer(monkeypatch):
 
 def test_expand_hand_written_function_with_attribute_reference_and_default():
     # f<shift>(x, y?) = Relu(x + shift_constant) ; y is an omitted optional formal input
-    shift = helper.make_attribute_ref("value", onnx.AttributeProto.TENSOR, ref_attr_name="shift")
+    # value = @shift, written out: make_attribute_ref takes ref_attr_name from onnx 1.22 on
+    shift = onnx.AttributeProto(name="value", ref_attr_name="shift", type=onnx.AttributeProto.TENSOR)
     const = helper.make_node("Constant", [], ["c"])
     const.attribute.append(shift)
     function = helper.make_function(

@@ -15,6 +15,7 @@ from ...ir import Graph, TensorType, Value
 from . import protos
 from .context import ImportContext
 from .functions import expand_function
+from .input_shapes import check_input_shapes
 from .limits import (DEFAULT_MAX_TENSOR_BYTES, MAX_SUBGRAPH_DEPTH, check_tensor_bytes,
                      resolve_max_tensor_bytes)
 from .ops_table import SUBGRAPH_INPUTS, TABLE, find_converter
@@ -54,6 +55,31 @@ def read_model_file(path, max_tensor_bytes: int | None = None) -> tuple[onnx.Mod
     return model, path
 
 
+MODEL_SOURCES = ("a path (str or os.PathLike), the serialized model (bytes, bytearray or "
+                 "memoryview) or an onnx.ModelProto")
+
+
+def read_model(source, max_tensor_bytes: int | None = None) -> onnx.ModelProto:
+    """The model of `source`, one of MODEL_SOURCES. Only a path's external data is read
+    (from beside it); a ModelProto is used as it is and not changed."""
+    if isinstance(source, onnx.ModelProto):
+        if not source.HasField("graph"):
+            raise ModelError("not an ONNX model: the ModelProto has no graph")
+        return source
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        try:
+            return model_from_bytes(source)
+        except ModelError as exc:
+            if len(source) < 4096 and b"\0" not in source and os.path.exists(bytes(source)):
+                raise ModelError(f"{exc} (bytes are read as a serialized model; pass the path "
+                                 f"{bytes(source)!r} as str or os.PathLike)") from None
+            raise
+    if isinstance(source, (str, os.PathLike)):
+        return read_model_file(source, max_tensor_bytes)[0]
+    raise TypeError(f"cannot read an ONNX model from {type(source).__name__}: expected "
+                    f"{MODEL_SOURCES}")
+
+
 def import_model(model: onnx.ModelProto, input_shapes: dict | None = None,
                  default_dim: int | None = 1, max_tensor_bytes: int | None = None) -> Graph:
     """The model as an ir.Graph. `max_tensor_bytes` (default: GRAPHKILN_MAX_TENSOR_BYTES, else
@@ -73,15 +99,12 @@ def import_model(model: onnx.ModelProto, input_shapes: dict | None = None,
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ModelError(f"opset {opset} is outside what graphkiln imports "
                          f"({MIN_OPSET} to {MAX_OPSET})")
-    importer = _Importer(opsets, input_shapes or {}, default_dim, limit)
+    input_shapes = check_input_shapes(model.graph, input_shapes)
+    importer = _Importer(opsets, input_shapes, default_dim, limit)
     try:
         graph = importer.graph(model.graph, None, {}, top=True)
     except RecursionError:  # a last resort: nesting is bounded before the stack runs out
         raise ModelError("the model nests too deeply to import") from None
-    unknown = set(input_shapes or {}) - {v.name for v in graph.inputs}
-    if unknown:
-        raise ValueError(f"input_shapes names {sorted(unknown)}, which are not inputs of the "
-                         f"model (inputs: {[v.name for v in graph.inputs]})")
     return graph
 
 

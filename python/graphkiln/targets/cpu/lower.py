@@ -10,14 +10,51 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ...errors import CompileError
 from ...ir import DType, Node, TensorType, Value
 from .layout import channels_last_values
 from .plan import (ARENA, CHANNELS_LAST, CONSTANT, INPUT, OUTPUT, PLAIN, Plan, Slot, Step,
                    Storage, itemsize)
 
 
-class LoweringError(ValueError):
-    """A node the cpu target cannot lower (unsupported op, attribute or dynamic shape)."""
+class LoweringError(CompileError, ValueError):
+    """A node the cpu or gpu target cannot lower (unsupported op, attribute or dynamic
+    shape). A CompileError (so a GraphkilnError), and a ValueError as it always was.
+
+    Raised for missing kernels (see `missing`), it also says what is missing as data:
+    `target` (the target's name), `ops` (the op names it cannot run, sorted), `node` (the
+    first such node) and `fallback` (the target that runs them instead when asked, or None).
+    `problem` is the message without the advice; the message adds the advice as Python
+    spells it (`compile(..., fallback='ref')`), the command line its own (`--fallback ref`)."""
+
+    def __init__(self, problem: str, *, target: str | None = None, ops=(),
+                 node: str | None = None, fallback: str | None = None):
+        self.problem, self.target, self.ops = problem, target, tuple(ops)
+        self.node, self.fallback = node, fallback
+        message = problem
+        if fallback:
+            message += (f"; compile(..., fallback={fallback!r}) runs "
+                        f"{'it' if len(self.ops) == 1 else 'them'} on {fallback}")
+        super().__init__(message)
+
+    @classmethod
+    def missing(cls, target: str, nodes: Sequence[Node], detail: str = "",
+                fallback: str | None = None) -> "LoweringError":
+        """The error for `nodes` (not empty) that `target` cannot run: "the cpu target has no
+        kernel for If, LSTM (first: node 'y')", `detail` after the node's name."""
+        ops = sorted({n.op for n in nodes})
+        first = node_label(nodes[0])
+        verb = "cannot run" if detail else "has no kernel for"
+        problem = (f"the {target} target {verb} {', '.join(ops)} (first: node {first!r}"
+                   f"{': ' + detail if detail else ''})")
+        return cls(problem, target=target, ops=ops, node=first, fallback=fallback)
+
+
+def node_label(node: Node) -> str:
+    """A node's name, else the name of its first output (ONNX nodes are often unnamed)."""
+    if node.name:
+        return node.name
+    return next((v.name for v in node.outputs if v is not None), node.op)
 
 
 def static_dims(value: Value) -> tuple[int, ...]:

@@ -61,8 +61,8 @@ def saved_plan(segment) -> SavedPlan:
 class SavedPlanSegment(ExecutorSegment):
     """A plan segment built from saved data: no lowering, packed constants given back."""
 
-    def __init__(self, saved: SavedPlan, threads: int):
-        from ..._native import load_core
+    def __init__(self, saved: SavedPlan, threads: int, max_contexts: int = 1):
+        from .core_executor import build_executor
 
         self.saved = saved
         self.inputs, self.outputs = saved.inputs, saved.outputs
@@ -70,9 +70,9 @@ class SavedPlanSegment(ExecutorSegment):
         steps = [dict(step, packed=saved.packed[i]) if i in saved.packed else step
                  for i, step in enumerate(saved.steps)]
         specs = lambda items: [(dtype.numpy, list(dims)) for dtype, dims in items]
-        self.executor = load_core().Executor(steps, saved.constants, saved.arena_bytes,
-                                             specs(saved.input_specs), specs(saved.output_specs),
-                                             threads)
+        self.executor = build_executor(steps, saved.constants, saved.arena_bytes,
+                                       specs(saved.input_specs), specs(saved.output_specs),
+                                       threads, max_contexts)
         self.num_steps = len(saved.steps)
         self.arena_bytes = saved.arena_bytes
 
@@ -83,12 +83,12 @@ class SavedPlanSegment(ExecutorSegment):
 
 
 def saved_segments(items: list, threads: int, graph_inputs: list[Value],
-                   graph_outputs: list[Value]) -> list[Segment]:
+                   graph_outputs: list[Value], max_contexts: int = 1) -> list[Segment]:
     """Segments from saved data: a SavedPlan, or a list of nodes the ref target runs."""
     segments: list[Segment] = []
     for item in items:
         if isinstance(item, SavedPlan):
-            segments.append(SavedPlanSegment(item, threads))
+            segments.append(SavedPlanSegment(item, threads, max_contexts))
         else:
             segments.append(RefSegment(list(item)))
     for s in segments:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...ir.graph import captured_values, node_reads, node_subgraphs
+from .core_executor import build_executor
 from .lower import LoweringContext, LoweringError
 from .lower_support import node_supported
 from .table import LOWERINGS
@@ -50,8 +52,7 @@ class PlanSegment(ExecutorSegment):
     """A plan lowered from nodes (the tuning database applied) and built."""
 
     def __init__(self, nodes: list[Node], inputs: list[Value], outputs: list[Value],
-                 threads: int, tune: str = "lookup"):
-        from ..._native import load_core
+                 threads: int, tune: str = "lookup", max_contexts: int = 1):
         from ...tuning.cpu import tune_plan
 
         plan = LoweringContext(nodes, inputs, outputs, LOWERINGS).lower_all()
@@ -61,61 +62,68 @@ class PlanSegment(ExecutorSegment):
         self.input_dtypes = [v.type.dtype.numpy for v in inputs]
         specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
                                for s in slots]
-        self.executor = load_core().Executor(plan.executor_steps(), plan.constants,
-                                             plan.arena_bytes, specs(plan.input_slots),
-                                             specs(plan.output_slots), threads)
+        self.executor = build_executor(plan.executor_steps(), plan.constants,
+                                       plan.arena_bytes, specs(plan.input_slots),
+                                       specs(plan.output_slots), threads, max_contexts)
         self.plan = plan
         self.num_steps = len(plan.steps)
         self.arena_bytes = plan.arena_bytes
 
 
 class RefSegment(Segment):
+    """Nodes run one by one on ref. A node with subgraphs (If, Loop, Scan) is given the
+    outer values its subgraphs read as well as its inputs."""
+
     def __init__(self, nodes: list[Node]):
         self.nodes = nodes
         self.ref_nodes = len(nodes)
+        self.captures = [list(dict.fromkeys(v for g in node_subgraphs(n)
+                                            for v in captured_values(g)))
+                         for n in nodes]
 
     def run(self, env: dict) -> None:
         from ..ref.target import evaluate
 
-        for node in self.nodes:
-            args = [None if v is None else (env[v] if v in env else v.constant)
-                    for v in node.inputs]
-            for value, result in zip(node.outputs, evaluate(node, args)):
+        read = lambda v: env[v] if v in env else v.constant
+        for node, captures in zip(self.nodes, self.captures):
+            args = [None if v is None else read(v) for v in node.inputs]
+            captured = {v: read(v) for v in captures}
+            for value, result in zip(node.outputs, evaluate(node, args, captured)):
                 if value is not None:
                     env[value] = result
 
 
 def split_segments(graph: Graph, fallback: bool, threads: int,
-                   tune: str = "lookup") -> list[Segment]:
+                   tune: str = "lookup", max_contexts: int = 1) -> list[Segment]:
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     runs: list[tuple[bool, list[Node]]] = []
     for node in nodes:
         native = node_supported(node, LOWERINGS)
         if not native and not fallback:
-            raise LoweringError(f"the cpu target cannot run {node.op} node {node.name!r} "
-                                "(no kernel, or dynamic shapes); compile(..., fallback='ref') "
-                                "runs it on ref")
+            raise LoweringError.missing("cpu", [node], "no kernel, or dynamic shapes",
+                                        fallback="ref")
         if runs and runs[-1][0] == native:
             runs[-1][1].append(node)
         else:
             runs.append((native, [node]))
     if len(runs) <= 1 and (not runs or runs[0][0]):
         segments: list[Segment] = [PlanSegment(nodes, list(graph.inputs), list(graph.outputs),
-                                               threads, tune)]
+                                               threads, tune, max_contexts)]
     else:
-        segments = _mixed(graph, runs, threads, tune)
+        segments = _mixed(graph, runs, threads, tune, max_contexts)
     for s in segments:
         s.graph_inputs, s.graph_outputs = list(graph.inputs), list(graph.outputs)
     return segments
 
 
-def _mixed(graph: Graph, runs, threads: int, tune: str = "lookup") -> list[Segment]:
+def _mixed(graph: Graph, runs, threads: int, tune: str = "lookup",
+           max_contexts: int = 1) -> list[Segment]:
     later_reads: list[set[Value]] = []
     reads: set[Value] = set(graph.outputs)
     for _, run_nodes in reversed(runs):
         later_reads.append(set(reads))
         for n in run_nodes:
-            reads.update(v for v in n.inputs if v is not None)
+            reads.update(node_reads(n))  # subgraph captures too
     later_reads.reverse()
     segments: list[Segment] = []
     for (native, run_nodes), after in zip(runs, later_reads):
@@ -129,5 +137,5 @@ def _mixed(graph: Graph, runs, threads: int, tune: str = "lookup") -> list[Segme
                 if v is not None and v not in produced and v.constant is None and v not in inputs:
                     inputs.append(v)
         outputs = [v for n in run_nodes for v in n.outputs if v is not None and v in after]
-        segments.append(PlanSegment(run_nodes, inputs, outputs, threads, tune))
+        segments.append(PlanSegment(run_nodes, inputs, outputs, threads, tune, max_contexts))
     return segments

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import math
 
+from ...errors import CompileError
 from ...ir import DType
 
 # graphkiln::DType numbers (src/core/tensor.hpp)
@@ -175,8 +176,9 @@ _COMPARE = {"Equal": "==", "Less": "<", "LessEqual": "<=", "Greater": ">", "Grea
 _ARITH = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
 
 
-class CodegenError(ValueError):
-    """The step cannot be turned into a generated kernel (the interpreter runs it)."""
+class CodegenError(CompileError, ValueError):
+    """The step cannot be turned into a generated kernel (the interpreter runs it). Caught
+    where it is raised; a CompileError like every error graphkiln raises on purpose."""
 
 
 def index_map(in_dims, in_strides, out_dims) -> tuple[int, list[int], list[int]]:

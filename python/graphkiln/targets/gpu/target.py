@@ -2,9 +2,12 @@
 # Copyright graphkiln authors
 """The gpu target: the device check first (graphkiln.device.require_gpu), the full pass
 pipeline, then a plan per input shape lowered by the cpu target's LoweringContext with the
-gpu lowering table (plain layouts everywhere) and run by graphkiln._core.GpuExecutor: one
-device arena, constants uploaded once, one stream; per run inputs in, kernels, outputs out,
-one sync. An op without a GPU kernel is a compile-time error naming it."""
+gpu lowering table (plain layouts everywhere) and run by graphkiln._core.GpuExecutor:
+constants uploaded once, and a pool of up to `max_concurrency` execution contexts (each its
+own arena, staging buffers, stream and graph: src/gpu/executor.hpp), so runs from several
+threads overlap; per run inputs in, kernels, outputs out, one sync of the context's stream.
+The plans per input shape live in a thread-safe cache (plan_cache.py). An op without a GPU
+kernel is a compile-time error naming it."""
 
 from __future__ import annotations
 
@@ -12,12 +15,18 @@ import numpy as np
 
 from ...ir import Graph, Node, TensorType, Value
 from ..base import Executable, Target
+from ..concurrency import OPTION_HELP as CONCURRENCY_HELP
+from ..concurrency import max_concurrency
 from ..cpu.lower import LoweringContext, LoweringError, static_dims
 from ..cpu.lower_support import node_supported
 from ..cpu.plan import Plan
 from ..cpu.specialize import specialize
+from .plan_cache import PlanCache
 from .specialize import parameter_inputs, specialize_values
 from .table import LOWERINGS
+
+DEFAULT_MAX_CONCURRENCY = 4  # execution contexts per plan unless the options say otherwise
+MAX_PLANS = 32  # plans kept per program (least recently used dropped first), as on cpu
 
 
 class GpuTarget(Target):
@@ -41,7 +50,8 @@ class GpuTarget(Target):
                "channels_last": "True / False: half-precision convolutions at batch 2 or "
                                 "more run in NHWC on cuDNN's tensor-core kernels; default: "
                                 "where cuDNN runs Conv steps (GRAPHKILN_GPU_NHWC=0 turns it "
-                                "off)"}
+                                "off)",
+               "max_concurrency": CONCURRENCY_HELP + f" (gpu default: {DEFAULT_MAX_CONCURRENCY})"}
 
     def passes(self, options: dict) -> list:
         from ...passes import attention_heads, fuse_epilogue, fuse_pointwise, fuse_reduction
@@ -76,19 +86,23 @@ class GpuTarget(Target):
                              "False and None (the default: where cuDNN runs Conv steps)")
         half_dtype(options)  # validates fp16 / bf16 / fast_math
         fast_math = bool(options.get("fast_math", False))
+        concurrency = max_concurrency(options, DEFAULT_MAX_CONCURRENCY)
         verdict = require_gpu()
         missing = unsupported_nodes(graph)
         if missing:
-            ops = sorted({n.op for n in missing})
-            raise LoweringError(f"the gpu target has no kernel for {', '.join(ops)} (first: "
-                                f"node {missing[0].name!r})")
+            raise LoweringError.missing("gpu", missing)
         tune = ("exhaustive" if options.get("exhaustive_tune")
                 else "lookup" if options.get("tuning", True) else "off")
         executable = GpuExecutable(graph, blas == "builtin", graphs=graphs, fast_math=fast_math,
-                                   tune=tune, channels_last=channels_last)
+                                   tune=tune, channels_last=channels_last,
+                                   max_concurrency=concurrency)
         executable.precision = next((k for k in ("fp16", "bf16") if options.get(k)), "fp32")
         executable.arch = verdict.usable[0].arch if verdict.usable else None
         return executable
+
+    def unsupported_nodes(self, graph: Graph) -> list[Node]:
+        """As compile decides before it lowers (the gpu lowering table; no device needed)."""
+        return unsupported_nodes(graph)
 
 
 def unsupported_nodes(graph: Graph) -> list[Node]:
@@ -106,8 +120,8 @@ def lower_plan(graph: Graph, fast_math: bool = False, channels_last: bool = Fals
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     for node in nodes:
         if not node_supported(node, LOWERINGS):
-            raise LoweringError(f"the gpu target cannot run {node.op} node {node.name!r} "
-                                "(no kernel, or an attribute, dtype or shape it refuses)")
+            raise LoweringError.missing("gpu", [node], "no kernel, or an attribute, dtype "
+                                        "or shape it refuses")
     ctx = LoweringContext(nodes, list(graph.inputs), list(graph.outputs), LOWERINGS,
                           channels_last=False, target="gpu")
     ctx.conv_channels_last = channels_last
@@ -133,11 +147,12 @@ def channels_last_default() -> bool:
 
 
 class GpuPlan:
-    """One plan built on the device for one set of input shapes."""
+    """One plan built on the device for one set of input shapes; its executor runs up to
+    `max_concurrency` runs at once (one execution context each)."""
 
     def __init__(self, graph: Graph, builtin_blas: bool, graphs: bool = True,
                  fast_math: bool = False, tune: str = "lookup",
-                 channels_last: bool | None = None):
+                 channels_last: bool | None = None, max_concurrency: int = 1):
         from ..._native import load_core
         from ...tuning.gpu import tune_plan
 
@@ -147,47 +162,53 @@ class GpuPlan:
         specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
                                for s in slots]
 
-        def build(p: Plan, use_graphs: bool = False):
+        # the tuner's trial executors run one at a time: one context each
+        def build(p: Plan, use_graphs: bool = False, contexts: int = 1):
             return load_core().GpuExecutor(p.executor_steps(), p.constants, p.arena_bytes,
                                            specs(p.input_slots), specs(p.output_slots),
-                                           builtin_blas, use_graphs)
+                                           builtin_blas, use_graphs, contexts)
 
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
         self.tuning = tune_plan(plan, tune, build)  # sets tuned kernel variants on the plan
-        self.executor = build(plan, graphs)
+        self.executor = build(plan, graphs, max_concurrency)
         self.plan = plan
 
 
 class GpuExecutable(Executable):
     def __init__(self, graph: Graph, builtin_blas: bool = False, plan_factory=None,
                  graphs: bool = True, fast_math: bool = False, tune: str = "lookup",
-                 channels_last: bool | None = None):
+                 channels_last: bool | None = None, max_concurrency: int = 1):
         """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device,
-        replayed as a graph when `graphs`; tests pass a numpy model of the kernels)."""
+        replayed as a graph when `graphs`, up to `max_concurrency` runs at once; tests pass a
+        numpy model of the kernels)."""
         self.graph = graph
         self.builtin_blas = builtin_blas
+        self.max_concurrency = max_concurrency
         self.plan_factory = plan_factory or (
-            lambda g, b: GpuPlan(g, b, graphs, fast_math, tune, channels_last))
+            lambda g, b: GpuPlan(g, b, graphs, fast_math, tune, channels_last,
+                                 max_concurrency=max_concurrency))
         self.fast_math = fast_math
         self.precision = "fp32"  # or the half type of the options fp16 / bf16 (compile sets it)
         self.parameters = parameter_inputs(graph)
-        self._plans: dict[tuple, GpuPlan] = {}
+        self._plans = PlanCache(MAX_PLANS)
         if _static(graph.inputs) and not self.parameters:
             self._plan(tuple(static_dims(v) for v in graph.inputs), {})
 
     def _plan(self, shapes: tuple, values: dict) -> GpuPlan:
+        """The plan of these input shapes and parameter values, built on first use (once,
+        however many threads ask); the caller holds it for the length of its run."""
         key = (shapes, tuple((i, v.tobytes()) for i, v in sorted(values.items())))
-        plan = self._plans.get(key)
-        if plan is None:
+
+        def build() -> GpuPlan:
             if values:
                 graph = specialize_values(self.graph, shapes, values)
             elif _static(self.graph.inputs):
                 graph = self.graph
             else:
                 graph = specialize(self.graph, shapes)
-            plan = self.plan_factory(graph, self.builtin_blas)
-            self._plans[key] = plan
-        return plan
+            return self.plan_factory(graph, self.builtin_blas)
+
+        return self._plans.get(key, build)
 
     def run(self, inputs) -> list:
         """numpy arrays, or device arrays (__cuda_array_interface__ / __dlpack__) read in
@@ -211,15 +232,24 @@ class GpuExecutable(Executable):
         return plan, arrays
 
     def plan_summary(self) -> dict:
-        out = {"plans": len(self._plans), "precision": self.precision,
-               "fast_math": self.fast_math}
-        for plan in self._plans.values():
-            out.update(steps=plan.executor.num_steps, arena_bytes=plan.executor.arena_bytes,
-                       device_bytes=plan.executor.device_bytes, blas=plan.executor.blas,
-                       device=plan.executor.device,
-                       graph=getattr(plan.executor, "graph_state", "n/a"),
+        """What the plans built so far hold (the most recently used one's figures):
+        `contexts` is how many execution contexts it made (at most `max_concurrency`),
+        `context_bytes` the device bytes of all of them together (as on cpu), `device_bytes`
+        that plus the constants (held once)."""
+        plans = self._plans.values()
+        out = {"plans": len(plans), "precision": self.precision,
+               "fast_math": self.fast_math, "max_concurrency": self.max_concurrency}
+        for plan in plans:
+            executor = plan.executor
+            out.update(steps=executor.num_steps, arena_bytes=executor.arena_bytes,
+                       device_bytes=executor.device_bytes, blas=executor.blas,
+                       device=executor.device,
+                       graph=getattr(executor, "graph_state", "n/a"),
+                       contexts=getattr(executor, "contexts_created", 1),
+                       context_bytes=(getattr(executor, "contexts_created", 1)
+                                      * getattr(executor, "bytes_per_context", 0)),
                        tuning=getattr(plan, "tuning", None))
-        if not any(hasattr(p.executor, "graph_state") for p in self._plans.values()):
+        if not any(hasattr(p.executor, "graph_state") for p in plans):
             return out  # no plan yet, or emulated plans (tests): no device to ask
         from ..._native import load_core
 

@@ -44,6 +44,8 @@ def convert(x: np.ndarray, to: DType, saturate: bool = True, round_mode: str = "
                 wide = np.clip(wide, -limit, limit)  # inf too; NaN stays NaN
             return _narrow_float(wide, to.numpy)
         if to in _SUB_BYTE_INTS:
+            # out of range (undefined by ONNX) wraps like an integer cast, NaN / inf give 0;
+            # never ml_dtypes' float -> int4 cast, which wraps in 0.6 and gives 0 in 0.7
             return _wrap_sub_byte(_to_int64(x, source), *_SUB_BYTE_INTS[to]).astype(to.numpy)
         if to.is_int and source.is_float:
             wide = np.trunc(_widen(x, source))

@@ -113,9 +113,11 @@ def _freeze_constants(graph: Graph) -> None:
             _freeze_constants(sub)
 
 
-def evaluate_node(node: Node, inputs: list, kernels: dict[str, Callable]) -> list:
-    """Run one node on numpy arrays (constant folding uses this)."""
-    env = ChainMap({})
+def evaluate_node(node: Node, inputs: list, kernels: dict[str, Callable],
+                  captured: dict | None = None) -> list:
+    """Run one node on numpy arrays (constant folding uses this). `captured`: the values of
+    the enclosing graph its subgraphs read (ir.graph.captured_values), Value -> data."""
+    env = ChainMap({}, dict(captured)) if captured else ChainMap({})
     for value, data in zip(node.inputs, inputs):
         if value is not None:
             env[value] = data

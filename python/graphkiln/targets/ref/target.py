@@ -25,6 +25,11 @@ class RefTarget(Target):
         check_kernels(graph, KERNELS, self.name)
         return RefExecutable(graph, KERNELS)
 
+    def unsupported_nodes(self, graph: Graph) -> list[Node]:
+        """Nodes of an op ref has no kernel for (compile refuses them)."""
+        return [n for n in graph.nodes if n.op not in KERNELS]
 
-def evaluate(node: Node, inputs: list) -> list:
-    return evaluate_node(node, inputs, KERNELS)
+
+def evaluate(node: Node, inputs: list, captured: dict | None = None) -> list:
+    """Run one node on ref's kernels; `captured` as for evaluator.evaluate_node."""
+    return evaluate_node(node, inputs, KERNELS, captured)

@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Builds the C++ core's Executor for a plan segment: every plan of a program gets the
+program's bound of execution contexts, and the process-wide core budget (how many cores
+concurrent runs may hold at once) is set to the physical cores before the first one."""
+
+from __future__ import annotations
+
+import threading
+
+from .threads import physical_cores
+
+_budget_lock = threading.Lock()
+_budget_set = False
+
+
+def build_executor(steps, constants, arena_bytes: int, input_specs, output_specs,
+                   threads: int, max_contexts: int):
+    from ..._native import load_core
+
+    global _budget_set
+    core = load_core()
+    with _budget_lock:
+        if not _budget_set:
+            core.set_core_budget(physical_cores())
+            _budget_set = True
+    return core.Executor(steps, constants, arena_bytes, input_specs, output_specs, threads,
+                         max_contexts)
