@@ -7,7 +7,8 @@ onnxruntime's one InferenceSession run from the same threads (its Run is thread-
         --target cpu --models resnet_like,bert_like --record benchmarks/results/concurrency_cpu.md
     python benchmarks/concurrency.py --target gpu --models /tmp/resnet50.onnx --threads 1,2,4
 
-Models: resnet_like / bert_like (tests/concurrency_models.py, batch 1, seeded weights) or
+Models: resnet_like / bert_like (tests/concurrency_models.py, batch 1, seeded weights),
+resnet50_light (the ResNet-50 the onnx package ships for its backend tests, 1x3x224x224) or
 an ONNX file (random seeded feeds of its declared shapes; symbolic dims 1). For each thread
 count T: T threads start together and each makes --runs runs on its own inputs; throughput
 is all runs / wall time; the ratio against T=1 is the scaling. The peer runs the same feeds
@@ -46,6 +47,9 @@ def model_and_feeds(name: str):
                 lambda i: cm.resnet_feeds(i, size=64)
         return cm.bert_like(seed=0, batch=1, seq=64, hidden=128).SerializeToString(), \
             lambda i: cm.bert_feeds(i, seq=64)
+    if name == "resnet50_light":
+        name = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light",
+                            "light_resnet50.onnx")
     model = onnx.load(name)
     init = {t.name for t in model.graph.initializer}
     specs = []
@@ -189,7 +193,8 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--models", default="resnet_like,bert_like",
-                        help="comma-separated: resnet_like, bert_like or ONNX file paths")
+                        help="comma-separated: resnet_like, bert_like, resnet50_light or ONNX "
+                             "file paths")
     parser.add_argument("--threads", default="1,2,4,8", help="thread counts (default 1,2,4,8)")
     parser.add_argument("--runs", type=int, default=50, help="timed runs per thread")
     parser.add_argument("--warmup", type=int, default=5)
