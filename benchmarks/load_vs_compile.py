@@ -39,7 +39,9 @@ def timed(fn, repeat: int):
 
 def measure(path: str, repeat: int, folder: str, target: str) -> dict:
     options = {"optimize": True} if target == "ref" else {}
-    compile_s, prog = timed(lambda: graphkiln.parse_onnx(path).compile(target, **options), repeat)
+    # default_dim=1: static shapes, so that compile builds (and save keeps) the whole plan
+    compile_s, prog = timed(lambda: graphkiln.parse_onnx(path, default_dim=1).compile(
+        target, **options), repeat)
     saved = os.path.join(folder, os.path.basename(path)[:-5] + ".gkp")
     start = time.perf_counter()
     graphkiln.save(prog, saved)

@@ -19,13 +19,15 @@
 #   empty enough: give e.g. "--runs 20")
 #   --concurrency "ARGS": also run benchmarks/concurrency.py --target gpu ARGS, after
 #   exporting resnet50 with torch to /tmp/models (give e.g. "--models /tmp/models/resnet50.onnx")
+#   --dynamic "ARGS": also run benchmarks/dynamic_shapes.py --target gpu ARGS (symbolic-shape
+#   request streams against onnxruntime; e.g. "--requests 200"; "" is not empty enough)
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
 #
 # Logs go to $OUT (the device tool's folder) or /tmp/gk-out.
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -39,6 +41,7 @@ while [ $# -gt 0 ]; do
     --tuning) TUNING="$2"; shift 2 ;;
     --attention) ATTENTION="$2"; shift 2 ;;
     --concurrency) CONCURRENCY="$2"; shift 2 ;;
+    --dynamic) DYNAMIC="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -112,10 +115,10 @@ print("gpu kernels:", ", ".join(core.gpu_kernels()))
 PY
 
 if [ "$SKIP_TESTS" = 0 ]; then
-  step "gpu tests (tests/targets/gpu)"
+  step "gpu tests (tests/targets/gpu, tests/models/test_dynamic_models.py)"
   TEST_SELECT=()
   [ -n "$TEST_ARGS" ] && TEST_SELECT=(-k "$TEST_ARGS")
-  python3 -m pytest -q -p no:cacheprovider -rs tests/targets/gpu "${TEST_SELECT[@]}" 2>&1 | tee "$OUT/pytest.log" | tail -40
+  python3 -m pytest -q -p no:cacheprovider -rs tests/targets/gpu tests/models/test_dynamic_models.py "${TEST_SELECT[@]}" 2>&1 | tee "$OUT/pytest.log" | tail -40
 fi
 
 # ATTENTION, BENCH and TUNING are lists of arguments: split on purpose
@@ -130,6 +133,12 @@ if [ -n "$CONCURRENCY" ]; then
   python3 tools/gpu_device_models.py --out /tmp/models --models resnet50 > "$OUT/export_resnet50.log" 2>&1
   # shellcheck disable=SC2086
   python3 benchmarks/concurrency.py --target gpu $CONCURRENCY 2>&1 | tee "$OUT/concurrency_gpu.md" | tail -40
+fi
+
+if [ -n "$DYNAMIC" ]; then
+  step "benchmarks/dynamic_shapes.py --target gpu $DYNAMIC"
+  # shellcheck disable=SC2086
+  python3 benchmarks/dynamic_shapes.py --target gpu $DYNAMIC 2>&1 | tee "$OUT/dynamic_shapes_gpu.md" | tail -40
 fi
 
 if [ -n "$BENCH" ]; then

@@ -20,12 +20,20 @@ from .targets.cpu.lower import LoweringError
 from .version import __version__
 
 
-def parse_onnx(model, input_shapes: dict | None = None, default_dim: int | None = 1, *,
+def parse_onnx(model, input_shapes: dict | None = None, default_dim: int | None = None, *,
                max_tensor_bytes: int | None = None) -> Program:
     """Import an ONNX model: a path (str or os.PathLike; external data is read from beside
     it), the serialized model (bytes, bytearray or memoryview) or an onnx.ModelProto (not
-    changed); anything else is a TypeError. `input_shapes` fixes input dims by name; other
-    symbolic dims become `default_dim` (None keeps them symbolic). A tensor the model
+    changed); anything else is a TypeError.
+
+    Input dims the model does not fix stay symbolic: a `dim_param` keeps its name (`batch`,
+    shared by every input that uses it), an unknown dim (no value, `?` or -1) gets one of its
+    own (`images_dim2`); `get_parameter_shapes()` shows them (`f32[batch,3,height,width]`).
+    `run` then takes any size there, the same size wherever a symbol repeats, and the cpu and
+    gpu targets make a plan per input shape on its first run. A dim declared 0 stays 0 (ONNX
+    reads it as an empty axis). `input_shapes` ({name: [ints]}) fixes an input's symbolic
+    dims (and dims declared 0); `default_dim=N` sets every other symbolic dim to N. A
+    tensor the model
     declares, reads from external data or infers with a static shape that is larger than
     `max_tensor_bytes` (default: GRAPHKILN_MAX_TENSOR_BYTES, else 4 GiB) is refused with a
     ModelError."""
@@ -36,10 +44,11 @@ def parse_onnx(model, input_shapes: dict | None = None, default_dim: int | None 
 
 
 def parse_onnx_buffer(data: bytes, input_shapes: dict | None = None,
-                      default_dim: int | None = 1, *,
+                      default_dim: int | None = None, *,
                       max_tensor_bytes: int | None = None) -> Program:
-    """Import a serialized ONNX model (external data is refused); `max_tensor_bytes` as for
-    `parse_onnx`."""
+    """Import a serialized ONNX model (external data is refused); `input_shapes`,
+    `default_dim` (symbolic dims stay symbolic unless an int is given) and `max_tensor_bytes`
+    as for `parse_onnx`."""
     from .frontends.onnx.importer import import_model, model_from_bytes
 
     return Program(import_model(model_from_bytes(data), input_shapes, default_dim,

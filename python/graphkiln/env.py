@@ -14,6 +14,9 @@ VARIABLES = {
                                  "(execution contexts per program; default: the physical "
                                  "cores on cpu, 4 on gpu; compile(..., max_concurrency=N) "
                                  "wins); callers beyond it wait",
+    "GRAPHKILN_PLAN_CACHE_SIZE": "how many plans (one per input shape) a compiled cpu or "
+                                 "gpu program keeps, least recently used dropped first "
+                                 "(default 32; compile(..., plan_cache_size=N) wins)",
     "GRAPHKILN_CORE_DIR": "development: load graphkiln._core from this CMake build folder",
     "GRAPHKILN_ONEDNN_IMPL": "1 prints the oneDNN implementation each cpu kernel chose when "
                              "it is built (read by the C++ core)",

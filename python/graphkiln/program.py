@@ -54,7 +54,9 @@ class Program:
     def run(self, feeds: dict) -> list:
         """Run once. `feeds` maps every parameter name to a numpy array of its type (any
         memory order or strides; a rank-0 parameter also takes a Python or numpy scalar).
-        Raises ValueError for missing / unknown names, dtypes and shapes, TypeError for
+        A symbolic dim (`f32[batch,3]`) takes any size, the same wherever its symbol appears;
+        a static one must match. Raises ValueError for missing / unknown names, dtypes and
+        shapes (naming the input, the dim, its symbol and what set it), TypeError for
         values that are not arrays, each message saying what was expected. Returns one array
         per output, the caller's to keep or change (never shared with other runs).
 
@@ -81,7 +83,8 @@ class Program:
 
     def get_parameter_shapes(self) -> dict[str, ValueType]:
         """{input name: its type}, in order; a type prints as IR text (`f32[1,3,224,224]`,
-        symbolic dims by name: `f32[N,3]`)."""
+        symbolic dims by name: `f32[batch,3,height,width]`; parse_onnx says how they are
+        named)."""
         return {v.name: v.type for v in self.graph.inputs}
 
     def get_output_names(self) -> list[str]:
@@ -114,7 +117,9 @@ class Program:
 
 
 def check_feeds(graph: Graph, feeds) -> list:
-    """Validate `feeds` against the graph inputs; return them in input order."""
+    """Validate `feeds` against the graph inputs; return them in input order. A static dim
+    must match; a symbolic one takes any size, the same wherever the symbol appears (across
+    inputs, in input order). Errors name the input, the axis, the symbol and what set it."""
     if not isinstance(feeds, dict):
         raise TypeError(f"feeds must be a dict of name -> numpy array, got {type(feeds).__name__}")
     names = [v.name for v in graph.inputs]
@@ -127,11 +132,11 @@ def check_feeds(graph: Graph, feeds) -> list:
         if unknown:
             parts.append(f"unknown {unknown}")
         raise ValueError(f"bad feeds: {'; '.join(parts)}; the program's inputs are {names}")
-    bound: dict[str, int] = {}
+    bound: dict[str, tuple] = {}  # symbol -> (size, input, axis) of its first use
     return [_check_one(v.name, v.type, feeds[v.name], bound) for v in graph.inputs]
 
 
-def _check_one(name: str, expected, data, bound: dict[str, int]):
+def _check_one(name: str, expected, data, bound: dict[str, tuple]):
     if isinstance(expected, OptionalType):
         return None if data is None else _check_one(name, expected.elem, data, bound)
     if isinstance(expected, SequenceType):
@@ -165,12 +170,19 @@ def _check_one(name: str, expected, data, bound: dict[str, int]):
                          f"got shape {list(data.shape)}")
     for axis, (want_dim, got) in enumerate(zip(expected.dims, data.shape)):
         if isinstance(want_dim, str):
-            if bound.setdefault(want_dim, got) != got:
-                raise ValueError(f"input {name!r}: dimension {axis} is {want_dim}={bound[want_dim]} "
-                                 f"from another input, got {got}")
+            first = bound.setdefault(want_dim, (got, name, axis))
+            if first[0] != got:
+                _, where, at = first
+                by = (f"dim {at} of the same input" if where == name else f"input {where!r}")
+                raise ValueError(f"input {name!r}: dim {axis} is {want_dim!r}, which {by} set "
+                                 f"to {first[0]}; got {got} (shape {list(data.shape)}, "
+                                 f"expected {expected})")
         elif want_dim != got:
-            raise ValueError(f"input {name!r}: expected shape {list(expected.dims)}, "
-                             f"got {list(data.shape)}")
+            hint = (" (a dim declared 0 is an empty axis; if the model means 'any size' "
+                    "there, set it with parse_onnx(..., input_shapes=...))"
+                    if want_dim == 0 else "")
+            raise ValueError(f"input {name!r}: dim {axis} is fixed at {want_dim}; got {got} "
+                             f"(shape {list(data.shape)}, expected {expected}){hint}")
     return data
 
 

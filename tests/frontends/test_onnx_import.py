@@ -22,7 +22,9 @@ def test_import_and_run_matches_numpy(add_relu_model, rng):
 
 def test_default_dim_and_input_shapes_fix_symbolic_dims(add_relu_model):
     data = add_relu_model.SerializeToString()
-    assert str(graphkiln.parse_onnx_buffer(data).get_parameter_shapes()["x"]) == "f32[1,3]"
+    assert str(graphkiln.parse_onnx_buffer(data).get_parameter_shapes()["x"]) == "f32[N,3]"
+    assert str(graphkiln.parse_onnx_buffer(data, default_dim=1).get_parameter_shapes()["x"]) \
+        == "f32[1,3]"
     prog = graphkiln.parse_onnx_buffer(data, input_shapes={"x": [7, 3]})
     assert str(prog.get_output_shapes()[0]) == "f32[7,3]"
     with pytest.raises(ValueError, match="not inputs of the model"):

@@ -95,3 +95,25 @@ graph main(%x: f32[2,8]) {
   }
   return %y
 }""")
+
+
+def test_shape_computations_are_not_fused():
+    # Cast / Pow of a Shape result are shape arithmetic (a plan per shape folds them), the
+    # Mul / Relu / Add on data fuse as before
+    graph = parse_graph("""
+graph main(%x: f32[N,4], %y: f32[N,4]) {
+  %s: i64[2] = Shape(%x)
+  %i: i64[] = Constant() {value = tensor<i64[]> [1]}
+  %c: i64[] = Gather(%s, %i) {axis = 0}
+  %f: f32[] = Cast(%c) {to = f32}
+  %e: f32[] = Constant() {value = tensor<f32[]> [-0.5]}
+  %scale: f32[] = Pow(%f, %e)
+  %a: f32[N,4] = Mul(%x, %scale)
+  %b: f32[N,4] = Relu(%a)
+  %z: f32[N,4] = Add(%b, %y)
+  return %z
+}""")
+    fuse_pointwise.run(graph, PassContext())
+    assert [n.op for n in graph.nodes] == ["Shape", "Constant", "Gather", "Cast", "Constant",
+                                          "Pow", "Fused"]
+    assert [n.op for n in graph.nodes[-1].attrs["body"].nodes] == ["Mul", "Relu", "Add"]

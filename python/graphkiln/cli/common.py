@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 import numpy as np
 
@@ -30,8 +31,9 @@ def add_model_args(parser: argparse.ArgumentParser, optional: bool = False) -> N
 def add_dim_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-dim", action="append", default=[], metavar="NAME=D0,D1,...",
                         help="fix the shape of an input, e.g. --input-dim x=1,3,224,224")
-    parser.add_argument("--default-dim", type=int, default=1, metavar="N",
-                        help="value of symbolic input dims not fixed by --input-dim (default 1)")
+    parser.add_argument("--default-dim", type=int, default=None, metavar="N",
+                        help="set the symbolic input dims --input-dim does not fix to N "
+                             "(default: they stay symbolic, and random inputs use 1 there)")
 
 
 def add_target_arg(parser: argparse.ArgumentParser) -> None:
@@ -61,10 +63,11 @@ def is_saved_program(path: str | None) -> bool:
     return path is not None and starts_like_saved(path)
 
 
-def load_program(args, given: dict | None = None) -> Program:
+def load_program(args, given: dict | None = None, default_dim: int | None = None) -> Program:
     """The ONNX model imported, or the saved program loaded (compiled if it was saved so).
     `given` (input_files.read_inputs: the --input arrays) fixes the symbolic dims of the
-    inputs it feeds that --input-dim does not."""
+    inputs it feeds that --input-dim does not; --default-dim (else `default_dim`) the
+    others, which otherwise stay symbolic."""
     path = args.model or EXAMPLE_MODEL
     if is_saved_program(path):
         from ..serialize import load
@@ -78,7 +81,8 @@ def load_program(args, given: dict | None = None) -> Program:
 
     model, _ = read_model_file(path)
     shapes = input_shapes_from_arrays(model.graph, given or {}, parse_dims(args.input_dim))
-    return Program(import_model(model, shapes, args.default_dim))
+    dim = args.default_dim if args.default_dim is not None else default_dim
+    return Program(import_model(model, shapes, dim))
 
 
 def describe_source(args, prog: Program, reused_compiled: bool) -> str:
@@ -103,9 +107,11 @@ def parse_dims(items: list[str]) -> dict[str, list[int]]:
     return shapes
 
 
-def make_inputs(prog: Program, given: dict, seed: int) -> dict:
+def make_inputs(prog: Program, given: dict, seed: int, default_dim: int | None = None) -> dict:
     """Random inputs (seeded) for every parameter, replaced by the --input arrays `given`
-    (input_files.read_inputs), each checked against its input's type."""
+    (input_files.read_inputs), each checked against its input's type. A symbolic dim takes
+    its size from a given array that has the symbol, else `default_dim` (None: 1), and one
+    line on stderr says which dims were set to what and how to choose them."""
     from .input_files import check_given
 
     unknown = sorted(set(given) - set(prog.get_parameter_names()))
@@ -116,19 +122,51 @@ def make_inputs(prog: Program, given: dict, seed: int) -> dict:
     types = prog.get_parameter_shapes()
     for name, g in given.items():
         check_given(name, g, types[name])
+    sizes = _symbol_sizes(types, given, default_dim)
     rng = np.random.default_rng(seed)
-    return {name: given[name].array if name in given else random_value(t, rng)
+    return {name: given[name].array if name in given else random_value(t, rng, sizes)
             for name, t in types.items()}
 
 
-def random_value(t, rng: np.random.Generator):
+def _symbol_sizes(types: dict, given: dict, default_dim: int | None) -> dict[str, int]:
+    """{symbol: size} for the random inputs: sizes the --input arrays give their symbols,
+    then `default_dim` (None: 1) for the rest, reported in one line on stderr."""
+    sizes: dict[str, int] = {}
+    for name, g in given.items():
+        t = types[name]
+        if isinstance(t, TensorType) and t.dims is not None and g.array.ndim == len(t.dims):
+            for d, n in zip(t.dims, g.array.shape):
+                if isinstance(d, str):
+                    sizes.setdefault(d, int(n))
+    chosen: dict[str, list[str]] = {}
+    value = 1 if default_dim is None else default_dim
+    for name, t in types.items():
+        while isinstance(t, SequenceType):
+            t = t.elem
+        if name in given or not isinstance(t, TensorType) or t.dims is None:
+            continue
+        for axis, d in enumerate(t.dims):
+            if isinstance(d, str) and (d not in sizes or d in chosen):
+                sizes[d] = value
+                chosen.setdefault(d, []).append(f"{name}[{axis}]")
+    if chosen:
+        where = ", ".join(f"{d}={value} ({' '.join(at)})" for d, at in chosen.items())
+        print(f"graphkiln: symbolic input dims set for the random inputs: {where}; choose "
+              "them with --input-dim NAME=D0,D1,..., --default-dim N or --input NAME=FILE.npy",
+              file=sys.stderr)
+    return sizes
+
+
+def random_value(t, rng: np.random.Generator, sizes: dict[str, int] | None = None):
+    """A random value of type `t`; symbolic dims take their size from `sizes`."""
     if isinstance(t, SequenceType):
-        return [random_value(t.elem, rng)]
+        return [random_value(t.elem, rng, sizes)]
     if not isinstance(t, TensorType):
         raise SystemExit(f"graphkiln: cannot make a random input of type {t}")
-    if t.dims is None or not t.is_static:
+    sizes = sizes or {}
+    if t.dims is None or any(isinstance(d, str) and d not in sizes for d in t.dims):
         raise SystemExit(f"graphkiln: an input has dims {t}; fix them with --input-dim")
-    shape = t.dims
+    shape = tuple(sizes[d] if isinstance(d, str) else d for d in t.dims)
     if t.dtype.is_float:
         return rng.standard_normal(shape).astype(t.dtype.numpy)
     if t.dtype is DType.bool:

@@ -84,6 +84,33 @@ def setup_compile(p):
     p.add_argument("--format", choices=("msgpack", "json"), default=None,
                    help="format of --output (default: json when it ends in .json, else msgpack; "
                         "a .json / .msgpack name must match it)")
+    p.add_argument("--shapes", metavar="NAME=D0,D1,...;...", default=None,
+                   help="cpu: build the plans of these input shapes while compiling "
+                        "(saved with -o): specializations separated by ';', inputs within "
+                        "one by spaces, e.g. \"x=1,3,224,224;x=4,3,224,224\"")
+
+
+def parse_shapes(text: str) -> list[dict]:
+    """--shapes "x=1,3,224,224;x=4,3,224,224" (several inputs of one specialization
+    separated by spaces: "ids=1,8 mask=1,8") as compile's `shapes` option."""
+    out = []
+    for n, part in enumerate(p for p in text.split(";") if p.strip()):
+        entry = {}
+        for item in part.split():
+            name, eq, dims = item.partition("=")
+            try:
+                shape = [int(d) for d in dims.split(",") if d.strip()] if eq else None
+            except ValueError:
+                shape = None
+            if not name or shape is None or name in entry:
+                raise SystemExit(f"graphkiln: --shapes: {item!r} in specialization {n + 1} is "
+                                 "not NAME=D0,D1,... (each input once); e.g. --shapes "
+                                 "\"x=1,3,224,224;x=4,3,224,224\"")
+            entry[name] = shape
+        out.append(entry)
+    if not out:
+        raise SystemExit("graphkiln: --shapes: no shapes given; e.g. --shapes \"x=1,3,224,224\"")
+    return out
 
 
 def cmd_compile(args) -> int:
@@ -94,7 +121,24 @@ def cmd_compile(args) -> int:
 
         fmt = format_for_path(args.output, args.format)
     prog = load_program(args)
-    _compile(prog, args, True, trace=args.trace or None, verify_passes=args.verify_passes)
+    if args.verify_passes and not prog.is_compiled and _symbolic(prog):
+        print(f"graphkiln: --verify-passes runs on static shapes: symbolic input dims "
+              f"{', '.join(_symbolic(prog))} set to 1; choose them with --input-dim "
+              "NAME=D0,D1,... or --default-dim N", file=sys.stderr)
+        prog = load_program(args, default_dim=1)
+    extra = {}
+    if args.shapes is not None:
+        if resolve_target(args) == "ref":
+            raise SystemExit("graphkiln: --shapes applies to --target cpu (ref has no "
+                             "plans to build ahead; gpu builds them on first use)")
+        extra["shapes"] = parse_shapes(args.shapes)
+    try:
+        _compile(prog, args, True, trace=args.trace or None, verify_passes=args.verify_passes,
+                 **extra)
+    except ValueError as exc:
+        if not extra:
+            raise
+        raise SystemExit(f"graphkiln: --shapes: {exc}") from None
     stats = prog.stats()
     if args.verify_passes:  # a pass that changed a result raised CompileError above
         from ..compiler import VERIFY_RTOL, VERIFY_ATOL
@@ -125,6 +169,12 @@ def cmd_compile(args) -> int:
     return 0
 
 
+def _symbolic(prog) -> list[str]:
+    """The program's symbolic input dims, as `x[0] (N)`."""
+    return [f"{name}[{axis}] ({d})" for name, t in prog.get_parameter_shapes().items()
+            for axis, d in enumerate(getattr(t, "dims", None) or ()) if isinstance(d, str)]
+
+
 def setup_run(p):
     add_model_args(p, optional=True)
     add_target_arg(p)
@@ -136,7 +186,7 @@ def setup_run(p):
 def cmd_run(args) -> int:
     given = read_inputs(args.input)
     prog, reused = _ready(load_program(args, given), args, False)
-    feeds = make_inputs(prog, given, args.seed)
+    feeds = make_inputs(prog, given, args.seed, args.default_dim)
     outputs = prog.run(feeds)
     print(f"model: {describe_source(args, prog, reused)}, target: {args.target}")
     for name, value in zip(prog.get_output_names(), outputs):
@@ -167,7 +217,7 @@ def cmd_perf(args) -> int:
         raise SystemExit("graphkiln perf: --runs must be >= 1 and --warmup >= 0")
     given = read_inputs(args.input)
     prog, reused = _ready(load_program(args, given), args, False)
-    feeds = make_inputs(prog, given, args.seed)
+    feeds = make_inputs(prog, given, args.seed, args.default_dim)
     for _ in range(args.warmup):
         prog.run(feeds)
     executable = prog._executable
@@ -237,7 +287,7 @@ def cmd_verify(args) -> int:
     given = read_inputs(args.input)
     reference = load_program(args, given).compile("ref")
     prog, _ = _ready(load_program(args, given), args, True)
-    feeds = make_inputs(prog, given, args.seed)
+    feeds = make_inputs(prog, given, args.seed, args.default_dim)
     expected = reference.run(feeds)
     got = prog.run(feeds)
     failed = 0

@@ -1,7 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """Evaluate nodes whose inputs are all constant (and Shape / Size of static shapes) into
-constants, so the shape-arithmetic chains exporters emit collapse."""
+constants, so the shape-arithmetic chains exporters emit collapse.
+
+One walk in order folds whole chains: a node whose inputs were folded or changed type has
+its output types inferred again before it is considered, so that Shape -> Gather -> Concat
+-> Reshape -> Shape -> ... chains fold through the dims each folded Reshape makes static.
+Fused nodes whose inputs are all constant fold too (their body is evaluated)."""
 
 from __future__ import annotations
 
@@ -19,10 +24,16 @@ NONDETERMINISTIC = {"RandomUniform", "RandomNormal", "RandomUniformLike", "Rando
 
 def run(graph: Graph, ctx) -> Graph:
     mapping = {}
+    changed: set = set()  # values folded or given another type during this walk
     result = []
     for node in graph.nodes:
         # readers of folded values see the constants at once, so chains fold in one walk
         node.inputs = [None if v is None else mapping.get(v, v) for v in node.inputs]
+        if changed and any(v in changed for v in node.inputs if v is not None):
+            before = [None if v is None else v.type for v in node.outputs]
+            refresh_node_types(node)
+            changed.update(v for v, t in zip(node.outputs, before)
+                           if v is not None and v.type != t)
         values = _fold(node, ctx)
         if values is None:
             result.append(node)
@@ -34,6 +45,7 @@ def run(graph: Graph, ctx) -> Graph:
             graph.nodes.pop()
             result.append(const)
             mapping[old] = const.outputs[0]
+            changed.add(const.outputs[0])
     graph.nodes = result
     replace_many(graph, mapping)
     if mapping:
@@ -48,9 +60,16 @@ def refresh_types(graph: Graph) -> None:
 
 
 def refresh_node_types(node: Node) -> None:
-    """Re-infer one node's output types from its inputs' (kept when inference fails)."""
+    """Re-infer one node's output types from its inputs' (kept when inference fails); a
+    Fused node's body first, its inputs taking the outer values' types."""
     if node.op == "Constant":
         return
+    if node.op == "Fused":
+        body = node.attrs["body"]
+        for inner, outer in zip(body.inputs, node.inputs):
+            if outer is not None:
+                inner.type = outer.type
+        refresh_types(body)
     try:
         types = infer_outputs(get_schema(node.op), node)
     except Exception:  # noqa: BLE001 - keep the types the node had
@@ -61,7 +80,12 @@ def refresh_node_types(node: Node) -> None:
 
 
 def _fold(node: Node, ctx) -> list | None:
-    if node.op == "Constant" or node.op in NONDETERMINISTIC or node_subgraphs(node):
+    if node.op == "Constant" or node.op in NONDETERMINISTIC:
+        return None
+    if node.op == "Fused":  # a body of its own (no captured values): foldable as a whole
+        if any(n.op in NONDETERMINISTIC for n in node.attrs["body"].nodes):
+            return None
+    elif node_subgraphs(node):
         return None
     static = _static_shape_result(node)
     if static is not None:

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """Fuse chains and trees of elementwise ops whose intermediate values have one reader into
-single Fused(kind=pointwise) nodes."""
+single Fused(kind=pointwise) nodes. Shape computations (values computed from Shape / Size
+and constants only) are never fused: a plan per input shape folds them to constants, which
+it cannot do inside a body."""
 
 from __future__ import annotations
 
@@ -10,11 +12,27 @@ from .fusion import fusible, make_fused
 from .op_classes import POINTWISE
 
 
+def shape_computations(graph: Graph) -> set[Node]:
+    """Nodes whose outputs are computed from Shape / Size results and constants only (at
+    least one Shape / Size among what they read, directly or not)."""
+    found: set[Node] = set()
+    for node in graph.nodes:
+        if node.op in ("Shape", "Size"):
+            found.add(node)
+            continue
+        inputs = [v for v in node.inputs if v is not None]
+        if (inputs and any(v.producer in found for v in inputs)
+                and all(v.producer in found or v.constant is not None for v in inputs)):
+            found.add(node)
+    return found
+
+
 def run(graph: Graph, ctx=None) -> Graph:
     uses = graph.users()
+    shape_nodes = shape_computations(graph)
     group_of: dict[Node, list[Node]] = {}
     for node in list(graph.nodes):
-        if node.op not in POINTWISE or not fusible(node):
+        if node.op not in POINTWISE or not fusible(node) or node in shape_nodes:
             continue
         group = []
         for v in node.inputs:

@@ -4,7 +4,12 @@
 
     "cpu_plan": {"key": {"isa": "avx512_core", "onednn": "3.2.0", "graphkiln": "0.1.0"},
                  "mac": hex HMAC-SHA256 of msgpack [key, segments] (plan_secret.py),
-                 "segments": [SEGMENT]}
+                 "segments": [SEGMENT]}                       (a graph of static inputs)
+              | {"key", "mac": ... of msgpack [key, plans],
+                 "plans": [{"shapes": [[dim]] one per graph input, "segments": [SEGMENT]}]}
+                 (format version 3: the specializations of a graph with dynamic inputs,
+                 each one plan segment from the graph's inputs to its outputs; packed
+                 constants and plan constants that several share are stored once)
     SEGMENT = {"kind": "plan", "inputs": [id], "outputs": [id], "arena_bytes": n,
                "constants": [tensor], "input_specs": [SPEC], "output_specs": [SPEC],
                "steps": [STEP]}
@@ -47,25 +52,61 @@ _STEP_FIELDS = _STEP_REQUIRED | {"packed"}
 # -- writing ---------------------------------------------------------------------------------
 
 def cpu_plan_document(executable, encoder, table) -> dict | None:
-    """The saved plan of a cpu executable, or None where it has none to save (dynamic
-    shapes, plans per input value) or a step attribute has a kind the format lacks."""
+    """The saved plan of a cpu executable (its specializations for a graph with dynamic
+    inputs), or None where it has none to save (plans per input value, none built yet) or
+    a step attribute has a kind the format lacks."""
     from ..targets.cpu.saved_plan import SavedPlan, plan_key
 
     items = executable.saved_plan()
-    if items is None:
+    specializations = None if items is not None else executable.saved_specializations()
+    if items is None and not specializations:
         return None
     nodes = {node: index for index, node in enumerate(executable.graph.nodes)}
+    shared = _SharedArrays(table)
+    segments_of = lambda items: [_plan_segment(item, encoder, shared) if isinstance(item, SavedPlan)
+                                 else {"kind": "ref", "nodes": [nodes[n] for n in item]}
+                                 for item in items]
     try:
-        segments = [_plan_segment(item, encoder, table) if isinstance(item, SavedPlan)
-                    else {"kind": "ref", "nodes": [nodes[n] for n in item]} for item in items]
+        if items is not None:
+            field, body = "segments", segments_of(items)
+        else:
+            field = "plans"
+            body = [{"shapes": [[int(d) for d in shape] for shape in entry.shapes],
+                     "segments": segments_of(entry.items)} for entry in specializations]
     except (GraphError, KeyError, TypeError, ValueError):
         return None   # the loader lowers such a program again, as for one saved without a plan
     secret = plan_secret()
     if secret is None:   # a plan nobody could authenticate would never be used
         return None
     key = plan_key()
-    return {"key": key, "mac": plan_mac(secret, _signed_bytes(key, segments)),
-            "segments": segments}
+    return {"key": key, "mac": plan_mac(secret, _signed_bytes(key, body)), field: body}
+
+
+class _SharedArrays:
+    """The tensor table, adding an array whose bytes it already holds (the same memory, as
+    packed constants shared between plans are, or equal content) only once."""
+
+    def __init__(self, table):
+        self.table = table
+        self._by_memory: dict[tuple, int] = {}
+        self._by_content: dict[tuple, int] = {}
+
+    def add(self, array: np.ndarray) -> int:
+        import hashlib
+
+        array = np.asarray(array)
+        memory = (array.__array_interface__["data"][0], array.nbytes, array.dtype.str,
+                  array.shape, array.strides)
+        index = self._by_memory.get(memory)
+        if index is None:
+            contiguous = np.ascontiguousarray(array)
+            content = (array.dtype.str, array.shape, hashlib.blake2b(
+                memoryview(contiguous.view(np.uint8).reshape(-1)), digest_size=16).digest())
+            index = self._by_content.get(content)
+            if index is None:
+                index = self._by_content[content] = self.table.add(array)
+            self._by_memory[memory] = index
+        return index
 
 
 def _signed_bytes(key: dict, segments: list) -> bytes:
@@ -131,24 +172,68 @@ def read_cpu_plan(obj, graph, values: list, tensors: list, limits: Limits) -> li
     from ..targets.cpu.saved_plan import plan_key
 
     where = "compiled.cpu_plan"
-    need_dict(obj, where, ("key", "mac", "segments"))
+    if isinstance(obj, dict) and "plans" in obj:
+        need_dict(obj, where, ("key", "mac", "plans"))
+    else:
+        need_dict(obj, where, ("key", "mac", "segments"))
     key = need_dict(obj["key"], f"{where}.key", KEY_FIELDS)
     for name in KEY_FIELDS:
         need_str(key[name], f"{where}.key.{name}", limits)
     mac = need_str(obj["mac"], f"{where}.mac", limits)
     reader = _PlanReader(graph, values, tensors, limits)
-    items = [reader.segment(item, f"{where}.segments[{i}]")
-             for i, item in enumerate(need_list(obj["segments"], f"{where}.segments", limits))]
-    reader.check_outputs(f"{where}.segments")
+    if "plans" in obj:
+        field = "plans"
+        items = [_specialization(reader, graph, item, f"{where}.plans[{n}]", limits)
+                 for n, item in enumerate(need_list(obj["plans"], f"{where}.plans", limits))]
+        shapes = [entry.shapes for entry in items]
+        if len(set(shapes)) != len(shapes):
+            raise damaged(f"{where}.plans", "two plans for the same input shapes")
+    else:
+        field = "segments"
+        items = [reader.segment(item, f"{where}.segments[{i}]")
+                 for i, item in enumerate(need_list(obj["segments"], f"{where}.segments",
+                                                    limits))]
+        reader.check_outputs(f"{where}.segments")
     if key != plan_key():   # packed for another ISA or library: lowered again
         return None
     try:
-        signed = _signed_bytes(key, obj["segments"])
+        signed = _signed_bytes(key, obj[field])
     except (TypeError, ValueError, OverflowError):
-        raise damaged(f"{where}.segments", "cannot be encoded again") from None
+        raise damaged(f"{where}.{field}", "cannot be encoded again") from None
     if not mac_matches(plan_secret(), signed, mac):   # not saved here: trusted by nothing
         return None
     return items
+
+
+def _specialization(reader, graph, obj, where: str, limits: Limits):
+    """One saved specialization: its input shapes, checked against the graph's inputs, and
+    its one plan segment, which takes the graph's inputs and makes its outputs."""
+    from ..targets.cpu.saved_plan import SavedPlan, SavedSpecialization
+
+    need_dict(obj, where, ("shapes", "segments"))
+    shapes = []
+    for i, value in enumerate(need_list(obj["shapes"], f"{where}.shapes", limits,
+                                        len(graph.inputs))):
+        dims = tuple(reader.dims(value, f"{where}.shapes[{i}]", 0))
+        t = graph.inputs[i].type
+        if isinstance(t, TensorType) and t.dims is not None and (
+                len(t.dims) != len(dims) or any(isinstance(want, int) and want != got
+                                                for want, got in zip(t.dims, dims))):
+            raise damaged(f"{where}.shapes[{i}]", f"shape {list(dims)[:8]} does not fit input "
+                                                  f"{graph.inputs[i].name[:40]!r} ({t})")
+        shapes.append(dims)
+    reader.available = set(graph.inputs)
+    segments = need_list(obj["segments"], f"{where}.segments", limits, 1)
+    plan = reader.segment(segments[0], f"{where}.segments[0]")
+    if not isinstance(plan, SavedPlan) or plan.inputs != list(graph.inputs) \
+            or plan.outputs != list(graph.outputs):
+        raise damaged(f"{where}.segments[0]", "a specialization's plan must take the graph's "
+                                              "inputs and make its outputs")
+    for i, ((_, dims), shape) in enumerate(zip(plan.input_specs, shapes)):
+        if tuple(dims) != shape:
+            raise damaged(f"{where}.segments[0].input_specs[{i}]",
+                          f"{list(dims)[:8]} differs from the plan's shapes[{i}]")
+    return SavedSpecialization(tuple(shapes), [plan])
 
 
 class _PlanReader:

@@ -56,7 +56,8 @@ def program_document(program, table: TensorTable) -> dict:
 
 # Options that act once, while compiling, and must not run again when the program is loaded
 # (tuning measurements: their winners are in the tuning database).
-COMPILE_TIME_ONLY = ("exhaustive_tune",)
+# `shapes`: the plans built ahead are saved with the program (cpu_plan.py) instead.
+COMPILE_TIME_ONLY = ("exhaustive_tune", "shapes")
 
 
 def _options(options: dict) -> dict:

@@ -15,7 +15,7 @@ import json
 
 from ..errors import FormatError
 from .checks import damaged, need_int, need_list
-from .limits import FORMAT_VERSION, JSON_MAGIC, Limits, version_of
+from .limits import FORMAT_VERSION, JSON_MAGIC, Limits, check_version, version_of
 from .tensors import Budget, decode_record, json_record
 
 ELIDE_ABOVE = 96   # base64 characters kept by `elide=True` (for printing)
@@ -83,6 +83,7 @@ def read(data, limits: Limits) -> tuple[dict, list]:
     doc = parse(data, limits)
     if "tensors" not in doc:
         raise damaged("document", "missing field 'tensors'")
+    check_version(doc, doc["format_version"])
     budget = Budget(limits)
     tensors = [decode_record(record, f"tensors[{i}]", limits, budget)
                for i, record in enumerate(need_list(doc["tensors"], "tensors", limits))]

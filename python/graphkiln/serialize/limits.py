@@ -6,15 +6,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FORMAT_VERSION = 2                 # the newest version this build writes and reads
-# version 2 added a compiled cpu program's saved plan ("cpu_plan"); a file without one is
-# still written as version 1, which older builds read
+FORMAT_VERSION = 3                 # the newest version this build writes and reads
+# version 2 added a compiled cpu program's saved plan ("cpu_plan"); version 3 its saved
+# specializations for dynamic input shapes ("cpu_plan.plans"). A file is written as the
+# oldest version that has every field it uses, which older builds read
 
 
 def version_of(doc: dict) -> int:
     """The format version a document needs: the oldest that has every field it uses."""
     compiled = doc.get("compiled")
-    return 2 if isinstance(compiled, dict) and "cpu_plan" in compiled else 1
+    if not (isinstance(compiled, dict) and "cpu_plan" in compiled):
+        return 1
+    plan = compiled["cpu_plan"]
+    return 3 if isinstance(plan, dict) and "plans" in plan else 2
+
+
+def check_version(doc: dict, declared: int) -> None:
+    """A file declaring an older version than its fields need is damaged (an older build
+    would have read it without them)."""
+    from .checks import damaged
+
+    needed = version_of(doc)
+    if needed > declared:
+        raise damaged("format_version", f"the file declares version {declared} but holds "
+                                        f"fields of version {needed}")
+
+
 MSGPACK_MAGIC = b"GKILN" + b"M"    # "M": the MessagePack container
 JSON_MAGIC = "graphkiln"           # value of the "magic" key of a JSON file
 DATA_ALIGNMENT = 64                # tensor bytes start at multiples of this in the data section

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import FormatError
 from .checks import damaged, need_dict, need_list
-from .limits import DATA_ALIGNMENT, FORMAT_VERSION, MSGPACK_MAGIC, Limits, version_of
+from .limits import DATA_ALIGNMENT, FORMAT_VERSION, MSGPACK_MAGIC, Limits, check_version, version_of
 from .tensors import Budget, decode_record, normalized, string_elements
 
 PREFIX = struct.Struct("<6sI")
@@ -128,6 +128,7 @@ def read(buffer, limits: Limits, verify_data: bool) -> tuple[dict, list]:
         raise FormatError("damaged file: the tensor data's CRC-32 does not match")
     doc = unpack_document(document, limits)
     need_dict(doc, "document", ("graph", "compiled", "tensors"), ("producer",))
+    check_version(doc, PREFIX.unpack_from(memoryview(buffer))[1])
     budget = Budget(limits)
     tensors = [decode_record(record, f"tensors[{i}]", limits, budget, data, len(data))
                for i, record in enumerate(need_list(doc["tensors"], "tensors", limits))]

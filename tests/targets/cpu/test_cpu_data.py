@@ -547,12 +547,35 @@ def test_resize_nearest_sizes_and_axes():
     exact(model, {"x": x})
 
 
-def test_resize_linear_is_refused():
-    model = onnx_model([node("Resize", ["x", "", "s"], ["y"], mode="linear")],
-                       {"x": (1, 1, 4, 4)}, {"y": None},
-                       {"s": np.array([1, 1, 2, 2], np.float32)})
-    with pytest.raises(LoweringError):
-        gk.parse_onnx_buffer(model).compile("cpu")
+# -- Resize (linear, cubic: one ResizeAxis step per resized axis) ---------------------------
+@pytest.mark.parametrize("coord", ["half_pixel", "asymmetric", "align_corners",
+                                   "pytorch_half_pixel", "half_pixel_symmetric"])
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("antialias", [0, 1])
+def test_resize_linear_and_cubic_scales(coord, mode, antialias):
+    x = data((2, 3, 5, 7), seed=62)
+    inits = {"r": np.zeros(0, np.float32), "s": np.array([1, 1, 2.0, 0.6], np.float32)}
+    check_cpu(one("Resize", x.shape, None, inits, extra=["r", "s"], mode=mode,
+                  coordinate_transformation_mode=coord, antialias=antialias), {"x": x},
+              rtol=1e-5, atol=1e-5)
+
+
+def test_resize_bilinear_sizes_and_axes_upsample_and_shrink():
+    x = data((1, 4, 6, 9), seed=63)
+    model = onnx_model([node("Resize", ["x", "", "", "z"], ["y"], mode="linear",
+                             axes=[3, 2], cubic_coeff_a=-0.5, exclude_outside=1)],
+                       {"x": x.shape}, {"y": None}, {"z": np.array([4, 13], np.int64)})
+    check_cpu(model, {"x": x}, rtol=1e-5, atol=1e-5)
+
+
+def test_resize_linear_is_refused_for_f64_and_crop_and_resize():
+    for dtype, coord in ((np.float64, "half_pixel"), (np.float32, "tf_crop_and_resize")):
+        inits = {"r": np.array([0, 0, 0.1, 0.1, 1, 1, 0.9, 0.9], np.float32),
+                 "s": np.array([1, 1, 2, 2], np.float32)}
+        model = one("Resize", (1, 1, 4, 4), None, inits, dtype=dtype, extra=["r", "s"],
+                    mode="linear", coordinate_transformation_mode=coord)
+        with pytest.raises(LoweringError, match="Resize"):
+            gk.parse_onnx_buffer(model).compile("cpu")
 
 
 @pytest.mark.parametrize("op", ["Resize", "Pad", "Slice", "Split", "DepthToSpace", "Expand",

@@ -19,6 +19,7 @@ from .input_shapes import check_input_shapes
 from .limits import (DEFAULT_MAX_TENSOR_BYTES, MAX_SUBGRAPH_DEPTH, check_tensor_bytes,
                      resolve_max_tensor_bytes)
 from .ops_table import SUBGRAPH_INPUTS, TABLE, find_converter
+from .symbolic_dims import DimNamer
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_OPSET = onnx.defs.onnx_opset_version()
@@ -81,8 +82,10 @@ def read_model(source, max_tensor_bytes: int | None = None) -> onnx.ModelProto:
 
 
 def import_model(model: onnx.ModelProto, input_shapes: dict | None = None,
-                 default_dim: int | None = 1, max_tensor_bytes: int | None = None) -> Graph:
-    """The model as an ir.Graph. `max_tensor_bytes` (default: GRAPHKILN_MAX_TENSOR_BYTES, else
+                 default_dim: int | None = None, max_tensor_bytes: int | None = None) -> Graph:
+    """The model as an ir.Graph. Input dims `input_shapes` does not fix stay symbolic
+    (symbolic_dims.py says how they are named), or become `default_dim` when it is an int.
+    `max_tensor_bytes` (default: GRAPHKILN_MAX_TENSOR_BYTES, else
     4 GiB) bounds every tensor the model declares or whose static shape it infers."""
     limit = resolve_max_tensor_bytes(max_tensor_bytes)
     opsets = {}
@@ -100,7 +103,12 @@ def import_model(model: onnx.ModelProto, input_shapes: dict | None = None,
         raise ModelError(f"opset {opset} is outside what graphkiln imports "
                          f"({MIN_OPSET} to {MAX_OPSET})")
     input_shapes = check_input_shapes(model.graph, input_shapes)
+    if default_dim is not None and (isinstance(default_dim, bool) or not isinstance(
+            default_dim, int) or default_dim < 0):
+        raise ValueError(f"default_dim must be None (symbolic dims stay symbolic) or an int "
+                         f">= 0, got {default_dim!r}")
     importer = _Importer(opsets, input_shapes, default_dim, limit)
+    importer.namer = DimNamer(model.graph.input, input_shapes)
     try:
         graph = importer.graph(model.graph, None, {}, top=True)
     except RecursionError:  # a last resort: nesting is bounded before the stack runs out
@@ -118,6 +126,7 @@ class _Importer:
         self.depth = 0  # subgraphs being imported, one inside the other
         self._schemas: dict[tuple[str, int], dict[str, int]] = {}  # ONNX attribute types
         self.function_depth = 0  # > 0 while function bodies are imported
+        self.namer: DimNamer | None = None  # names the top-level inputs' symbolic dims
 
     def graph(self, gp: onnx.GraphProto, parent: Graph | None, outer: dict[str, Value],
               top: bool = False, name: str = "main", input_types: list | None = None) -> Graph:
@@ -156,7 +165,8 @@ class _Importer:
                 dtype = input_types[i]  # an untyped subgraph input: typed from the outer node
             else:
                 dtype = protos.type_from_proto(vi.type, where, override,
-                                               self.default_dim if top else None)
+                                               self.default_dim if top else None,
+                                               self.namer if top else None, vi.name)
             value = graph.add_input(vi.name, dtype)
             self.check_size(value, "input")
             scope[vi.name] = value

@@ -2,9 +2,10 @@
 # Copyright graphkiln authors
 """`input_shapes` of parse_onnx checked against the model's declared inputs before import:
 an existing input name, a list of non-negative ints, the declared rank, and the declared
-value of every fixed dim. Only symbolic dims (dim_param, or no value) may be chosen: a model
-exported with a fixed dim may bake it into Reshape targets and the like, so changing it is
-refused here instead of failing later in a target, or silently computing something else."""
+value of every fixed dim. Only symbolic dims (dim_param, no value, or -1) and dims declared 0
+(which some exporters write for "unknown") may be chosen: a model exported with a fixed
+dim may bake it into Reshape targets and the like, so changing it is refused here instead
+of failing later in a target, or silently computing something else."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import operator
 import onnx
 
 from ...ir import DType
+from .symbolic_dims import declared_text, is_fixed
 
 
 def check_input_shapes(gp: onnx.GraphProto, input_shapes: dict | None) -> dict[str, tuple]:
@@ -67,9 +69,9 @@ def _check_one(vi: onnx.ValueInfoProto, given) -> tuple:
         raise ValueError(f"input_shapes[{name!r}] = {dims} has rank {len(dims)}, but the model "
                          f"declares {_declared(vi)}, rank {len(declared)}")
     for axis, (want, got) in enumerate(zip(declared, dims)):
-        if want.HasField("dim_value") and want.dim_value != got:
-            free = [f"{i} ({d.dim_param or '?'})" for i, d in enumerate(declared)
-                    if not d.HasField("dim_value")]
+        if is_fixed(want) and want.dim_value not in (got, 0):
+            free = [f"{i} ({declared_text(d) if not is_fixed(d) else 'declared 0'})"
+                    for i, d in enumerate(declared) if not is_fixed(d) or d.dim_value == 0]
             raise ValueError(
                 f"input_shapes[{name!r}] = {dims}: dim {axis} is {got}, but the model declares "
                 f"{_declared(vi)}, where dim {axis} is fixed at {want.dim_value}; "
@@ -90,6 +92,5 @@ def _declared(vi: onnx.ValueInfoProto) -> str:
         dtype = f"type{tt.elem_type}"
     if not tt.HasField("shape"):
         return f"{vi.name}: {dtype}[any shape]"
-    dims = ",".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
-                    for d in tt.shape.dim)
+    dims = ",".join(declared_text(d) for d in tt.shape.dim)
     return f"{vi.name}: {dtype}[{dims}]"

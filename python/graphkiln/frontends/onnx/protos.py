@@ -12,6 +12,7 @@ from onnx import numpy_helper
 
 from ...errors import ModelError
 from ...ir import DType, OptionalType, SequenceType, TensorType, fresh_dim
+from .symbolic_dims import is_fixed, is_symbol_name
 from .limits import DEFAULT_MAX_TENSOR_BYTES, check_tensor_bytes, element_count
 
 _EXTERNAL = onnx.TensorProto.EXTERNAL
@@ -86,8 +87,11 @@ def sparse_to_array(sparse: onnx.SparseTensorProto, where: str = "",
     return dense
 
 
-def type_from_proto(tp: onnx.TypeProto, where: str, dim_override=None, default_dim=None):
-    """An IR value type from a TypeProto. `default_dim` replaces symbolic dims if not None."""
+def type_from_proto(tp: onnx.TypeProto, where: str, dim_override=None, default_dim=None,
+                    namer=None, input_name: str = ""):
+    """An IR value type from a TypeProto. `default_dim` replaces symbolic dims if not None;
+    else `namer` (symbolic_dims.DimNamer, for the model's inputs) names them, or, without
+    one, identifier dim_params keep their names and other symbolic dims get fresh ones."""
     which = tp.WhichOneof("value")
     if which == "tensor_type":
         tt = tp.tensor_type
@@ -102,22 +106,27 @@ def type_from_proto(tp: onnx.TypeProto, where: str, dim_override=None, default_d
         if not tt.HasField("shape"):
             return TensorType(dtype, None)
         dims = []
-        for d in tt.shape.dim:
-            if d.HasField("dim_value"):
-                if d.dim_value < 0:
-                    raise ModelError(f"{where}: negative dimension {d.dim_value}")
+        for axis, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value < -1:
+                raise ModelError(f"{where}: negative dimension {d.dim_value} (a dim is a size "
+                                 ">= 0, or -1, a dim_param or no value for one not known)")
+            if is_fixed(d):
                 dims.append(int(d.dim_value))
             elif default_dim is not None:
                 dims.append(int(default_dim))
-            elif d.dim_param and d.dim_param.isidentifier():
+            elif namer is not None:
+                dims.append(namer.name(d, input_name, axis))
+            elif not d.HasField("dim_value") and is_symbol_name(d.dim_param):
                 dims.append(d.dim_param)
             else:
                 dims.append(fresh_dim("in"))
         return TensorType(dtype, tuple(dims))
     if which == "sequence_type":
-        return SequenceType(type_from_proto(tp.sequence_type.elem_type, where))
+        return SequenceType(type_from_proto(tp.sequence_type.elem_type, where,
+                                            namer=namer, input_name=input_name))
     if which == "optional_type":
-        return OptionalType(type_from_proto(tp.optional_type.elem_type, where))
+        return OptionalType(type_from_proto(tp.optional_type.elem_type, where,
+                                            namer=namer, input_name=input_name))
     raise ModelError(f"{where}: unsupported value type {which or 'missing'!r}")
 
 

@@ -13,9 +13,9 @@ ScatterElements have small kernels. Views: a Slice / Split / Transpose / Gather 
 consecutive indices) whose result is a contiguous run of its input's bytes becomes a
 zero-copy alias (not for graph outputs).
 Slice starts/ends/axes/steps, Pad pads/axes and Resize roi/scales/sizes must be constants (they are after the plan's specialization folds shape computations); nodes with
-them computed at run time are refused (@supports), as are Resize modes other than nearest
-(and tf_crop_and_resize), Pad with reflect/edge/wrap of an axis cropped to nothing, and
-index dtypes other than i32/i64."""
+them computed at run time are refused (@supports), as are Resize modes other than nearest,
+linear and cubic (lower_resize.py: float32 data) and tf_crop_and_resize, Pad with
+reflect/edge/wrap of an axis cropped to nothing, and index dtypes other than i32/i64."""
 
 from __future__ import annotations
 
@@ -418,11 +418,22 @@ def _resize_ok(node: Node) -> bool:
             and all(_is_const(v) for v in node.inputs[1:]))
 
 
-@supports(_resize_ok)
+def _resize_any_ok(node: Node) -> bool:
+    from .lower_resize import resize_taps_ok
+
+    return _resize_ok(node) or resize_taps_ok(node)
+
+
+@supports(_resize_any_ok)
 def lower_resize(node: Node, ctx: LoweringContext) -> None:
     """Nearest Resize: per axis, a table of source indices (the ref target's own coordinate
-    rules), gathered by the IndexMap kernel."""
+    rules), gathered by the IndexMap kernel; linear and cubic: lower_resize.py."""
     from ...ir.ops.image import resize_axes, resize_plan
+
+    if not _resize_ok(node):
+        from .lower_resize import lower_resize_taps
+
+        return lower_resize_taps(node, ctx)
     from ..ref.image import _nearest_index, _source_coordinates
 
     dims = static_dims(node.inputs[0])

@@ -44,3 +44,32 @@ def supports(predicate):
         lower.supports = predicate
         return lower
     return attach
+
+
+# ops whose outputs depend on their input's shape only, never on its values
+SHAPE_READERS = frozenset({"Shape", "Size"})
+
+
+def folded_when_specialized(graph) -> set:
+    """The nodes of a graph with symbolic input dims that its specialization to static
+    shapes folds to constants (specialize.py): Shape / Size and every node computed only from
+    their outputs and constants (Gather, Concat, Slice, Range, ...). A target need not lower
+    them to run the graph, since no plan ever holds them."""
+    from ...ir.graph import node_subgraphs
+    from ...passes.fold_constants import NONDETERMINISTIC
+
+    known: set = set()
+    folded: set = set()
+    for node in graph.nodes:
+        outputs = [v for v in node.outputs if v is not None]
+        if node.op == "Constant":
+            known.update(outputs)
+            continue
+        if node.op in NONDETERMINISTIC or node_subgraphs(node):
+            continue
+        inputs = [v for v in node.inputs if v is not None]
+        if node.op in SHAPE_READERS or (inputs and all(
+                v in known or v.constant is not None for v in inputs)):
+            folded.add(node)
+            known.update(outputs)
+    return folded

@@ -45,6 +45,15 @@ class SavedPlan:
     packed: dict[int, list] = field(default_factory=dict)
 
 
+@dataclass
+class SavedSpecialization:
+    """The plan of one input shape signature of a graph with dynamic input shapes: the
+    shapes (one tuple per graph input) and its segments' data (SavedPlan or nodes)."""
+
+    shapes: tuple
+    items: list
+
+
 def saved_plan(segment) -> SavedPlan:
     """The data of a built PlanSegment (or of a SavedPlanSegment, which keeps its own)."""
     if isinstance(segment, SavedPlanSegment):

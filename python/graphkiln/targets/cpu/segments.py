@@ -52,7 +52,7 @@ class PlanSegment(ExecutorSegment):
     """A plan lowered from nodes (the tuning database applied) and built."""
 
     def __init__(self, nodes: list[Node], inputs: list[Value], outputs: list[Value],
-                 threads: int, tune: str = "lookup", max_contexts: int = 1):
+                 threads: int, tune: str = "lookup", max_contexts: int = 1, packing=None):
         from ...tuning.cpu import tune_plan
 
         plan = LoweringContext(nodes, inputs, outputs, LOWERINGS).lower_all()
@@ -62,9 +62,14 @@ class PlanSegment(ExecutorSegment):
         self.input_dtypes = [v.type.dtype.numpy for v in inputs]
         specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
                                for s in slots]
-        self.executor = build_executor(plan.executor_steps(), plan.constants,
+        steps, keys = plan.executor_steps(), None
+        if packing is not None:   # packing_cache.py: packed weights other plans made
+            steps, keys = packing.offer(steps, plan.constants)
+        self.executor = build_executor(steps, plan.constants,
                                        plan.arena_bytes, specs(plan.input_slots),
                                        specs(plan.output_slots), threads, max_contexts)
+        if packing is not None:
+            packing.remember(keys, self.executor)
         self.plan = plan
         self.num_steps = len(plan.steps)
         self.arena_bytes = plan.arena_bytes
@@ -94,7 +99,8 @@ class RefSegment(Segment):
 
 
 def split_segments(graph: Graph, fallback: bool, threads: int,
-                   tune: str = "lookup", max_contexts: int = 1) -> list[Segment]:
+                   tune: str = "lookup", max_contexts: int = 1,
+                   packing=None) -> list[Segment]:
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     runs: list[tuple[bool, list[Node]]] = []
     for node in nodes:
@@ -108,16 +114,16 @@ def split_segments(graph: Graph, fallback: bool, threads: int,
             runs.append((native, [node]))
     if len(runs) <= 1 and (not runs or runs[0][0]):
         segments: list[Segment] = [PlanSegment(nodes, list(graph.inputs), list(graph.outputs),
-                                               threads, tune, max_contexts)]
+                                               threads, tune, max_contexts, packing)]
     else:
-        segments = _mixed(graph, runs, threads, tune, max_contexts)
+        segments = _mixed(graph, runs, threads, tune, max_contexts, packing)
     for s in segments:
         s.graph_inputs, s.graph_outputs = list(graph.inputs), list(graph.outputs)
     return segments
 
 
 def _mixed(graph: Graph, runs, threads: int, tune: str = "lookup",
-           max_contexts: int = 1) -> list[Segment]:
+           max_contexts: int = 1, packing=None) -> list[Segment]:
     later_reads: list[set[Value]] = []
     reads: set[Value] = set(graph.outputs)
     for _, run_nodes in reversed(runs):
@@ -137,5 +143,6 @@ def _mixed(graph: Graph, runs, threads: int, tune: str = "lookup",
                 if v is not None and v not in produced and v.constant is None and v not in inputs:
                     inputs.append(v)
         outputs = [v for n in run_nodes for v in n.outputs if v is not None and v in after]
-        segments.append(PlanSegment(run_nodes, inputs, outputs, threads, tune, max_contexts))
+        segments.append(PlanSegment(run_nodes, inputs, outputs, threads, tune, max_contexts,
+                                    packing))
     return segments

@@ -48,13 +48,7 @@ def specialize(graph: Graph, shapes: tuple, values: dict | None = None) -> Graph
 def _refresh_types(graph: Graph) -> None:
     """Type inference again, in order, Fused bodies included (their inputs take the outer
     values' types first)."""
-    for node in graph.nodes:
-        if node.op == "Fused":
-            body = node.attrs["body"]
-            for inner, outer in zip(body.inputs, node.inputs):
-                inner.type = outer.type
-            _refresh_types(body)
-        fold_constants.refresh_node_types(node)
+    fold_constants.refresh_types(graph)
 
 
 def _inline_constant_inputs(fused, constants: set) -> None:
@@ -80,11 +74,21 @@ def _inline_constant_inputs(fused, constants: set) -> None:
 
 
 SMALL_VALUE_ELEMENTS = 64
+# float inputs decide shapes only where read as these parameters (Resize's roi / scales)
+FLOAT_PARAMETERS = {"Resize": (1, 2), "Upsample": (1,), "Range": (0, 1, 2)}
+
+
+def _float_parameter(graph: Graph, value) -> bool:
+    readers = graph.users().get(value, [])
+    return bool(readers) and value not in graph.outputs and all(
+        i in FLOAT_PARAMETERS.get(n.op, ()) for n in readers
+        for i, v in enumerate(n.inputs) if v is value)
 
 
 def shape_deciding_inputs(graph: Graph, unsupported: list) -> list[int]:
     """Indices of small integer graph inputs that the unsupported nodes read, directly or
-    through other nodes: planning on their values may make those nodes static."""
+    through other nodes, and of small float ones read only as Resize's roi / scales or
+    Range's bounds: planning on their values may make those nodes static."""
     index = {v: i for i, v in enumerate(graph.inputs)}
     found: set[int] = set()
     seen: set = set()
@@ -96,9 +100,11 @@ def shape_deciding_inputs(graph: Graph, unsupported: list) -> list[int]:
         seen.add(v)
         if v in index:
             t = v.type
-            if (isinstance(t, TensorType) and np.dtype(t.dtype.numpy).kind in "iu" and t.dims is not None
+            if (isinstance(t, TensorType) and t.dims is not None
                     and all(isinstance(d, int) for d in t.dims)
-                    and int(np.prod(t.dims, dtype=np.int64)) <= SMALL_VALUE_ELEMENTS):
+                    and int(np.prod(t.dims, dtype=np.int64)) <= SMALL_VALUE_ELEMENTS
+                    and (np.dtype(t.dtype.numpy).kind in "iu"
+                         or (np.dtype(t.dtype.numpy).kind == "f" and _float_parameter(graph, v)))):
                 found.add(index[v])
         elif v.producer is not None:
             stack.extend(w for w in v.producer.inputs if w is not None)

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 
 import numpy as np
 
 from ...ir import Graph, Node, TensorType, Value
 from ..base import Executable, Target
 from ..concurrency import OPTION_HELP, max_concurrency
+from ..plan_options import (CACHE_HELP, DEFAULT_PLAN_CACHE_SIZE, SHAPES_HELP, ahead_shapes,
+                            plan_cache_size)
 from .lower import LoweringError, static_dims
-from .saved_plan import saved_segments, segment_data
-from .segments import Segment, split_segments
+from .packing_cache import PackingCache
+from .saved_plan import SavedSpecialization, saved_segments, segment_data
+from .segments import ExecutorSegment, Segment, split_segments
 from .specialize import shape_deciding_inputs, specialize
 from .table import LOWERINGS
 from .threads import num_threads
@@ -35,7 +39,9 @@ class CpuTarget(Target):
                                   "database (GRAPHKILN_TUNING_DB)",
                "tuning": "False ignores the tuning database (heuristic kernel choices only; "
                          "default: the database's choices where it has them)",
-               "max_concurrency": OPTION_HELP + " (cpu default: the physical cores)"}
+               "max_concurrency": OPTION_HELP + " (cpu default: the physical cores)",
+               "plan_cache_size": CACHE_HELP,
+               "shapes": SHAPES_HELP}
 
     def passes(self, options: dict) -> list:
         from ...passes.pipelines import FULL
@@ -50,8 +56,13 @@ class CpuTarget(Target):
             missing = unsupported_nodes(graph, static=False)
             if missing:
                 raise LoweringError.missing("cpu", missing, fallback="ref")
-        return CpuExecutable(graph, fallback == "ref", _tune_mode(options),
-                             max_contexts=_max_contexts(options))
+        shapes = ahead_shapes(options, list(graph.inputs))
+        executable = CpuExecutable(graph, fallback == "ref", _tune_mode(options),
+                                   max_contexts=_max_contexts(options),
+                                   plan_cache_size=plan_cache_size(options))
+        for signature in shapes:   # compile(..., shapes=[...]): built ahead
+            executable.build_ahead(signature)
+        return executable
 
     def unsupported_nodes(self, graph: Graph) -> list[Node]:
         """The nodes without a kernel (lower_support.node_supported: the lowering table, its
@@ -69,7 +80,8 @@ class CpuTarget(Target):
         lowering, the kernels take the saved packed constants back. The caller has checked
         that the saved plan_key() equals this machine's."""
         return CpuExecutable(graph, options.get("fallback") == "ref", _tune_mode(options),
-                             saved=items, max_contexts=_max_contexts(options))
+                             saved=items, max_contexts=_max_contexts(options),
+                             plan_cache_size=plan_cache_size(options))
 
 
 def _max_contexts(options: dict) -> int:
@@ -85,14 +97,15 @@ def _tune_mode(options: dict) -> str:
 
 def unsupported_nodes(graph: Graph, static: bool = True) -> list[Node]:
     """Nodes the cpu target cannot run; with static=False, only those of ops it has no
-    lowering for at all."""
-    from .lower_support import node_supported
+    lowering for at all, leaving out the shape computations every plan folds."""
+    from .lower_support import folded_when_specialized, node_supported
 
-    return [n for n in graph.nodes
-            if n.op != "Constant" and not node_supported(n, LOWERINGS, static)]
+    folded = set() if static else folded_when_specialized(graph)
+    return [n for n in graph.nodes if n.op != "Constant" and n not in folded
+            and not node_supported(n, LOWERINGS, static)]
 
 
-MAX_PLANS = 32  # plans kept per program (least recently used dropped first)
+MAX_PLANS = DEFAULT_PLAN_CACHE_SIZE  # default plans kept per program (plan_cache_size)
 
 
 class CpuExecutable(Executable):
@@ -103,12 +116,18 @@ class CpuExecutable(Executable):
     a lock; a missing plan is built once (by the first thread asking, the others wait for
     it), outside the lock, so runs of other shapes go on meanwhile. A run holds its plan's
     segments, so evicting them from the cache never disturbs it. Each plan's executor takes
-    an execution context per run (at most max_contexts at once)."""
+    an execution context per run (at most max_contexts at once).
+
+    Plans of other shapes share their packed weights (packing_cache.py: a kernel that packs
+    a constant to a layout an earlier plan packed it to takes those bytes as they are). A
+    run of a known shape costs one dictionary lookup under the lock before the executor."""
 
     def __init__(self, graph: Graph, fallback: bool, tune: str = "lookup",
-                 saved: list | None = None, max_contexts: int = 1):
+                 saved: list | None = None, max_contexts: int = 1,
+                 plan_cache_size: int = DEFAULT_PLAN_CACHE_SIZE):
         self.graph = graph
         self.max_contexts = max_contexts
+        self.plan_cache_size = plan_cache_size
         self._lock = threading.Lock()
         self._building: dict[tuple, threading.Event] = {}
         self._value_inputs_known = False
@@ -117,14 +136,22 @@ class CpuExecutable(Executable):
         self.threads = num_threads()
         self.profiling = False
         self.value_inputs: list[int] = []
+        self.packing = PackingCache()
         self._plans: OrderedDict[tuple, list[Segment]] = OrderedDict()
-        self.plan_source = "lowered"   # "saved": the first plan came from a saved program
+        self._runners: dict[tuple, object] = {}   # the same keys: the hit path's callable
+        self._saved_unshared: list = []   # saved segments not yet given to self.packing
+        self.plan_source = "lowered"   # "saved": the first plans came from a saved program
         if saved is not None:
-            if not _static(graph.inputs):
-                raise LoweringError("a saved plan needs a graph whose inputs have static shapes")
-            shapes = tuple(static_dims(v) for v in graph.inputs)
-            self._plans[(shapes, ())] = saved_segments(saved, self.threads, list(graph.inputs),
-                                                       list(graph.outputs), max_contexts)
+            if not (saved and all(isinstance(x, SavedSpecialization) for x in saved)):
+                if not _static(graph.inputs):
+                    raise LoweringError("a saved plan needs a graph whose inputs have static "
+                                        "shapes, or saved specializations")
+                saved = [SavedSpecialization(tuple(static_dims(v) for v in graph.inputs), saved)]
+            for entry in saved:
+                segments = saved_segments(entry.items, self.threads, list(graph.inputs),
+                                          list(graph.outputs), max_contexts)
+                self._insert((tuple(tuple(d) for d in entry.shapes), ()), segments)
+                self._saved_unshared.extend(s for s in segments if hasattr(s, "saved"))
             self.plan_source = "saved"
         elif _static(graph.inputs):
             shapes = tuple(static_dims(v) for v in graph.inputs)
@@ -146,6 +173,32 @@ class CpuExecutable(Executable):
                                         "dynamic shapes", fallback="ref")
         return True
 
+    def _decide_value_inputs(self, shapes: tuple) -> None:
+        with self._lock:  # the first run decides, once, which inputs key the plans
+            if not self._value_inputs_known:
+                if not self._plans and not self.value_inputs:
+                    self._needs_values(self.graph, shapes)
+                self._value_inputs_known = True
+
+    def build_ahead(self, shapes: tuple) -> None:
+        """Build the plan of one input shape signature now (compile's `shapes` option)."""
+        if not self._value_inputs_known:
+            self._decide_value_inputs(shapes)
+        if self.value_inputs:
+            names = [self.graph.inputs[i].name for i in self.value_inputs]
+            raise LoweringError(f"shapes: this program's plans depend on the values of input(s) "
+                                f"{names} (shapes computed from them), so they are built "
+                                "when it runs; compile it without `shapes`")
+        self._segments(tuple(tuple(d) for d in shapes), None)
+
+    def _insert(self, key: tuple, segments: list[Segment]) -> None:
+        """Cache a plan (the lock held or no other thread yet), least recently used out."""
+        self._plans[key] = segments
+        self._runners[key] = _runner(segments)
+        while len(self._plans) > self.plan_cache_size:
+            old, _ = self._plans.popitem(last=False)
+            del self._runners[old]
+
     def _segments(self, shapes: tuple, arrays) -> list[Segment]:
         values = {i: arrays[i] for i in self.value_inputs} if arrays is not None else {}
         key = (shapes, tuple(np.asarray(a).tobytes() for a in values.values()))
@@ -163,9 +216,7 @@ class CpuExecutable(Executable):
         try:
             segments = self._build(shapes, values)
             with self._lock:
-                self._plans[key] = segments
-                if len(self._plans) > MAX_PLANS:
-                    self._plans.popitem(last=False)
+                self._insert(key, segments)
         finally:
             with self._lock:
                 del self._building[key]
@@ -173,12 +224,17 @@ class CpuExecutable(Executable):
         return segments
 
     def _build(self, shapes: tuple, values: dict) -> list[Segment]:
+        if self._saved_unshared:   # a loaded program's packed weights, for new shapes too
+            with self._lock:
+                pending, self._saved_unshared = self._saved_unshared, []
+            for s in pending:
+                self.packing.remember_steps(s.saved.steps, s.saved.constants, s.executor)
         if _static(self.graph.inputs) and not values:
             graph = self.graph
         else:
             graph = specialize(self.graph, shapes, values)
         segments = split_segments(graph, self.fallback, self.threads, self.tune,
-                                  self.max_contexts)
+                                  self.max_contexts, self.packing)
         for segment in segments:
             segment.set_profiling(self.profiling)
         return segments
@@ -192,22 +248,39 @@ class CpuExecutable(Executable):
         segments = self._plans.get((shapes, ()))
         return None if segments is None else [segment_data(s) for s in segments]
 
+    def saved_specializations(self) -> list[SavedSpecialization] | None:
+        """The plans built for a graph with dynamic input shapes, as data to save: those
+        that are one executor segment from the graph's inputs to its outputs (their values
+        mapped back to this graph's), most recently used last. None where plans depend on
+        input values, or for a static graph (saved_plan)."""
+        if _static(self.graph.inputs) or self.value_inputs:
+            return None
+        with self._lock:
+            plans = [(key[0], segments) for key, segments in self._plans.items() if not key[1]]
+        out = []
+        for shapes, segments in plans:
+            if len(segments) != 1 or not _direct(segments[0]):
+                continue
+            data = segment_data(segments[0])
+            data = replace(data, inputs=list(self.graph.inputs),
+                           outputs=list(self.graph.outputs))
+            out.append(SavedSpecialization(shapes, [data]))
+        return out
+
     def run(self, inputs) -> list:
         arrays = [np.asarray(a, order="C") for a in inputs]
-        shapes = tuple(a.shape for a in arrays)
+        key = (tuple(a.shape for a in arrays), ())
+        if not self.value_inputs:   # the hit path: a lookup, then the executor
+            with self._lock:
+                runner = self._runners.get(key)
+                if runner is not None:
+                    self._plans.move_to_end(key)
+            if runner is not None:
+                return runner(arrays)
+        shapes = key[0]
         if not self._value_inputs_known:
-            with self._lock:  # the first run decides, once, which inputs key the plans
-                if not self._value_inputs_known:
-                    if not self._plans and not self.value_inputs:
-                        self._needs_values(self.graph, shapes)
-                    self._value_inputs_known = True
-        segments = self._segments(shapes, arrays)
-        graph_inputs = segments[0].graph_inputs if segments else []
-        env: dict[Value, object] = dict(zip(graph_inputs, arrays))
-        for segment in segments:
-            segment.run(env)
-        outputs = segments[-1].graph_outputs if segments else []
-        return [env[v] if v in env else np.asarray(v.constant) for v in outputs]
+            self._decide_value_inputs(shapes)
+        return _runner(self._segments(shapes, arrays))(arrays)
 
     def set_profiling(self, on: bool) -> None:
         """Time every kernel call of the following runs (see step_times)."""
@@ -243,6 +316,33 @@ class CpuExecutable(Executable):
         out["contexts"] = contexts
         out["context_bytes"] = context_bytes
         return out
+
+
+def _direct(segment: Segment) -> bool:
+    """Whether `segment` is an executor taking the graph's inputs and making its outputs."""
+    return (isinstance(segment, ExecutorSegment) and segment.inputs == segment.graph_inputs
+            and segment.outputs == segment.graph_outputs)
+
+
+def _runner(segments: list[Segment]):
+    """The function running one plan on the run's input arrays: the executor itself for a
+    plan of one executor segment, else the segments in order through an environment."""
+    if len(segments) == 1 and _direct(segments[0]):
+        run, dtypes = segments[0].executor.run, segments[0].input_dtypes
+
+        def direct(arrays):
+            return run([a if a.dtype == dt else np.asarray(a, dtype=dt)
+                        for a, dt in zip(arrays, dtypes)])
+        return direct
+
+    def through_env(arrays):
+        graph_inputs = segments[0].graph_inputs if segments else []
+        env: dict[Value, object] = dict(zip(graph_inputs, arrays))
+        for segment in segments:
+            segment.run(env)
+        outputs = segments[-1].graph_outputs if segments else []
+        return [env[v] if v in env else np.asarray(v.constant) for v in outputs]
+    return through_env
 
 
 def _static(values: list[Value]) -> bool:

@@ -18,9 +18,10 @@ from ..base import Executable, Target
 from ..concurrency import OPTION_HELP as CONCURRENCY_HELP
 from ..concurrency import max_concurrency
 from ..cpu.lower import LoweringContext, LoweringError, static_dims
-from ..cpu.lower_support import node_supported
+from ..cpu.lower_support import folded_when_specialized, node_supported
 from ..cpu.plan import Plan
 from ..cpu.specialize import specialize
+from ..plan_options import CACHE_HELP, plan_cache_size
 from .plan_cache import PlanCache
 from .specialize import parameter_inputs, specialize_values
 from .table import LOWERINGS
@@ -51,7 +52,8 @@ class GpuTarget(Target):
                                 "more run in NHWC on cuDNN's tensor-core kernels; default: "
                                 "where cuDNN runs Conv steps (GRAPHKILN_GPU_NHWC=0 turns it "
                                 "off)",
-               "max_concurrency": CONCURRENCY_HELP + f" (gpu default: {DEFAULT_MAX_CONCURRENCY})"}
+               "max_concurrency": CONCURRENCY_HELP + f" (gpu default: {DEFAULT_MAX_CONCURRENCY})",
+               "plan_cache_size": CACHE_HELP}
 
     def passes(self, options: dict) -> list:
         from ...passes import attention_heads, fuse_epilogue, fuse_pointwise, fuse_reduction
@@ -87,6 +89,7 @@ class GpuTarget(Target):
         half_dtype(options)  # validates fp16 / bf16 / fast_math
         fast_math = bool(options.get("fast_math", False))
         concurrency = max_concurrency(options, DEFAULT_MAX_CONCURRENCY)
+        cache_size = plan_cache_size(options)
         verdict = require_gpu()
         missing = unsupported_nodes(graph)
         if missing:
@@ -95,7 +98,7 @@ class GpuTarget(Target):
                 else "lookup" if options.get("tuning", True) else "off")
         executable = GpuExecutable(graph, blas == "builtin", graphs=graphs, fast_math=fast_math,
                                    tune=tune, channels_last=channels_last,
-                                   max_concurrency=concurrency)
+                                   max_concurrency=concurrency, plan_cache_size=cache_size)
         executable.precision = next((k for k in ("fp16", "bf16") if options.get(k)), "fp32")
         executable.arch = verdict.usable[0].arch if verdict.usable else None
         return executable
@@ -109,8 +112,9 @@ def unsupported_nodes(graph: Graph) -> list[Node]:
     """Nodes the gpu target cannot run; for a graph whose plans depend on input shapes or
     parameter values, only whether a lowering exists (the rest is checked per plan)."""
     static = _static(graph.inputs) and not parameter_inputs(graph)
-    return [n for n in graph.nodes
-            if n.op != "Constant" and not node_supported(n, LOWERINGS, static)]
+    folded = set() if static else folded_when_specialized(graph)
+    return [n for n in graph.nodes if n.op != "Constant" and n not in folded
+            and not node_supported(n, LOWERINGS, static)]
 
 
 def lower_plan(graph: Graph, fast_math: bool = False, channels_last: bool = False) -> Plan:
@@ -177,7 +181,8 @@ class GpuPlan:
 class GpuExecutable(Executable):
     def __init__(self, graph: Graph, builtin_blas: bool = False, plan_factory=None,
                  graphs: bool = True, fast_math: bool = False, tune: str = "lookup",
-                 channels_last: bool | None = None, max_concurrency: int = 1):
+                 channels_last: bool | None = None, max_concurrency: int = 1,
+                 plan_cache_size: int = MAX_PLANS):
         """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device,
         replayed as a graph when `graphs`, up to `max_concurrency` runs at once; tests pass a
         numpy model of the kernels)."""
@@ -190,7 +195,7 @@ class GpuExecutable(Executable):
         self.fast_math = fast_math
         self.precision = "fp32"  # or the half type of the options fp16 / bf16 (compile sets it)
         self.parameters = parameter_inputs(graph)
-        self._plans = PlanCache(MAX_PLANS)
+        self._plans = PlanCache(plan_cache_size)
         if _static(graph.inputs) and not self.parameters:
             self._plan(tuple(static_dims(v) for v in graph.inputs), {})
 

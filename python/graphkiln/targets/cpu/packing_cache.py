@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Packed constants shared between the plans of one program (its specializations).
+
+A oneDNN kernel packs (reorders) a constant weight into the layout its primitive picked
+when it is built. Plans of one program made for other input shapes (another batch, another
+spatial size or sequence length) mostly pack the same weights to the same layouts: this
+cache gives each new plan's steps the packings earlier plans made, as the executor's saved
+packings ("packed" step entries, as a loaded program's are). The C++ core takes a saved
+packing only where its layout key and size equal what the kernel would make, else the
+kernel packs again (a legitimately new layout), so an offer is never wrong, only useless.
+Aligned bytes are taken as they are (the kernel points at them: no copy); the cache keeps
+the arrays, and so the executor owning them, alive.
+
+A packing is found by the step's kernel, the attributes it reads to pack (PACKING_ATTRS)
+and, per constant input, the constant's content (a digest, computed once per array
+object), dtype, dims, strides and offset: everything the kernel reads to make it besides
+the target layout. Safe from
+several threads at once (plans of several shapes are built concurrently)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+CONSTANT = 1  # plan.CONSTANT, the storage kind of a plan constant
+# The attributes a kernel reads to pack its constant (with the constant's tensor argument),
+# for the kernels that pack one (src/cpu conv.cpp, deconv.cpp, matmul.cpp): the others (the
+# other operands' views, windows, epilogues, tuning) only decide the target layout, which
+# the core compares itself. A kernel not listed here is keyed by all its attributes.
+PACKING_ATTRS = {"Conv": ("group",), "ConvTranspose": ("group",),
+                 "MatMul": ("b_dims", "b_strides")}
+
+
+def _frozen(value):
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class PackingCache:
+    def __init__(self):
+        self._lock = threading.Lock()
+        # step key -> per packing position: layout -> packed bytes (most recently used last)
+        self._entries: dict[tuple, list[OrderedDict]] = {}
+        self._digests: dict[int, tuple] = {}   # id(array) -> (weakref to it, digest)
+
+    def _digest(self, array) -> bytes:
+        array = np.asarray(array)
+        known = self._digests.get(id(array))
+        if known is not None and known[0]() is array:
+            return known[1]
+        data = np.ascontiguousarray(array)
+        digest = hashlib.blake2b(memoryview(data.view(np.uint8).reshape(-1)),
+                                 digest_size=16).digest()
+        try:
+            ref = weakref.ref(array, lambda _, key=id(array): self._digests.pop(key, None))
+        except TypeError:
+            return digest
+        self._digests[id(array)] = (ref, digest)
+        return digest
+
+    def _step_key(self, step: dict, constants: list) -> tuple | None:
+        """None for a step that reads no constant (it packs nothing worth sharing)."""
+        parts, found = [], False
+        for arg in step["inputs"]:
+            if arg is None:
+                parts.append(None)
+                continue
+            storage, index, offset = arg["ref"]
+            if storage != CONSTANT:
+                parts.append(("t", arg["dtype"], len(arg["dims"])))
+                continue
+            found = True
+            array = constants[index]
+            parts.append((self._digest(array), np.asarray(array).dtype.str, arg["dtype"],
+                          tuple(arg["dims"]), tuple(arg["strides"]), offset))
+        if not found:
+            return None
+        kernel, attrs = step["kernel"], step["attrs"]
+        names = PACKING_ATTRS.get(kernel)
+        if names is not None:
+            attrs = {k: attrs[k] for k in names if k in attrs}
+        return (kernel, _frozen(attrs), tuple(parts))
+
+    def offer(self, steps: list[dict], constants: list) -> tuple[list[dict], list]:
+        """`steps` with "packed" entries where earlier plans packed the same constants
+        (their most recently used layout per packing), and the step keys for remember()."""
+        keys = [None if "packed" in step else self._step_key(step, constants)
+                for step in steps]   # digests outside the lock: hashing takes a while
+        out = []
+        with self._lock:
+            for step, key in zip(steps, keys):
+                entries = self._entries.get(key) if key is not None else None
+                if entries:
+                    packed = []
+                    for layouts in entries:
+                        layout = next(reversed(layouts))
+                        packed.append((layout, layouts[layout]))
+                    step = dict(step, packed=packed)
+                out.append(step)
+        return out, keys
+
+    def remember(self, keys: list, executor) -> None:
+        """Keep what `executor`'s kernels packed (views of its bytes, or of the bytes they
+        were given) for later plans."""
+        with self._lock:
+            for index, items in executor.packed_constants():
+                key = keys[index] if index < len(keys) else None
+                if key is None:
+                    continue
+                entries = self._entries.setdefault(key, [])
+                for position, (layout, array) in enumerate(items):
+                    while len(entries) <= position:
+                        entries.append(OrderedDict())
+                    if layout in entries[position]:
+                        entries[position].move_to_end(layout)
+                    else:
+                        entries[position][layout] = array
+
+    def remember_steps(self, steps: list[dict], constants: list, executor) -> None:
+        """remember() for an executor built without offer() (e.g. from a saved plan)."""
+        self.remember([self._step_key(s, constants) for s in steps], executor)
+
+    def packed_bytes(self) -> int:
+        """Bytes of the distinct packed constants held."""
+        with self._lock:
+            return sum(a.nbytes for entries in self._entries.values()
+                       for layouts in entries for a in layouts.values())

@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""The project's dynamic-shape exports (tests/models/dynamic/, see
+tests/models/test_dynamic_models.py) through the gpu target's plans per input shape, run by
+the numpy model of the gpu kernels (plan_emulator.py), so that CI without a GPU checks that
+every node of their specializations has a gpu kernel; matched with onnxruntime's recorded
+outputs. On a device: test_dynamic_models.py's gpu tests."""
+
+import os
+
+import numpy as np
+import pytest
+
+import graphkiln as gk
+from graphkiln.compiler import compile_graph
+from graphkiln.targets.gpu.target import GpuExecutable, GpuTarget
+from gpu_testing import EmulatedPlan
+
+HERE = os.path.join(os.path.dirname(__file__), "..", "..", "models", "dynamic")
+
+
+@pytest.mark.parametrize("name", ["swin", "segment", "cnn", "encoder"])
+def test_dynamic_model_on_emulated_gpu_matches_onnxruntime(name):
+    program = gk.parse_onnx(os.path.join(HERE, name + ".onnx"), default_dim=None)
+    graph, _ = compile_graph(program.graph, GpuTarget(), {}, False, False)
+    executable = GpuExecutable(graph, plan_factory=EmulatedPlan)
+    data = np.load(os.path.join(HERE, name + ".npz"))
+    shapes = sorted({k.split(":")[1] for k in data.files if k.startswith("input:")})
+    assert len(shapes) >= 2
+    for j in shapes:
+        feeds = {k.split(":", 2)[2]: data[k] for k in data.files if k.startswith(f"input:{j}:")}
+        expected = [data[k] for k in data.files if k.startswith(f"output:{j}:")]
+        got = executable.run([feeds[v.name] for v in graph.inputs])
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-4 * float(np.abs(e).max()))
