@@ -21,13 +21,15 @@
 #   exporting resnet50 with torch to /tmp/models (give e.g. "--models /tmp/models/resnet50.onnx")
 #   --dynamic "ARGS": also run benchmarks/dynamic_shapes.py --target gpu ARGS (symbolic-shape
 #   request streams against onnxruntime; e.g. "--requests 200"; "" is not empty enough)
+#   --phases "ARGS": also run benchmarks/new_shape_phases.py --target gpu ARGS, with the JIT on
+#   and with GRAPHKILN_GPU_JIT=0 (where a new shape's time goes; e.g. "--shapes 8")
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
 #
 # Logs go to $OUT (the device tool's folder) or /tmp/gk-out.
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
     --attention) ATTENTION="$2"; shift 2 ;;
     --concurrency) CONCURRENCY="$2"; shift 2 ;;
     --dynamic) DYNAMIC="$2"; shift 2 ;;
+    --phases) PHASES="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -139,6 +142,14 @@ if [ -n "$DYNAMIC" ]; then
   step "benchmarks/dynamic_shapes.py --target gpu $DYNAMIC"
   # shellcheck disable=SC2086
   python3 benchmarks/dynamic_shapes.py --target gpu $DYNAMIC 2>&1 | tee "$OUT/dynamic_shapes_gpu.md" | tail -40
+fi
+
+if [ -n "$PHASES" ]; then
+  step "benchmarks/new_shape_phases.py --target gpu $PHASES (JIT on, then GRAPHKILN_GPU_JIT=0)"
+  # shellcheck disable=SC2086
+  { python3 benchmarks/new_shape_phases.py --target gpu $PHASES
+    GRAPHKILN_GPU_JIT=0 python3 benchmarks/new_shape_phases.py --target gpu $PHASES; } 2>&1 \
+    | tee "$OUT/new_shape_phases_gpu.txt" | tail -60
 fi
 
 if [ -n "$BENCH" ]; then

@@ -12,13 +12,18 @@
 // inputs' index maps live in device memory, uploaded when the plan is built.
 // When the step carries generated source (attrs "jit_source", "jit_entry", "jit_maps": see
 // python/graphkiln/targets/gpu/codegen.py) and a runtime compiler is found (rtc.hpp), the
-// kernel runs that instead: the same program with opcodes, dtypes and index maps baked in.
+// kernel runs that instead: the same program with opcodes, dtypes and the pattern of each
+// index map baked in, launched with the pointers and then the maps' sizes as arguments
+// (size_args_: n, then per mapped input and dim its size, stride, and the size's FastDiv
+// magic and shift; codegen.py's size_arguments writes the same list), so that one compiled
+// source serves every shape with that pattern.
 #include "gpu/common.hpp"
 
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 
+#include "gpu/fast_div.hpp"
 #include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
@@ -30,6 +35,8 @@ namespace gpu {
 namespace {
 
 constexpr int kMaxInputs = 16, kMaxRegs = 32;
+// size arguments of a generated kernel at most (codegen.py's MAX_SIZE_ARGUMENTS)
+constexpr int kMaxSizeArgs = 481;
 
 // Same numbers as PwOp in src/cpu/pointwise_program.hpp (tests/targets/gpu checks).
 enum PwOp : int {
@@ -358,6 +365,23 @@ class Pointwise : public Kernel {
       return;
     }
     out_size_ = dtype_size(static_cast<DType>(d.out_dtype));
+    size_args_ = {n_};
+    for (int k = 0; k < d.n_inputs; ++k) {
+      if (d.in[k].mode != 2) continue;
+      for (int dim = 0; dim < d.in[k].map.rank; ++dim) {
+        const int64_t size = d.in[k].map.dims[dim];
+        // sizes of 2^31 or more occur only in 64-bit index kernels, which divide plainly
+        const FastDiv div(size < (int64_t(1) << 31) ? static_cast<uint32_t>(size) : 1u);
+        size_args_.insert(size_args_.end(), {size, d.in[k].map.strides[dim],
+                                             static_cast<int64_t>(div.magic),
+                                             static_cast<int64_t>(div.shift)});
+      }
+    }
+    if (size_args_.size() > static_cast<size_t>(kMaxSizeArgs)) {
+      jit_.reset();  // codegen.py refuses such maps; a plan from elsewhere may not
+      warn_once("Pointwise '" + spec.name + "': index maps too large for a generated kernel");
+      return;
+    }
     std::vector<int64_t> aligned;
     for (int k = 0; k < d.n_inputs; ++k)
       if (d.in[k].mode == 0) aligned.push_back(k);
@@ -369,7 +393,7 @@ class Pointwise : public Kernel {
 
   void run_generated(const void* const* inputs, void* out, Context& ctx) const {
     void* ptrs[kMaxInputs + 1];
-    void* args[kMaxInputs + 1];
+    void* args[kMaxInputs + 1 + kMaxSizeArgs];
     // four elements a thread when the output and the inputs read as vectors are aligned
     bool aligned = reinterpret_cast<uintptr_t>(out) % (4 * out_size_) == 0;
     for (const auto& s : aligned_)
@@ -377,6 +401,8 @@ class Pointwise : public Kernel {
     for (int k = 0; k < n_inputs_; ++k) ptrs[k] = const_cast<void*>(inputs[k]);
     ptrs[n_inputs_] = out;
     for (int k = 0; k <= n_inputs_; ++k) args[k] = &ptrs[k];
+    for (size_t j = 0; j < size_args_.size(); ++j)  // the launch copies the values
+      args[n_inputs_ + 1 + j] = const_cast<int64_t*>(&size_args_[j]);
     const int64_t work = aligned ? (n_ + 3) / 4 : n_;
     // a thread per unit of work (grid-stride loops beyond 2**30 units)
     const unsigned blocks = blocks_for(work < (int64_t(1) << 30) ? work : (int64_t(1) << 30), 256);
@@ -424,6 +450,7 @@ class Pointwise : public Kernel {
 
   void* device_ = nullptr;
   std::shared_ptr<const JitModule> jit_;
+  std::vector<int64_t> size_args_;  // the generated kernel's arguments after its pointers
   size_t out_size_ = 0;
   std::vector<std::pair<int, size_t>> aligned_;  // inputs the _v4 entry reads as vectors
   int n_inputs_ = 0;

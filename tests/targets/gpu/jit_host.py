@@ -69,9 +69,18 @@ class JitEmulator(Emulator):
             checked.append((pointers[-1], _itemsize(tensors[-1])))
             if all(p % (4 * size) == 0 for p, size in checked):
                 entry += "_v4"
-        getattr(self.library, entry)(*[ctypes.c_void_p(p) for p in pointers])
+        call_generated(getattr(self.library, entry), pointers, a["jit_maps"])
         self.ran += 1
         self.entries.append(entry)
+
+
+def call_generated(entry, pointers: list[int], maps: list[int]) -> None:
+    """Call a generated entry as pointwise.hip launches it: the pointers, then the size
+    arguments of its index maps (codegen.size_arguments)."""
+    from graphkiln.targets.gpu.codegen import size_arguments
+
+    entry(*[ctypes.c_void_p(p) for p in pointers],
+          *[ctypes.c_int64(v) for v in size_arguments(maps)])
 
 
 def input_modes(maps: list[int]) -> list[int]:

@@ -20,7 +20,8 @@ from graphkiln.targets.gpu.codegen import (MAPPED, SAME, SCALAR, CodegenError, i
                                            pointwise_source)
 from graphkiln.targets.gpu.target import GpuExecutable, GpuTarget, lower_plan
 from gpu_testing import compare
-from jit_host import JitEmulator, compile_host_library, input_modes, pointwise_sources
+from jit_host import (JitEmulator, call_generated, compile_host_library, input_modes,
+                      pointwise_sources)
 from op_cases import CASES as OP_CASES
 from cpu_testing import node, onnx_model, rand  # noqa: E402 (op_cases puts it on the path)
 from test_cpu_pointwise import UNARY  # noqa: E402
@@ -315,8 +316,6 @@ def _direct(program, params, num_regs, result, inputs, out, tmp_path, compute="f
 
 def test_gpu_jit_muladd_and_strided_inputs(tmp_path):
     """a * b + c with a transposed (non-contiguous) input and a broadcast one."""
-    import ctypes
-
     a = rand((5, 6), 1)
     at = np.ascontiguousarray(a.T)  # memory holds a^T; read with strides (1, 5)
     b = rand((6,), 2)
@@ -326,7 +325,7 @@ def test_gpu_jit_muladd_and_strided_inputs(tmp_path):
                       tmp_path)
     assert input_modes(src.maps) == [MAPPED, MAPPED, SAME]
     out = np.zeros((5, 6), F32)
-    fn(*[ctypes.c_void_p(x.ctypes.data) for x in (at, b, c, out)])
+    call_generated(fn, [x.ctypes.data for x in (at, b, c, out)], src.maps)
     np.testing.assert_allclose(out, a * b + c, rtol=1e-6)
 
 
@@ -377,3 +376,60 @@ def test_gpu_jit_first_kernel_lists_the_others_for_parallel_compiles():
     assert first["jit_prefetch_entries"] == [s.attrs["jit_entry"] for s in steps[1:]]
     assert first["jit_prefetch"] == [s.attrs["jit_source"] for s in steps[1:]]
     assert all("jit_prefetch" not in s.attrs for s in steps[1:])
+
+
+def test_gpu_jit_one_source_serves_every_shape_of_a_pattern(tmp_path):
+    """Sizes are kernel arguments: a + b with b broadcast along the rows gives one source
+    (one compile) for every [rows, cols] with cols a multiple of four (whether the
+    four-element entry reads b as vectors is part of the pattern), and that one compiled
+    entry computes each shape right; another broadcast pattern is another source."""
+    attrs = {"program": [OP["Add"], 2, 0, 1, -1], "params": [0.0, 0.0], "num_regs": 3,
+             "result": 2, "compute": "f32"}
+
+    def source(rows, cols, b_dims):
+        b_strides = (b_dims[1], 1)  # b contiguous
+        inputs = [(DType.f32, (rows, cols), (cols, 1)), (DType.f32, b_dims, b_strides)]
+        return pointwise_source(attrs, inputs, (DType.f32, (rows, cols)))
+
+    shapes = [(3, 40), (5, 164), (7, 1000), (2, 16)]
+    sources = [source(r, c, (1, c)) for r, c in shapes]
+    assert len({s.text for s in sources}) == 1 and len({s.entry for s in sources}) == 1
+    assert "1000" not in sources[0].text and "164" not in sources[0].text
+    odd = source(5, 163, (1, 163))  # read element by element in the four-element entry
+    assert odd.entry != sources[0].entry and odd.entry == source(9, 17, (1, 17)).entry
+    column = source(5, 163, (5, 1))  # b broadcast along the columns: another pattern
+    assert column.entry != sources[0].entry
+    library = compile_host_library([sources[0].text, odd.text, column.text], str(tmp_path))
+    shapes += [(5, 163), (9, 17)]
+    sources += [odd, source(9, 17, (1, 17))]
+    for k, ((rows, cols), src) in enumerate(zip(shapes, sources)):
+        a, b = rand((rows, cols), 10 + k), rand((1, cols), 20 + k)
+        out = np.zeros((rows, cols), F32)
+        for entry in (src.entry, src.entry + "_v4"):
+            out[:] = 0
+            call_generated(getattr(library, entry), [a.ctypes.data, b.ctypes.data,
+                                                     out.ctypes.data], src.maps)
+            np.testing.assert_allclose(out, a + b, rtol=1e-6)
+    a, b = rand((5, 163), 30), rand((5, 1), 31)
+    out = np.zeros((5, 163), F32)
+    call_generated(getattr(library, column.entry),
+                   [a.ctypes.data, b.ctypes.data, out.ctypes.data], column.maps)
+    np.testing.assert_allclose(out, a + b, rtol=1e-6)
+
+
+def test_gpu_jit_fast_division_magic_numbers():
+    """(umulhi(t, magic) + t) >> shift == t // d over divisors and indices below 2**31, at
+    the edges (powers of two and their neighbours, the largest) and at random."""
+    from graphkiln.targets.gpu.codegen import fast_div_magic
+
+    rng = np.random.default_rng(0)
+    divisors = {1, 2, 3, 7, 48, 2 ** 31 - 1} | {2 ** k + e for k in range(1, 31) for e in (-1, 0, 1)}
+    divisors |= set(int(d) for d in rng.integers(1, 2 ** 31, 300))
+    for d in sorted(divisors):
+        magic, shift = fast_div_magic(d)
+        ts = {0, 1, d - 1, d, d + 1, 2 ** 31 - 1} | set(int(t) for t in rng.integers(0, 2 ** 31, 40))
+        for t in ts:
+            if t < 2 ** 31:
+                assert ((((t * magic) >> 32) + t) & 0xFFFFFFFF) >> shift == t // d, (d, t)
+    with pytest.raises(CodegenError):
+        fast_div_magic(0)

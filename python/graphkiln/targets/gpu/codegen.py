@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """Generated GPU source for a Pointwise step: the register program that src/gpu/pointwise.hip
-interprets, specialized into straight-line CUDA/HIP C++ (opcodes, dtypes, constants and each
-input's index map baked in), compiled at plan build by the runtime compiler (NVRTC / hipRTC,
+interprets, specialized into straight-line CUDA/HIP C++ (opcodes, dtypes, constants and the pattern of
+each input's index map baked in; the element count, the maps' sizes and strides, and the
+magic numbers that divide by those sizes are kernel arguments, so that one source, compiled
+once, serves every shape of that pattern: a new input shape of a dynamic program compiles
+nothing new), compiled at plan build by the runtime compiler (NVRTC / hipRTC,
 src/gpu/rtc.hip) for the live device.
 
 The source needs no header: only builtin types and the device math functions every runtime
@@ -11,7 +14,8 @@ on AMD; integer arithmetic in host C++), bf16 with bit operations. Outside a GPU
 compiler the same text is host C++ (the kernels become loops over all elements), which is how
 tests check its semantics on a machine without a GPU.
 
-Each source has two entries, launched with 256 threads a block and a grid-stride loop:
+Each source has two entries, launched with 256 threads a block and a grid-stride loop, with
+the arguments (in0, ..., out, size_arguments(maps)...):
   <entry>     one element a thread;
   <entry>_v4  four consecutive elements a thread: vector loads of the inputs read at the
               output's index (or along a contiguous innermost dim), one load for a broadcast
@@ -42,6 +46,7 @@ _SIZE = {DType.f32: 4, DType.f64: 8, DType.f16: 2, DType.bf16: 2, DType.i8: 1, D
 SAME, SCALAR, MAPPED = 0, 1, 2
 VECTOR = 4
 THREADS = 256
+MAX_SIZE_ARGUMENTS = 480  # size arguments a kernel takes (4 KiB of parameters at most)
 
 _PRELUDE_COMMON = r"""// graphkiln generated pointwise kernel (python/graphkiln/targets/gpu/codegen.py)
 #ifndef GK_PRELUDE
@@ -71,6 +76,11 @@ GK_FN float gk_u2f(gk_u32 u) { return __uint_as_float(u); }
 GK_FN gk_u32 gk_f2u(float f) { gk_u32 u; memcpy(&u, &f, 4); return u; }
 GK_FN float gk_u2f(gk_u32 u) { float f; memcpy(&f, &u, 4); return f; }
 #endif
+// the high 32 bits of a 32 x 32-bit product (one mul.hi / v_mul_hi_u32 on the devices)
+#define GK_UMULHI(a, b) ((gk_u32)(((gk_u64)(a) * (gk_u64)(b)) >> 32))
+// t / d for 0 <= t < 2^31 by d's magic number and shift (fast_div_magic in codegen.py)
+#define GK_FASTDIV(t, magic, shift) \
+  ((gk_i32)((GK_UMULHI((gk_u32)(t), (gk_u32)(magic)) + (gk_u32)(t)) >> (gk_u32)(shift)))
 #define GK_INF gk_u2f(0x7f800000u)
 #define GK_NAN gk_u2f(0x7fc00000u)
 template <typename E>
@@ -214,6 +224,35 @@ def index_map(in_dims, in_strides, out_dims) -> tuple[int, list[int], list[int]]
     return MAPPED, dims, strides
 
 
+def fast_div_magic(divisor: int) -> tuple[int, int]:
+    """(magic, shift) with t // divisor == (umulhi(t, magic) + t) >> shift for every
+    0 <= t < 2**31 (1 <= divisor < 2**31): the round-up method of Granlund and Montgomery,
+    as src/gpu/fast_div.hpp computes it."""
+    if not 1 <= divisor < 2 ** 31:
+        raise CodegenError(f"divisor {divisor} outside 1 .. 2**31 - 1")
+    shift = max(0, (divisor - 1).bit_length())
+    magic = ((1 << 32) * ((1 << shift) - divisor)) // divisor + 1
+    return magic & 0xFFFFFFFF, shift
+
+
+def size_arguments(maps: list[int]) -> list[int]:
+    """The size arguments of a generated kernel, after its pointers, from its index maps
+    (attrs "jit_maps": [n, out dtype, inputs, then per input dtype, mode, rank, dims...,
+    strides...]): n, then for each mapped input and each of its dims the size, the stride,
+    and the size's magic number and shift. pointwise.hip passes the same list."""
+    out = [maps[0]]
+    at = 3
+    for _ in range(maps[2]):
+        mode, rank = maps[at + 1], maps[at + 2]
+        dims, strides = maps[at + 3:at + 3 + rank], maps[at + 3 + rank:at + 3 + 2 * rank]
+        if mode == MAPPED:
+            for size, stride in zip(dims, strides):
+                magic, shift = fast_div_magic(size) if size < 2 ** 31 else (0, 0)
+                out += [size, stride, magic, shift]
+        at += 3 + 2 * rank
+    return out
+
+
 def _row_major(dims) -> list[int]:
     strides, step = [0] * len(dims), 1
     for axis in reversed(range(len(dims))):
@@ -278,17 +317,26 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
     idx = "gk_i64" if wide else "gk_i32"
 
     def offset_lines(k: int, var: str) -> list[str]:
-        """`o<k>`: the element offset of input k at output index `var` (constants baked in:
-        the compiler turns the divisions into multiplications)."""
+        """`o<k>`: the element offset of input k at output index `var`. The sizes, strides
+        and division magic numbers are kernel arguments (size_arguments), so one source
+        serves every shape with the same broadcast pattern; only which strides are zero is
+        written into the source."""
         mdims, mstrides = offsets[k]
         lowest = min((d for d, s in enumerate(mstrides) if s != 0), default=len(mdims))
         lines = [f"{idx} t{k} = ({idx}){var}, o{k} = 0;"]
         for d in range(len(mdims) - 1, lowest - 1, -1):
+            size, stride = f"({idx})gk_d{k}_{d}", f"({idx})gk_s{k}_{d}"
+            if d == 0:  # the outermost dim: the rest of the index is its coordinate
+                lines.append(f"o{k} += t{k} * {stride};")
+                continue
+            if wide:
+                quotient = f"t{k} / {size}"
+            else:
+                quotient = f"GK_FASTDIV(t{k}, gk_m{k}_{d}, gk_h{k}_{d})"
+            lines.append(f"{{ const {idx} q = {quotient};")
             if mstrides[d] != 0:
-                term = f"t{k}" if d == 0 else f"(t{k} % {mdims[d]})"
-                lines.append(f"o{k} += {term} * {mstrides[d]};")
-            if d > lowest:
-                lines.append(f"t{k} /= {mdims[d]};")
+                lines.append(f"  o{k} += (t{k} - q * {size}) * {stride};")
+            lines.append(f"  t{k} = q; }}" if d > lowest else "}")
         return lines
 
     def convert_in(dtype: DType, expr: str) -> str:
@@ -315,6 +363,12 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
     params = [f"const {_STORAGE[d]}* __restrict__ in{k}" for k, (d, _, _) in
               enumerate(inputs)]
     params.append(f"{_STORAGE[out_dtype]}* __restrict__ out")
+    params.append("gk_i64 gk_n")
+    for k, mapped in enumerate(offsets):
+        for d in range(len(mapped[0]) if mapped else 0):
+            params += [f"gk_i64 gk_{name}{k}_{d}" for name in "dsmh"]
+    if len(params) - len(inputs) - 1 > MAX_SIZE_ARGUMENTS:
+        raise CodegenError(f"{len(params)} kernel arguments: index maps too large")
     args = ", ".join(f"{ct} x{k}" for k in range(len(inputs)))
     call = ", ".join(f"x{k}" for k in range(len(inputs)))
 
@@ -334,17 +388,16 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
     eval_name = "gk_eval"
     head = [f"GK_FN {ct} {eval_name}({args}) {{", *("  " + s for s in body), "}"]
     scalar = ["GK_KERNEL GK_ENTRY(" + ", ".join(params) + ") {",
-              f"  for (gk_i64 g = GK_FIRST; g < {n}; g += GK_STEP) {{",
+              "  for (gk_i64 g = GK_FIRST; g < gk_n; g += GK_STEP) {",
               f"    const {idx} i = ({idx})g;",
               *("    " + s for s in load_lines("i", None)),
               f"    out[i] = {convert_out(f'{eval_name}({call})')};",
               "  }", "}"]
-    groups = n // VECTOR
     ot = _STORAGE[out_dtype]
     # the four-element entry: how each input is read for four consecutive outputs
     kinds = [_vector_kind(modes[k], offsets[k]) for k in range(len(inputs))]
     vector = ["GK_KERNEL GK_ENTRY_V4(" + ", ".join(params) + ") {",
-              f"  for (gk_i64 g = GK_FIRST; g < {groups}; g += GK_STEP) {{"]
+              "  for (gk_i64 g = GK_FIRST; g < (gk_n >> 2); g += GK_STEP) {"]
     if any(kind in ("splat", "run", "each") for kind in kinds):
         vector.append(f"    const {idx} i0 = ({idx})g * {VECTOR};")
     for k, (dtype, _, _) in enumerate(inputs):
@@ -373,11 +426,11 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
         vector += ["    {", *("      " + line for line in lines),
                    f"      r.v[{j}] = {convert_out(f'{eval_name}({call})')};", "    }"]
     vector += [f"    ((gk_v4<{ot}>*)out)[g] = r;", "  }"]
-    if n % VECTOR:
-        vector += [f"  for (gk_i64 g = {groups * VECTOR} + GK_FIRST; g < {n}; g += GK_STEP) {{",
-                   f"    const {idx} i = ({idx})g;",
-                   *("    " + s for s in load_lines("i", None)),
-                   f"    out[i] = {convert_out(f'{eval_name}({call})')};", "  }"]
+    # the last n % 4 elements one a thread (no iteration when n is a multiple of four)
+    vector += ["  for (gk_i64 g = (gk_n & ~(gk_i64)3) + GK_FIRST; g < gk_n; g += GK_STEP) {",
+               f"    const {idx} i = ({idx})g;",
+               *("    " + s for s in load_lines("i", None)),
+               f"    out[i] = {convert_out(f'{eval_name}({call})')};", "  }"]
     vector.append("}")
     kernel = "\n".join(head + scalar + vector) + "\n"
     entry = "gk_pw_" + hashlib.sha256((_PRELUDE + kernel).encode()).hexdigest()[:20]
