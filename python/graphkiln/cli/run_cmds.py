@@ -85,9 +85,10 @@ def setup_compile(p):
                    help="format of --output (default: json when it ends in .json, else msgpack; "
                         "a .json / .msgpack name must match it)")
     p.add_argument("--shapes", metavar="NAME=D0,D1,...;...", default=None,
-                   help="cpu: build the plans of these input shapes while compiling "
-                        "(saved with -o): specializations separated by ';', inputs within "
-                        "one by spaces, e.g. \"x=1,3,224,224;x=4,3,224,224\"")
+                   help="build the plans of these input shapes while compiling (cpu saves "
+                        "them with -o, gpu their shapes, rebuilt on load; ref only checks "
+                        "them): specializations separated by ';', inputs within one by "
+                        "spaces, e.g. \"x=1,3,224,224;x=4,3,224,224\"")
 
 
 def parse_shapes(text: str) -> list[dict]:
@@ -128,9 +129,6 @@ def cmd_compile(args) -> int:
         prog = load_program(args, default_dim=1)
     extra = {}
     if args.shapes is not None:
-        if resolve_target(args) == "ref":
-            raise SystemExit("graphkiln: --shapes applies to --target cpu (ref has no "
-                             "plans to build ahead; gpu builds them on first use)")
         extra["shapes"] = parse_shapes(args.shapes)
     try:
         _compile(prog, args, True, trace=args.trace or None, verify_passes=args.verify_passes,

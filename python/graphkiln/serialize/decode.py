@@ -14,6 +14,7 @@ from ..passes.manager import PassRecord
 from ..program import Program
 from .attributes import NOT_QUICK, checked_value, quick_value
 from .cpu_plan import read_cpu_plan
+from .gpu_plan import FIELD as GPU_PLANS, read_gpu_plans
 from .checks import damaged, need_dict, need_float, need_int, need_list, need_str
 from .limits import Limits
 
@@ -33,7 +34,7 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
 
     where = "compiled"
     need_dict(compiled, where, ("target", "options", "graph", "passes", "compile_ms"),
-              ("gpu_arch", "cpu_plan"))
+              ("gpu_arch", "cpu_plan", GPU_PLANS))
     name = need_str(compiled["target"], f"{where}.target", limits)
     if name not in available_targets():
         raise FormatError(f"the program was compiled for target {name[:40]!r}, which this build "
@@ -52,6 +53,12 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
         records.append(PassRecord(need_str(item["name"], f"{at}.name", limits),
                                   need_float(item["ms"], f"{at}.ms"),
                                   need_int(item["nodes_after"], f"{at}.nodes_after", 0)))
+    plan_shapes = []
+    if GPU_PLANS in compiled:   # checked here, before anything asks for a device
+        if name != "gpu":
+            raise damaged(f"{where}.{GPU_PLANS}", f"gpu plan shapes in a program for target "
+                                                  f"{name!r}")
+        plan_shapes = read_gpu_plans(compiled[GPU_PLANS], graph, limits)
     if "gpu_arch" in compiled:
         _check_gpu_arch(need_str(compiled["gpu_arch"], f"{where}.gpu_arch", limits))
     saved = None
@@ -67,6 +74,7 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
                               f"{type(exc).__name__}: {str(exc)[:300]}") from None
     else:
         executable = _lower(target, name, graph, options)
+        _build_plans(executable, plan_shapes)
     program.compiled_graph, program.pass_records = graph, records
     program.target, program.options = target, dict(options)
     program.compile_ms = need_float(compiled["compile_ms"], f"{where}.compile_ms")
@@ -87,6 +95,21 @@ def _lower(target, name: str, graph: Graph, options: dict):
         # too large to allocate): no passes or type inference run on a loaded graph
         raise FormatError(f"damaged file: the saved compiled graph does not lower on target "
                           f"{name!r}: {type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+def _build_plans(executable, plan_shapes: list) -> None:
+    """Build a loaded gpu program's saved plan shapes on this device, least recently used
+    first (so the cache keeps their order), at most as many as its plan cache holds."""
+    keep = getattr(getattr(executable, "_plans", None), "limit", len(plan_shapes))
+    first = max(0, len(plan_shapes) - keep)
+    for n, signature in enumerate(plan_shapes[first:], first):
+        try:
+            executable.build_ahead(signature)
+        except (CompileError, GraphError, ValueError, TypeError, RuntimeError,
+                MemoryError) as exc:
+            raise FormatError(f"the saved gpu plan shapes compiled.{GPU_PLANS}[{n}] "
+                              f"({[list(s) for s in signature]}) do not build here: "
+                              f"{type(exc).__name__}: {str(exc)[:300]}") from None
 
 
 def _check_gpu_arch(arch: str) -> None:

@@ -6,7 +6,8 @@
      "graph": GRAPH,                                  # as imported
      "compiled": null | {"target": "ref", "options": {...}, "graph": GRAPH,
                          "passes": [{"name", "ms", "nodes_after"}], "compile_ms": 12.5,
-                         "gpu_arch"?: "sm_90", "cpu_plan"?: see cpu_plan.py}}
+                         "gpu_arch"?: "sm_90", "cpu_plan"?: see cpu_plan.py,
+                         "gpu_plans"?: see gpu_plan.py}}
     GRAPH = {"name", "inputs": [VALUE], "nodes": [NODE], "outputs": [id]}
     VALUE = {"id": n, "name": "x", "type": TYPE | null}    ids count definitions in order
     NODE  = {"op", "name"?, "inputs": [id | null], "outputs": [VALUE | null],
@@ -27,6 +28,7 @@ from ..ir import DType, Graph, Node, OptionalType, SequenceType, TensorType, Val
 from ..version import __version__
 from .checks import float_to_document
 from .cpu_plan import cpu_plan_document
+from .gpu_plan import FIELD as GPU_PLANS, gpu_plan_document
 from .tensors import TensorTable
 
 
@@ -51,12 +53,17 @@ def program_document(program, table: TensorTable) -> dict:
             plan = cpu_plan_document(program._executable, encoder, table)
             if plan is not None:
                 doc["compiled"]["cpu_plan"] = plan
+        if program.target.name == "gpu":  # the shapes of its plans, rebuilt on load
+            plans = gpu_plan_document(program._executable)
+            if plans is not None:
+                doc["compiled"][GPU_PLANS] = plans
     return doc
 
 
 # Options that act once, while compiling, and must not run again when the program is loaded
 # (tuning measurements: their winners are in the tuning database).
-# `shapes`: the plans built ahead are saved with the program (cpu_plan.py) instead.
+# `shapes`: the plans built ahead are saved with the program instead (cpu_plan.py; on gpu
+# their shapes, gpu_plan.py, with those of the plans runs built).
 COMPILE_TIME_ONLY = ("exhaustive_tune", "shapes")
 
 

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FORMAT_VERSION = 3                 # the newest version this build writes and reads
+FORMAT_VERSION = 4                 # the newest version this build writes and reads
 # version 2 added a compiled cpu program's saved plan ("cpu_plan"); version 3 its saved
-# specializations for dynamic input shapes ("cpu_plan.plans"). A file is written as the
-# oldest version that has every field it uses, which older builds read
+# specializations for dynamic input shapes ("cpu_plan.plans"); version 4 a compiled gpu
+# program's plan shapes ("gpu_plans"). A file is written as the oldest version that has
+# every field it uses, which older builds read
 
 
 def version_of(doc: dict) -> int:
     """The format version a document needs: the oldest that has every field it uses."""
     compiled = doc.get("compiled")
+    if isinstance(compiled, dict) and "gpu_plans" in compiled:
+        return 4
     if not (isinstance(compiled, dict) and "cpu_plan" in compiled):
         return 1
     plan = compiled["cpu_plan"]

@@ -6,7 +6,9 @@
   wins over GRAPHKILN_PLAN_CACHE_SIZE, which wins over the default, 32;
 - `shapes=[{"x": [1, 3, 224, 224]}, ...]`: the input shapes whose plans are built while
   compiling (each checked against the program's inputs: rank, static dims, and a symbol
-  given the same size wherever it appears)."""
+  given the same size wherever it appears). cpu saves those plans with the program, gpu the
+  shapes of its plans (rebuilt when loaded: gpu plans are the device's); ref has no plans
+  and only checks the entries."""
 
 from __future__ import annotations
 
@@ -52,22 +54,22 @@ def ahead_shapes(options: dict, inputs: list) -> list[tuple[tuple[int, ...], ...
         given = [given]
     if not isinstance(given, (list, tuple)):
         raise ValueError(f"shapes={given!r:.80}: expected a list of {{input name: shape}} dicts")
+    return [shape_signature(f"shapes[{n}]", entry, inputs) for n, entry in enumerate(given)]
+
+
+def shape_signature(where: str, entry, inputs: list) -> tuple[tuple[int, ...], ...]:
+    """One {input name: shape} as a tuple of input shapes in input order, checked against
+    `inputs` (rank, static dims, a symbol the same size wherever it appears); errors start
+    with `where`. Also checks the plan shapes a saved gpu program lists (serialize)."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}={entry!r:.80}: expected a dict of input name -> shape")
     names = [v.name for v in inputs]
-    out = []
-    for n, entry in enumerate(given):
-        where = f"shapes[{n}]"
-        if not isinstance(entry, dict):
-            raise ValueError(f"{where}={entry!r:.80}: expected a dict of input name -> shape")
-        unknown = [k for k in entry if k not in names]
-        if unknown:
-            raise ValueError(f"{where}: unknown input(s) {unknown}; the program's inputs are "
-                             f"{names}")
-        bound: dict[str, tuple[int, str]] = {}
-        shapes = []
-        for value in inputs:
-            shapes.append(_one_shape(where, value, entry.get(value.name), bound))
-        out.append(tuple(shapes))
-    return out
+    unknown = [k for k in entry if k not in names]
+    if unknown:
+        raise ValueError(f"{where}: unknown input(s) {unknown}; the program's inputs are "
+                         f"{names}")
+    bound: dict[str, tuple[int, str]] = {}
+    return tuple(_one_shape(where, value, entry.get(value.name), bound) for value in inputs)
 
 
 def _one_shape(where: str, value, shape, bound: dict) -> tuple[int, ...]:

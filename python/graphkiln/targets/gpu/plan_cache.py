@@ -60,6 +60,11 @@ class PlanCache:
         del evicted
         return plan
 
+    def keys(self) -> list:
+        """The keys of the cached plans (a snapshot), least recently used first."""
+        with self._lock:
+            return list(self._plans)
+
     def values(self) -> list:
         """The cached plans (a snapshot), least recently used first."""
         with self._lock:

@@ -6,8 +6,10 @@ gpu lowering table (plain layouts everywhere) and run by graphkiln._core.GpuExec
 constants uploaded once, and a pool of up to `max_concurrency` execution contexts (each its
 own arena, staging buffers, stream and graph: src/gpu/executor.hpp), so runs from several
 threads overlap; per run inputs in, kernels, outputs out, one sync of the context's stream.
-The plans per input shape live in a thread-safe cache (plan_cache.py). An op without a GPU
-kernel is a compile-time error naming it."""
+The plans per input shape live in a thread-safe cache (plan_cache.py); `shapes=[...]` builds
+listed ones while compiling, and a saved program keeps the shapes of its plans, built again
+when it is loaded (serialize/gpu_plan.py). An op without a GPU kernel is a compile-time error
+naming it."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from ..cpu.lower import LoweringContext, LoweringError, static_dims
 from ..cpu.lower_support import folded_when_specialized, node_supported
 from ..cpu.plan import Plan
 from ..cpu.specialize import specialize
-from ..plan_options import CACHE_HELP, plan_cache_size
+from ..plan_options import CACHE_HELP, SHAPES_HELP, ahead_shapes, plan_cache_size
 from .plan_cache import PlanCache
 from .specialize import parameter_inputs, specialize_values
 from .table import LOWERINGS
@@ -53,7 +55,9 @@ class GpuTarget(Target):
                                 "where cuDNN runs Conv steps (GRAPHKILN_GPU_NHWC=0 turns it "
                                 "off)",
                "max_concurrency": CONCURRENCY_HELP + f" (gpu default: {DEFAULT_MAX_CONCURRENCY})",
-               "plan_cache_size": CACHE_HELP}
+               "plan_cache_size": CACHE_HELP,
+               "shapes": SHAPES_HELP + "; gpu plans are the device's: the file keeps "
+                                       "the shapes of the plans built, rebuilt on load"}
 
     def passes(self, options: dict) -> list:
         from ...passes import attention_heads, fuse_epilogue, fuse_pointwise, fuse_reduction
@@ -90,6 +94,7 @@ class GpuTarget(Target):
         fast_math = bool(options.get("fast_math", False))
         concurrency = max_concurrency(options, DEFAULT_MAX_CONCURRENCY)
         cache_size = plan_cache_size(options)
+        shapes = ahead_shapes(options, list(graph.inputs))   # checked before the device
         verdict = require_gpu()
         missing = unsupported_nodes(graph)
         if missing:
@@ -101,6 +106,8 @@ class GpuTarget(Target):
                                    max_concurrency=concurrency, plan_cache_size=cache_size)
         executable.precision = next((k for k in ("fp16", "bf16") if options.get(k)), "fp32")
         executable.arch = verdict.usable[0].arch if verdict.usable else None
+        for signature in shapes:   # compile(..., shapes=[...]): built ahead
+            executable.build_ahead(signature)
         return executable
 
     def unsupported_nodes(self, graph: Graph) -> list[Node]:
@@ -214,6 +221,25 @@ class GpuExecutable(Executable):
             return self.plan_factory(graph, self.builtin_blas)
 
         return self._plans.get(key, build)
+
+    def build_ahead(self, shapes: tuple) -> None:
+        """Build the plan of one input shape signature now (compile's `shapes` option, and
+        a loaded program's saved plan shapes); one already built is only marked as used."""
+        if self.parameters:
+            names = [self.graph.inputs[i].name for i in self.parameters]
+            raise LoweringError(f"shapes: this program's plans depend on the values of input(s) "
+                                f"{names} (read as kernel parameters), so they are built "
+                                "when it runs; compile it without `shapes`")
+        self._plan(tuple(tuple(int(d) for d in shape) for shape in shapes), {})
+
+    def plan_shapes(self) -> list[tuple]:
+        """The input shape signatures of the plans built so far, least recently used first,
+        as a saved program keeps them (serialize/gpu_plan.py): [] for a graph of static
+        inputs (its one plan is built whenever it loads) and where plans are keyed by
+        parameter values too (rebuilt when runs meet those values)."""
+        if self.parameters or _static(self.graph.inputs):
+            return []
+        return [shapes for shapes, values in self._plans.keys() if not values]
 
     def run(self, inputs) -> list:
         """numpy arrays, or device arrays (__cuda_array_interface__ / __dlpack__) read in
