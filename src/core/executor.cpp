@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <exception>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -114,7 +115,17 @@ class CoreBudget {
     used_ += cores;
     return cores;
   }
+  // Up to `wanted` cores if they are free now (no wait): how many were taken.
+  int try_take(int wanted) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int cores = total_ - used_;
+    if (cores > wanted) cores = wanted;
+    if (cores < 0) cores = 0;
+    used_ += cores;
+    return cores;
+  }
   void give(int cores) {
+    if (cores == 0) return;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       used_ -= cores;
@@ -211,31 +222,129 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
 
 Executor::~Executor() = default;
 
+namespace {
+
+// Kernels whose construction is costly (oneDNN convolution and matmul primitives: a JIT
+// compile of a millisecond or so each): a plan with several of them builds them on a few
+// threads at once (oneDNN primitive creation is thread-safe).
+bool heavy_kernel(const std::string& kernel) {
+  return kernel == "Conv" || kernel == "ConvTranspose" || kernel == "MatMul";
+}
+
+}  // namespace
+
+// Builds step i's kernel on the calling thread with the OpenMP thread count it is built
+// and run with (`default_threads`: the count of steps without their own); the thread's
+// count is left at default_threads.
+void Executor::build_step(size_t i, int default_threads, StepPacking& packing,
+                          std::unique_ptr<Kernel>& kernel) const {
+  const StepTemplate& t = templates_[i];
+  const bool own = t.threads > 0 && t.threads != default_threads;
+  if (own) set_num_threads(t.threads);
+  try {
+    PackingScope scope(&packing);
+    kernel = make_kernel(t.spec);
+  } catch (...) {
+    if (own) set_num_threads(default_threads);
+    throw;
+  }
+  if (own) set_num_threads(default_threads);
+}
+
 // Builds every step's kernel and an arena. The first context records what its kernels
 // packed; later ones are given those packings, which their kernels take as they are.
+// The first context's heavy kernels (heavy_kernel) are built on up to kMaxBuildThreads
+// threads (the calling thread and helpers) when at least two heavy steps and two cores of
+// the process-wide budget are free now (held, one per thread, while building; else the
+// calling thread builds every kernel, in order, as runs of other plans hold the cores). Each
+// kernel is built as it would be alone: with the same OpenMP thread count and packing, so
+// the plan is the same whichever thread built which kernel. The first failing step's error
+// (in step order) is the one thrown, as in a serial build.
 std::unique_ptr<Executor::Context> Executor::build_context(
     std::vector<std::vector<PackedConstant>> saved, bool first) {
+  constexpr int kMaxBuildThreads = 4;
   auto context = std::make_unique<Context>();
-  context->steps.reserve(templates_.size());
+  const size_t n = templates_.size();
   set_num_threads(num_threads_);
-  for (size_t i = 0; i < templates_.size(); ++i) {
+  const int default_threads = max_threads();  // what steps without their own count use
+  std::vector<StepPacking> packings(n);
+  std::vector<std::unique_ptr<Kernel>> kernels(n);
+  for (size_t i = 0; i < n; ++i)
+    packings[i].saved = first ? std::move(saved[i]) : templates_[i].packed;
+
+  std::vector<size_t> heavy;
+  if (first)
+    for (size_t i = 0; i < n; ++i)
+      if (heavy_kernel(templates_[i].spec.kernel)) heavy.push_back(i);
+  int cores = 0;  // of the budget, held while building: the calling thread's and helpers'
+  if (heavy.size() >= 2) {
+    cores = CoreBudget::instance().try_take(
+        static_cast<int>(heavy.size() < kMaxBuildThreads ? heavy.size() : kMaxBuildThreads));
+    if (cores < 2) {
+      CoreBudget::instance().give(cores);
+      cores = 0;
+    }
+  }
+  if (cores == 0) {
+    for (size_t i = 0; i < n; ++i) build_step(i, default_threads, packings[i], kernels[i]);
+  } else {
+    // heavy steps from a shared counter, by the helpers and (after the light steps) the
+    // calling thread; errors kept per step, the first thrown once every step was tried
+    std::vector<std::exception_ptr> errors(n);
+    std::atomic<size_t> next{0};
+    auto build_heavy = [&] {
+      for (size_t k; (k = next.fetch_add(1)) < heavy.size();) {
+        const size_t i = heavy[k];
+        try {
+          build_step(i, default_threads, packings[i], kernels[i]);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      }
+    };
+    std::vector<bool> is_heavy(n, false);
+    for (size_t i : heavy) is_heavy[i] = true;
+    {
+      // joins the helpers and gives the cores back however this block is left
+      struct Helpers {
+        std::vector<std::thread> threads;
+        int cores;
+        ~Helpers() {
+          for (std::thread& thread : threads) thread.join();
+          CoreBudget::instance().give(cores);
+        }
+      } helpers{{}, cores};
+      try {
+        for (int h = 1; h < cores; ++h)
+          helpers.threads.emplace_back([&] {
+            set_num_threads(default_threads);
+            build_heavy();
+          });
+      } catch (...) {  // no thread to be had: the calling thread builds what is left
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (is_heavy[i]) continue;
+        try {
+          build_step(i, default_threads, packings[i], kernels[i]);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      }
+      build_heavy();
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (errors[i]) std::rethrow_exception(errors[i]);
+  }
+
+  context->steps.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
     StepTemplate& t = templates_[i];
-    StepPacking packing;
-    packing.saved = first ? std::move(saved[i]) : t.packed;
-    Step step;
-    if (t.threads != num_threads_) set_num_threads(t.threads);
-    try {
-      PackingScope scope(&packing);
-      step.kernel = make_kernel(t.spec);
-    } catch (...) {
-      set_num_threads(num_threads_);
-      throw;
-    }
-    if (t.threads != num_threads_) set_num_threads(num_threads_);
     if (first) {
-      t.packed = std::move(packing.packed);
-      reused_packings_ += packing.reused;
+      t.packed = std::move(packings[i].packed);
+      reused_packings_ += packings[i].reused;
     }
+    Step step;
+    step.kernel = std::move(kernels[i]);
     step.in_ptrs.resize(t.inputs.size());
     step.out_ptrs.resize(t.outputs.size());
     context->steps.push_back(std::move(step));

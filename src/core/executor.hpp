@@ -128,6 +128,8 @@ class Executor {
 
   std::unique_ptr<Context> build_context(std::vector<std::vector<PackedConstant>> saved,
                                          bool first);
+  void build_step(size_t i, int default_threads, StepPacking& packing,
+                  std::unique_ptr<Kernel>& kernel) const;
   Context* acquire();
   void release(Context* context);
   void run_in(Context& context, const std::vector<const void*>& inputs,

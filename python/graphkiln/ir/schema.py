@@ -10,6 +10,7 @@ An attribute whose default is REQUIRED must be given; default None means "absent
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable
 
 import numpy as np
@@ -45,15 +46,16 @@ class OpSchema:
     doc: str = ""
     attr_map: dict[str, Attr] = field(default_factory=dict, compare=False, repr=False)
 
-    @property
+    # computed once per schema (type inference reads them for every node it infers)
+    @cached_property
     def min_outputs(self) -> int:
         return sum(1 for o in self.outputs if not o.endswith(("?", "*")))
 
-    @property
+    @cached_property
     def min_inputs(self) -> int:
         return sum(1 for i in self.inputs if not i.endswith(("?", "*")))
 
-    @property
+    @cached_property
     def max_inputs(self) -> int | None:
         return None if any(i.endswith("*") for i in self.inputs) else len(self.inputs)
 
@@ -85,8 +87,14 @@ def all_schemas() -> dict[str, OpSchema]:
     return dict(_SCHEMAS)
 
 
+_ops_loaded = False
+
+
 def _load_ops() -> None:
-    from . import ops  # noqa: F401  (registers every family once)
+    global _ops_loaded
+    if not _ops_loaded:  # get_schema runs per node of every inference: import once
+        from . import ops  # noqa: F401  (registers every family once)
+        _ops_loaded = True
 
 
 # -- attributes ------------------------------------------------------------------------

@@ -18,3 +18,7 @@ class PassContext:
     evaluate: Callable[[Node, list], list] | None = None
     options: dict = field(default_factory=dict)
     max_fold_bytes: int = 64 << 20
+    # True where every node's output types were just inferred from its inputs' (a plan's
+    # specialization refreshes them first): fold_constants then leaves the types its walk
+    # did not change as they are instead of inferring the whole graph's again after it
+    types_refreshed: bool = False

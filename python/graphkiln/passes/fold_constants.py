@@ -48,9 +48,18 @@ def run(graph: Graph, ctx) -> Graph:
             changed.add(const.outputs[0])
     graph.nodes = result
     replace_many(graph, mapping)
-    if mapping:
+    if mapping and not (getattr(ctx, "types_refreshed", False) and _walk_refreshed(graph)):
         refresh_types(graph)
     return graph
+
+
+def _walk_refreshed(graph: Graph) -> bool:
+    """Whether the walk above re-inferred every type that folding could change, in a graph
+    whose types were current before it: true unless a node has a subgraph other than a
+    Fused body (an If / Loop / Scan body may read folded values as captures, which
+    replace_many changes after the walk). Every other node whose inputs were folded or
+    changed type was inferred again in order, and the rest read what they read before."""
+    return all(n.op == "Fused" or not node_subgraphs(n) for n in graph.nodes)
 
 
 def refresh_types(graph: Graph) -> None:

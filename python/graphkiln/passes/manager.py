@@ -44,25 +44,29 @@ def disabled_passes(pipeline: list[ModuleType]) -> set[str]:
 
 def run_pipeline(graph: Graph, pipeline: list[ModuleType], ctx: PassContext,
                  trace: bool | None = None, check: Callable[[str, Graph], None] | None = None,
-                 out=None) -> list[PassRecord]:
+                 out=None, verify_each: bool = True) -> list[PassRecord]:
     """Run `pipeline` on `graph` in place. `check(pass_name, graph)` is called after each pass
-    (e.g. to compare results with ref) and may raise to stop at the first bad pass."""
+    (e.g. to compare results with ref) and may raise to stop at the first bad pass.
+    `verify_each=False` verifies the graph once, after the last pass (a pipeline run per
+    input shape, such as the cpu target's specialization), unless tracing or checking."""
     if trace is None:
         trace = (env.get("GRAPHKILN_TRACE_COMPILE", "") or "") not in ("", "0")
     out = out or sys.stderr
     skip = disabled_passes(pipeline)
+    verify_each = verify_each or trace or check is not None
+    ran = [m for m in pipeline if pass_name(m) not in skip]
     records = []
-    for module in pipeline:
+    for module in ran:
         name = pass_name(module)
-        if name in skip:
-            continue
         start = time.perf_counter()
         module.run(graph, ctx)
         ms = (time.perf_counter() - start) * 1e3
-        try:
-            graph.verify()
-        except GraphError as exc:
-            raise CompileError(f"pass {name} left an invalid graph: {exc}") from exc
+        if verify_each or module is ran[-1]:
+            try:
+                graph.verify()
+            except GraphError as exc:
+                which = name if verify_each else ", ".join(pass_name(m) for m in ran)
+                raise CompileError(f"pass {which} left an invalid graph: {exc}") from exc
         records.append(PassRecord(name, ms, count_nodes(graph)))
         if trace:
             print(f"// after {name}: {ms:.2f} ms, {records[-1].nodes_after} nodes", file=out)

@@ -7,6 +7,8 @@ epilogue (those in lower_conv.py and lower_matmul.py, imported when needed)."""
 from __future__ import annotations
 
 import importlib
+import threading
+from contextlib import contextmanager
 
 from ...ir import Node
 from .lower import LoweringContext, LoweringError
@@ -38,7 +40,35 @@ def _lookup(kind: str, index: int):
     return getattr(module, family[index], None)
 
 
+_memo = threading.local()
+
+
+@contextmanager
+def memoized_family_checks():
+    """Within it (on this thread), _family_supported answers once per node: split_segments
+    asks for every Fused node of a specialized graph (node_supported) and lower_fused asks
+    again, and the answer depends on the node and its values' types only, which lowering
+    leaves as they are. The table lives as long as the block, so it never outlives the
+    graph it was made for."""
+    outer = getattr(_memo, "table", None)
+    _memo.table = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _memo.table = outer
+
+
 def _family_supported(node: Node) -> bool:
+    table = getattr(_memo, "table", None)
+    if table is None:
+        return _check_family(node)
+    answer = table.get(node)
+    if answer is None:
+        answer = table[node] = _check_family(node)
+    return answer
+
+
+def _check_family(node: Node) -> bool:
     if any(getattr(v.type, "dtype", None) in BYTE_DTYPES
            for v in (*node.inputs, *node.outputs) if v is not None):
         return False  # the family kernels take none of them: node by node

@@ -15,7 +15,10 @@ the arrays, and so the executor owning them, alive.
 A packing is found by the step's kernel, the attributes it reads to pack (PACKING_ATTRS)
 and, per constant input, the constant's content (a digest, computed once per array
 object), dtype, dims, strides and offset: everything the kernel reads to make it besides
-the target layout. Safe from
+the target layout. Only steps of kernels that pack are keyed (those of PACKING_ATTRS and any
+other seen packing): the rest (pointwise kernels reading constants, gathers, ...) never
+pack, and their keys (digests of constants a plan may make anew per shape) would be work
+per plan for nothing. Safe from
 several threads at once (plans of several shapes are built concurrently)."""
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ class PackingCache:
         # step key -> per packing position: layout -> packed bytes (most recently used last)
         self._entries: dict[tuple, list[OrderedDict]] = {}
         self._digests: dict[int, tuple] = {}   # id(array) -> (weakref to it, digest)
+        # kernels whose steps are keyed: the known packers, and any other seen packing
+        self._packing_kernels: set[str] = set(PACKING_ATTRS)
 
     def _digest(self, array) -> bytes:
         array = np.asarray(array)
@@ -96,7 +101,9 @@ class PackingCache:
     def offer(self, steps: list[dict], constants: list) -> tuple[list[dict], list]:
         """`steps` with "packed" entries where earlier plans packed the same constants
         (their most recently used layout per packing), and the step keys for remember()."""
-        keys = [None if "packed" in step else self._step_key(step, constants)
+        packing_kernels = self._packing_kernels
+        keys = [None if "packed" in step or step["kernel"] not in packing_kernels
+                else self._step_key(step, constants)
                 for step in steps]   # digests outside the lock: hashing takes a while
         out = []
         with self._lock:
@@ -111,12 +118,24 @@ class PackingCache:
                 out.append(step)
         return out, keys
 
-    def remember(self, keys: list, executor) -> None:
+    def remember(self, keys: list, executor, steps: list | None = None,
+                 constants: list | None = None) -> None:
         """Keep what `executor`'s kernels packed (views of its bytes, or of the bytes they
-        were given) for later plans."""
+        were given) for later plans. `steps` / `constants` (those given to offer()): a step
+        that packed without a key (a kernel not known to pack, not keyed by offer) is keyed
+        here, and its kernel's steps are keyed from now on."""
+        packed = list(executor.packed_constants())
+        late = {}
+        if steps is not None:   # digests outside the lock
+            for index, _ in packed:
+                if (index < len(keys) and keys[index] is None and index < len(steps)
+                        and "packed" not in steps[index]):
+                    late[index] = self._step_key(steps[index], constants)
         with self._lock:
-            for index, items in executor.packed_constants():
-                key = keys[index] if index < len(keys) else None
+            for index in late:
+                self._packing_kernels.add(steps[index]["kernel"])
+            for index, items in packed:
+                key = late.get(index, keys[index] if index < len(keys) else None)
                 if key is None:
                     continue
                 entries = self._entries.setdefault(key, [])

@@ -11,6 +11,7 @@ from ...ir import Graph, Node, Value
 from ...ir.graph import captured_values, node_reads, node_subgraphs
 from .core_executor import build_executor
 from .lower import LoweringContext, LoweringError
+from .lower_fused import memoized_family_checks
 from .lower_support import node_supported
 from .table import LOWERINGS
 
@@ -69,7 +70,7 @@ class PlanSegment(ExecutorSegment):
                                        plan.arena_bytes, specs(plan.input_slots),
                                        specs(plan.output_slots), threads, max_contexts)
         if packing is not None:
-            packing.remember(keys, self.executor)
+            packing.remember(keys, self.executor, steps, plan.constants)
         self.plan = plan
         self.num_steps = len(plan.steps)
         self.arena_bytes = plan.arena_bytes
@@ -101,6 +102,12 @@ class RefSegment(Segment):
 def split_segments(graph: Graph, fallback: bool, threads: int,
                    tune: str = "lookup", max_contexts: int = 1,
                    packing=None) -> list[Segment]:
+    with memoized_family_checks():  # each Fused node's check once, not per caller
+        return _split_segments(graph, fallback, threads, tune, max_contexts, packing)
+
+
+def _split_segments(graph: Graph, fallback: bool, threads: int, tune: str,
+                    max_contexts: int, packing) -> list[Segment]:
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     runs: list[tuple[bool, list[Node]]] = []
     for node in nodes:

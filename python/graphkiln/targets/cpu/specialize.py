@@ -40,8 +40,10 @@ def specialize(graph: Graph, shapes: tuple, values: dict | None = None) -> Graph
     _refresh_types(copy)
     from ..ref.target import evaluate
 
-    run_pipeline(copy, [fold_constants, eliminate_dead_code], PassContext(evaluate=evaluate),
-                 trace=False)
+    # verified once, after both passes (not after each: this runs per input shape)
+    run_pipeline(copy, [fold_constants, eliminate_dead_code],
+                 PassContext(evaluate=evaluate, types_refreshed=True), trace=False,
+                 verify_each=False)
     return copy
 
 
