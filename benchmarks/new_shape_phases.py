@@ -85,6 +85,9 @@ def main(argv=None) -> int:
     parser.add_argument("--target", default="cpu", choices=("cpu", "gpu"))
     parser.add_argument("--models", default="ocr,bert")
     parser.add_argument("--shapes", type=int, default=8, help="new shapes per model")
+    parser.add_argument("--start", type=int, default=None,
+                        help="the first size (ocr width, default 160; bert length, default "
+                             "16); the next ones follow by 16 (ocr) or 8 (bert)")
     args = parser.parse_args(argv)
 
     import concurrency_models as cm
@@ -95,14 +98,14 @@ def main(argv=None) -> int:
     for name in args.models.split(","):
         if name == "ocr":
             model = cm.ocr_recognizer(seed=0)
-            sizes = [160 + 16 * k for k in range(args.shapes + 1)]
+            sizes = [(args.start or 160) + 16 * k for k in range(args.shapes + 1)]
 
             def feeds(i, w):
                 rng = np.random.default_rng(i)
                 return {"x": rng.standard_normal((1, 3, 48, w)).astype(np.float32)}
         else:
             model = cm.bert_dynamic_seq(seed=0, vocab=1000)
-            sizes = [16 + 8 * k for k in range(args.shapes + 1)]
+            sizes = [(args.start or 16) + 8 * k for k in range(args.shapes + 1)]
 
             def feeds(i, s):
                 return cm.bert_feeds(i, seq=s, vocab=1000)
