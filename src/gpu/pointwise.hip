@@ -35,8 +35,8 @@ namespace gpu {
 namespace {
 
 constexpr int kMaxInputs = 16, kMaxRegs = 32;
-// size arguments of a generated kernel at most (codegen.py's MAX_SIZE_ARGUMENTS)
-constexpr int kMaxSizeArgs = 481;
+// size arguments (n included) of a generated kernel at most: codegen.py's MAX_SIZE_ARGUMENTS
+constexpr int kMaxSizeArgs = 480;
 
 // Same numbers as PwOp in src/cpu/pointwise_program.hpp (tests/targets/gpu checks).
 enum PwOp : int {

@@ -46,7 +46,7 @@ _SIZE = {DType.f32: 4, DType.f64: 8, DType.f16: 2, DType.bf16: 2, DType.i8: 1, D
 SAME, SCALAR, MAPPED = 0, 1, 2
 VECTOR = 4
 THREADS = 256
-MAX_SIZE_ARGUMENTS = 480  # size arguments a kernel takes (4 KiB of parameters at most)
+MAX_SIZE_ARGUMENTS = 480  # size arguments (n included) a kernel takes: 4 KiB of parameters at most
 
 _PRELUDE_COMMON = r"""// graphkiln generated pointwise kernel (python/graphkiln/targets/gpu/codegen.py)
 #ifndef GK_PRELUDE
