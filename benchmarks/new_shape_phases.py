@@ -8,7 +8,7 @@ the phases the target goes through (wall time of the functions below, summed per
     PYTHONPATH=python python benchmarks/new_shape_phases.py --target gpu   # on a GPU machine
 
 Phases (ms per new shape, medians over the shapes):
-- cpu: specialize (targets/cpu/specialize.py), lower (split_segments minus the executor
+- cpu: specialize (targets/native/specialize.py), lower (split_segments minus the executor
   build), build_executor (the C++ plan: oneDNN primitives and the rest);
 - gpu: specialize, lower_plan, tune_plan, GpuExecutor (the C++ plan: JIT-compiled
   pointwise kernels, cuBLAS / cuDNN plans), pointwise_source (how many generated kernel

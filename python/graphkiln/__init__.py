@@ -16,7 +16,7 @@ from .errors import (CompileError, FormatError, GraphError, GraphkilnError, Mode
                      ParseError, UnsupportedOperatorError)
 from .program import Program
 from .targets import available_targets, get_target
-from .targets.cpu.lower import LoweringError
+from .targets.native.lower import LoweringError
 from .version import __version__
 
 

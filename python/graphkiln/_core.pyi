@@ -11,7 +11,7 @@ def gpu_probe_info() -> dict[str, object]:
     runtime; raises RuntimeError in a CPU-only build."""
 
 class Executor:
-    """A cpu plan built into kernels (targets/cpu/plan.py writes its arguments)."""
+    """A cpu plan built into kernels (targets/native/plan.py writes its arguments)."""
 
     def __init__(self, steps: list[dict], constants: list, arena_bytes: int,
                  inputs: list[tuple], outputs: list[tuple], num_threads: int,

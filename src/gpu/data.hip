@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
 // Data movement kernels with the contracts of their cpu twins (the cpu lowerings of
-// targets/cpu/lower_data.py feed both targets):
+// targets/native/lower_data.py feed both targets):
 //   "IndexMap" (src/cpu/index_map.cpp): out[o_0..o_r-1] = in[sum_a map_a[o_a]], or the fill
 //     value where a map entry is -1 (Pad in every mode, nearest Resize); inputs data and an
 //     optional one-element fill; attrs maps (concatenated per output dim), fill_bits;

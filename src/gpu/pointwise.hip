@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
 // Pointwise: one generic kernel that interprets the register program the cpu target's
-// Pointwise kernel runs (targets/cpu/lower_pointwise.py writes it; src/cpu/pointwise_program.hpp
+// Pointwise kernel runs (targets/native/lower_pointwise.py writes it; src/cpu/pointwise_program.hpp
 // and pointwise_eval.inc define it), one output element per thread, so one Python lowering
 // feeds both targets:
 //   attrs "program":  5 ints per instruction [opcode, dst, a, b, c] (registers, -1 unused);

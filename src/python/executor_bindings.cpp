@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
-// graphkiln._core.Executor: builds the plan written by targets/cpu/lower.py and runs it
+// graphkiln._core.Executor: builds the plan written by targets/native/lower.py and runs it
 // with numpy arrays in and out, the GIL released while kernels run.
 #include "python/executor_bindings.hpp"
 

@@ -77,7 +77,7 @@ def test_every_exception_class_of_the_package_is_a_graphkiln_error():
                     and not issubclass(obj, Warning) and not name.startswith("_")
                     and obj.__module__.startswith("graphkiln")):
                 classes[f"{obj.__module__}.{name}"] = obj
-    assert "graphkiln.targets.cpu.lower.LoweringError" in classes
+    assert "graphkiln.targets.native.lower.LoweringError" in classes
     assert "graphkiln.targets.gpu.codegen.CodegenError" in classes
     outside = sorted(n for n, c in classes.items() if not issubclass(c, graphkiln.GraphkilnError))
     assert outside == []

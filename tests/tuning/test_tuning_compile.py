@@ -80,7 +80,7 @@ def test_tuning_false_ignores_database(db_path):
 
 def test_every_candidate_matches_the_heuristic(db_path):
     """Each candidate configuration (impl_index, num_threads) computes the same result."""
-    from graphkiln.targets.cpu.lower import LoweringContext
+    from graphkiln.targets.native.lower import LoweringContext
     from graphkiln.targets.cpu.table import LOWERINGS
     from graphkiln.tuning.cpu import _one_step, candidates, tunable
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 def error_text(exc: BaseException) -> str:
     """The message of `exc` for a terminal: a missing-kernel LoweringError (see
-    targets/cpu/lower.py) advises `--fallback ref` instead of the Python keyword."""
-    from ..targets.cpu.lower import LoweringError
+    targets/native/lower.py) advises `--fallback ref` instead of the Python keyword."""
+    from ..targets.native.lower import LoweringError
 
     if isinstance(exc, LoweringError) and exc.fallback:
         them = "it" if len(exc.ops) == 1 else "them"

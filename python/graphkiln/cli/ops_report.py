@@ -137,7 +137,7 @@ def report(model: onnx.ModelProto, graph_or_error, target, path: str) -> tuple[l
     """The lines to print and the exit code (1 when something is missing). `graph_or_error`
     is the imported graph, or the GraphkilnError importing it raised."""
     from ..compiler import compile_graph
-    from ..targets.cpu.lower import node_label
+    from ..targets.native.lower import node_label
 
     entries, producers = collect(model)
     opsets = model_opsets(model)

@@ -23,7 +23,7 @@ def fused_dispatch(monkeypatch):
         yield
         return
     from graphkiln.targets.cpu.lower_conv import fused_conv_supported, lower_fused_conv
-    from graphkiln.targets.cpu.lower_support import supports
+    from graphkiln.targets.native.lower_support import supports
 
     @supports(lambda n: n.attrs["kind"] == "conv" and fused_conv_supported(n))
     def lower_fused(n, ctx):

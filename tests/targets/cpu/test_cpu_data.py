@@ -12,9 +12,9 @@ import pytest
 
 import graphkiln as gk
 from graphkiln.ir import DType, Graph, TensorType
-from graphkiln.targets.cpu.lower import LoweringError
-from graphkiln.targets.cpu.lower_support import node_supported
-from graphkiln.targets.cpu.table import LOWERINGS
+from graphkiln.targets.native.lower import LoweringError
+from graphkiln.targets.native.lower_support import node_supported
+from graphkiln.targets.cpu.table import LOWERINGS, SUPPORT
 from graphkiln.targets.cpu.target import CpuExecutable
 
 from cpu_testing import check_cpu, node, onnx_model, rand
@@ -390,7 +390,7 @@ def _ir_run(op, inputs: dict, attrs: dict, consts: dict | None = None):
     for name, array in (consts or {}).items():
         args.append(g.constant(array, name))
     n = g.add_node(op, args, attrs)
-    assert node_supported(n, LOWERINGS)
+    assert node_supported(n, SUPPORT)
     g.outputs = list(n.outputs)
     cpu = CpuExecutable(g, False).run(list(inputs.values()))
     ref = evaluate(n, [*inputs.values(), *(consts or {}).values()])

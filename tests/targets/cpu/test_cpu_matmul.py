@@ -20,7 +20,7 @@ def fused_dispatch(monkeypatch):
     if "Fused" in table.LOWERINGS:
         return
     from graphkiln.targets.cpu.lower_matmul import fused_matmul_supported, lower_fused_matmul
-    from graphkiln.targets.cpu.lower_support import supports
+    from graphkiln.targets.native.lower_support import supports
 
     @supports(lambda n: n.attrs["kind"] in ("gemm", "matmul") and fused_matmul_supported(n))
     def lower_fused(n, ctx):
@@ -202,6 +202,6 @@ def test_matmul_non_f32_refused():
     graph = gk.parse_onnx_buffer(model)
     mm = [n for n in graph.graph.nodes if n.op == "MatMul"] if hasattr(graph, "graph") else []
     for n in mm:
-        assert not LOWERINGS["MatMul"].supports(n)
+        assert not LOWERINGS["MatMul"].supports(n, None)
     check_cpu(model, {"a": rand((2, 3), dtype=np.int64, low=-5, high=5),
                       "b": rand((3, 4), dtype=np.int64, low=-5, high=5)}, fallback="ref")

@@ -25,7 +25,7 @@ from graphkiln.passes.manager import run_pipeline
 from graphkiln.targets.cpu import lower_fused
 from graphkiln.targets.cpu.core_executor import build_executor
 from graphkiln.targets.cpu.packing_cache import PackingCache
-from graphkiln.targets.cpu.specialize import specialize
+from graphkiln.targets.native.specialize import specialize
 from graphkiln.targets.cpu.threads import physical_cores
 
 OCR = ocr_recognizer(seed=0).SerializeToString()
@@ -175,7 +175,7 @@ def test_specialization_types_equal_a_full_type_refresh(monkeypatch, kind):
     def full(**kw):
         kw["types_refreshed"] = False
         return real(**kw)
-    from graphkiln.targets.cpu import specialize as spec_module
+    from graphkiln.targets.native import specialize as spec_module
 
     monkeypatch.setattr(spec_module, "PassContext", full)
     assert fast == [_types(specialize(graph, s), []) for s in shapes]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import graphkiln as gk
-from graphkiln.targets.cpu.lower import LoweringError
+from graphkiln.targets.native.lower import LoweringError
 
 from cpu_testing import check_cpu, node, onnx_model, rand
 

@@ -14,8 +14,8 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from graphkiln.targets.cpu.plan import ARENA, CONSTANT, INPUT, OUTPUT
-from graphkiln.targets.cpu.lower_pointwise import OPCODES
+from graphkiln.targets.native.plan import ARENA, CONSTANT, INPUT, OUTPUT
+from graphkiln.targets.native.lower_pointwise import OPCODES
 
 NUMPY = {"bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8,
          "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u16": np.uint16,

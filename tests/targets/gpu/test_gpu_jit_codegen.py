@@ -15,7 +15,7 @@ import pytest
 import graphkiln as gk
 from graphkiln.compiler import compile_graph
 from graphkiln.ir import DType
-from graphkiln.targets.cpu.lower_pointwise import OP, OPCODES
+from graphkiln.targets.native.lower_pointwise import OP, OPCODES
 from graphkiln.targets.gpu.codegen import (MAPPED, SAME, SCALAR, CodegenError, index_map,
                                            pointwise_source)
 from graphkiln.targets.gpu.target import GpuExecutable, GpuTarget, lower_plan

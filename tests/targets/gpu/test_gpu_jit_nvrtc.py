@@ -61,7 +61,7 @@ def _hiprtc():
 
 def _covering_sources(executables) -> list[str]:
     """Few sources that together use every opcode, dtype and map mode seen in the cases."""
-    from graphkiln.targets.cpu.lower_pointwise import OPCODES
+    from graphkiln.targets.native.lower_pointwise import OPCODES
 
     chosen, seen = [], set()
     for _, plan, _, _ in executables.values():

@@ -15,7 +15,7 @@ import pytest
 
 import graphkiln as gk
 from graphkiln.compiler import compile_graph
-from graphkiln.targets.cpu.specialize import specialize
+from graphkiln.targets.native.specialize import specialize
 from graphkiln.targets.gpu.target import GpuTarget, lower_plan
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """The GPU Pointwise kernel interprets the cpu target's register program: its opcode
-numbers must stay those of targets/cpu/lower_pointwise.py (and src/cpu/pointwise_program.hpp)."""
+numbers must stay those of targets/native/lower_pointwise.py (and src/cpu/pointwise_program.hpp)."""
 
 import pathlib
 import re
 
-from graphkiln.targets.cpu.lower_pointwise import OPCODES
+from graphkiln.targets.native.lower_pointwise import OPCODES
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 

@@ -9,7 +9,7 @@ import graphkiln
 from concurrency_models import bert_dynamic_seq
 from graphkiln.compiler import compile_graph
 from graphkiln.targets import get_target
-from graphkiln.targets.cpu.lower_support import folded_when_specialized
+from graphkiln.targets.native.lower_support import folded_when_specialized
 from graphkiln.targets.gpu.target import unsupported_nodes
 
 

@@ -14,9 +14,10 @@ import numpy as np
 
 from ...ir import DType, Node, Value
 from ...ir.ops.conv import window_geometry
-from .lower import LoweringContext, LoweringError, static_dims
-from .lower_support import supports
-from .plan import CHANNELS_LAST, PLAIN
+from ..native.lower import LoweringContext, LoweringError, static_dims
+from ..native.lower_pointwise import emit_pointwise, pointwise_supported
+from ..native.lower_support import supports
+from ..native.plan import CHANNELS_LAST, PLAIN
 
 ANY_LAYOUT = (PLAIN, CHANNELS_LAST)
 
@@ -43,7 +44,7 @@ def _geometry(x: Value, kernel, attrs, ceil_mode=False):
 
 # -- Conv ------------------------------------------------------------------------------------
 
-def _conv_ok(node: Node) -> bool:
+def _conv_ok(node: Node, ctx=None) -> bool:
     x, w = node.inputs[0], node.inputs[1]
     b = node.inputs[2] if len(node.inputs) > 2 else None
     if not (_static(x) and _static(w) and _f32(x, w, b, node.outputs[0])):
@@ -259,13 +260,6 @@ class _Epilogue:
         self.chain, self.rest = chain, tail[i:]
 
 
-def _pointwise_available() -> bool:
-    try:
-        from . import lower_pointwise  # noqa: F401
-    except ImportError:
-        return False
-    return hasattr(lower_pointwise, "emit_pointwise")
-
 
 def fused_conv_supported(node: Node) -> bool:
     body = node.attrs["body"]
@@ -280,17 +274,13 @@ def fused_conv_supported(node: Node) -> bool:
         return False
     if anchor.op == "ConvTranspose":
         w = epi.resolve(anchor.inputs[1])
-        if w is None or not _deconv_ok(anchor, w.constant):
+        if w is None or not _deconv_ok(anchor, w_constant=w.constant):
             return False
     for v in anchor.inputs[:3] if len(anchor.inputs) > 2 else anchor.inputs[:2]:
         if v is not None and epi.resolve(v) is None:
             return False
     if not epi.rest:
         return True
-    if not _pointwise_available():
-        return False
-    from .lower_pointwise import pointwise_supported
-
     return bool(pointwise_supported(epi.rest))
 
 
@@ -319,11 +309,6 @@ def lower_fused_conv(node: Node, ctx: LoweringContext) -> None:
         out = ctx.output(result, layouts=ANY_LAYOUT)
         emit(ctx, anchor, x, w, b, out, epi.post, epi.extra, node.name)
         return
-    if not _pointwise_available():
-        raise LoweringError(f"Fused conv {node.name!r}: its epilogue needs the pointwise "
-                            "kernels, which the cpu target lacks")
-    from .lower_pointwise import emit_pointwise
-
     dims = static_dims(epi.chain)
     layout = CHANNELS_LAST if (len(dims) == 4 and dims[1] > 1 and dims[2] * dims[3] > 1
                                and result in ctx.channels_last) else PLAIN
@@ -377,7 +362,7 @@ def _deconv_geometry(node: Node):
             "pads_end": end}, out
 
 
-def _deconv_ok(node: Node, w_constant=None) -> bool:
+def _deconv_ok(node: Node, ctx=None, w_constant=None) -> bool:
     x, w = node.inputs[0], node.inputs[1]
     b = node.inputs[2] if len(node.inputs) > 2 else None
     if not (_static(x) and _static(w) and _f32(x, w, b, node.outputs[0])):
@@ -420,7 +405,7 @@ def lower_conv_transpose(node: Node, ctx: LoweringContext) -> None:
 
 # -- pooling ---------------------------------------------------------------------------------
 
-def _pool_ok(node: Node) -> bool:
+def _pool_ok(node: Node, ctx=None) -> bool:
     x = node.inputs[0]
     if not (_static(x) and _f32(x, node.outputs[0]) and 3 <= len(x.type.dims) <= 5):
         return False
@@ -454,7 +439,7 @@ def lower_pool(node: Node, ctx: LoweringContext) -> None:
     ctx.emit("Pool", [x], [y], attrs, node.name)
 
 
-def _global_ok(node: Node) -> bool:
+def _global_ok(node: Node, ctx=None) -> bool:
     x = node.inputs[0]
     return _static(x) and _f32(x, node.outputs[0]) and len(x.type.dims) >= 3
 

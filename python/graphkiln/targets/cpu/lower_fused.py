@@ -11,9 +11,9 @@ import threading
 from contextlib import contextmanager
 
 from ...ir import Node
-from .lower import LoweringContext, LoweringError
-from .lower_support import node_supported, supports
-from .plan import BYTE_DTYPES
+from ..native.lower import LoweringContext, LoweringError
+from ..native.lower_support import node_supported, supports
+from ..native.plan import BYTE_DTYPES
 
 
 def _family(kind: str):
@@ -76,30 +76,28 @@ def _check_family(node: Node) -> bool:
     return check is not None and bool(check(node))
 
 
-def _nodes_supported(node: Node) -> bool:
-    """Every node of the body runs on its own (the fallback when the family refuses the
-    whole, e.g. a pointwise chain with a Cast to float8)."""
-    from .table import LOWERINGS  # table imports this module
+def _nodes_supported(node: Node, ctx) -> bool:
+    """Every node of the body runs on its own in ctx's table (the fallback when the family
+    refuses the whole, e.g. a pointwise chain with a Cast to float8)."""
     body = node.attrs.get("body")
     if body is None or len(body.outputs) != 1:
         return False
-    return all(n.op == "Constant" or (n.op != "Fused" and node_supported(n, LOWERINGS))
+    return all(n.op == "Constant" or (n.op != "Fused" and node_supported(n, ctx))
                for n in body.nodes)
 
 
-def fused_supported(node: Node) -> bool:
-    return _family_supported(node) or _nodes_supported(node)
+def fused_supported(node: Node, ctx) -> bool:
+    return _family_supported(node) or _nodes_supported(node, ctx)
 
 
 def _lower_unfused(node: Node, ctx: LoweringContext) -> None:
-    from .table import LOWERINGS
     body = node.attrs["body"]
     for inner, outer in zip(body.inputs, node.inputs):
         if outer is not None:
             ctx.bind(inner, ctx.input(outer))
     for n in body.nodes:
         if n.op != "Constant":
-            LOWERINGS[n.op](n, ctx)
+            ctx.lowerings[n.op](n, ctx)
     ctx.bind(node.outputs[0], ctx.slot_of(body.outputs[0]))
 
 

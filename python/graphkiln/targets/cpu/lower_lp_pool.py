@@ -7,12 +7,12 @@ pools and padded to three spatial dims."""
 from __future__ import annotations
 
 from ...ir import DType, Node
-from .lower import LoweringContext, static_dims
+from ..native.lower import LoweringContext, static_dims
 from .lower_conv import _geometry
-from .lower_support import supports
+from ..native.lower_support import supports
 
 
-def _lp_ok(node: Node) -> bool:
+def _lp_ok(node: Node, ctx=None) -> bool:
     x = node.inputs[0]
     if x.type.dtype != DType.f32 or node.outputs[0].type.dtype != DType.f32:
         return False
@@ -30,7 +30,7 @@ def lower_lp_pool(node: Node, ctx: LoweringContext) -> None:
     front = lambda values, fill: [fill] * pad + [int(v) for v in values]  # noqa: E731
     in_dims = static_dims(x)[2:]
     if list(static_dims(node.outputs[0])[2:]) != [int(o) for o in out]:
-        from .lower import LoweringError
+        from ..native.lower import LoweringError
         raise LoweringError(f"LpPool {node.name!r}: output dims differ from the window geometry")
     attrs = {"p": float(node.attrs.get("p", 2)), "kernel": front(kernel, 1),
              "strides": front(geo["strides"], 1), "dilations": front(geo["dilations"], 1),

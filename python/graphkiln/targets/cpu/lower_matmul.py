@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...ir import DType, Node, Value
-from .lower import LoweringContext, LoweringError, static_dims
-from .lower_support import supports
+from ..native.lower import LoweringContext, LoweringError, static_dims
+from ..native.lower_pointwise import emit_pointwise, node_supported
+from ..native.lower_support import supports
 
 _F32_MAX = 3.4028234663852886e38
 
@@ -412,7 +413,7 @@ def _plain_resolve(v: Value | None) -> _Operand | None:
     return None if v is None else _Operand(v)
 
 
-@supports(lambda node: _product_ok(node) and _gemm_c_ok(node))
+@supports(lambda node, ctx: _product_ok(node) and _gemm_c_ok(node))
 def lower_product(node: Node, ctx: LoweringContext) -> None:
     product = _Product(node, _plain_resolve, [], {})
     product.emit(ctx, ctx.output(node.outputs[0]), node.name)
@@ -444,13 +445,6 @@ class _FusedBody:
         return None
 
 
-def _pointwise_available() -> bool:
-    try:
-        from . import lower_pointwise
-    except ImportError:
-        return False
-    return hasattr(lower_pointwise, "emit_pointwise")
-
 
 def fused_matmul_supported(node: Node) -> bool:
     fused = _FusedBody(node)
@@ -473,10 +467,6 @@ def fused_matmul_supported(node: Node) -> bool:
     rest = fused.tail[product.taken:]
     if not rest:
         return True
-    if not _pointwise_available():
-        return False
-    from .lower_pointwise import node_supported
-
     return all(node_supported(n) for n in rest)
 
 
@@ -491,11 +481,6 @@ def lower_fused_matmul(node: Node, ctx: LoweringContext) -> None:
     if not rest:
         product.emit(ctx, ctx.output(result), node.name)
         return
-    if not _pointwise_available():
-        raise LoweringError(f"Fused {node.name!r}: its epilogue needs the pointwise kernels, "
-                            "which the cpu target lacks")
-    from .lower_pointwise import emit_pointwise
-
     temp = ctx.temp(DType.f32, static_dims(product.chain))
     product.emit(ctx, temp, node.name + "/" + anchor.op.lower())
     needed = {v for n in rest for v in n.inputs if v is not None}
@@ -511,7 +496,7 @@ def lower_fused_matmul(node: Node, ctx: LoweringContext) -> None:
 
 # -- Attention -------------------------------------------------------------------------------
 
-def _attention_ok(node: Node) -> bool:
+def _attention_ok(node: Node, ctx=None) -> bool:
     ins = list(node.inputs) + [None] * (7 - len(node.inputs))
     outs = list(node.outputs) + [None] * (4 - len(node.outputs))
     if ins[6] is not None or outs[3] is not None:
@@ -585,7 +570,7 @@ def _with_past(ctx: LoweringContext, node: Node, index: int, view) -> tuple:
             regions.append((1, 0, pdims, _row_major(pdims), ds, 0, 0))
     if dims[2]:
         regions.append((0, 0, list(dims), list(strides), ds, 0, p_len * ds[2]))
-    from .lower_data import _emit_regions
+    from ..native.lower_data import _emit_regions
     _emit_regions(ctx, node, ins, [out], regions)
     return out, full, ds
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import DType, Node
-from .lower import LoweringContext, static_dims
-from .lower_support import supports
+from ..native.lower import LoweringContext, static_dims
+from ..native.lower_support import supports
 
 
 def _dtype(v):
@@ -25,7 +25,7 @@ def _tail(node: Node) -> tuple[int, ...]:
     return dims[axis:]
 
 
-def _rms_ok(node: Node) -> bool:
+def _rms_ok(node: Node, ctx=None) -> bool:
     x, scale = node.inputs[0], node.inputs[1]
     if len(x.type.dims) == 0 or node.attrs.get("stash_type", 1) != 1:
         return False
@@ -75,7 +75,7 @@ def _per_channel_ok(node: Node, params) -> bool:
     return True
 
 
-def _group_ok(node: Node) -> bool:
+def _group_ok(node: Node, ctx=None) -> bool:
     if node.op == "GroupNormalization":
         groups = int(node.attrs.get("num_groups") or 0)
         c = _channels(node)
@@ -93,7 +93,7 @@ def lower_group_norm(node: Node, ctx: LoweringContext) -> None:
              {"groups": groups, "epsilon": float(node.attrs.get("epsilon", 1e-5))}, node.name)
 
 
-def _batch_ok(node: Node) -> bool:
+def _batch_ok(node: Node, ctx=None) -> bool:
     if node.attrs.get("training_mode", 0) or any(o is not None for o in node.outputs[1:]):
         return False
     return len(node.inputs) == 5 and _per_channel_ok(node, node.inputs[1:5])

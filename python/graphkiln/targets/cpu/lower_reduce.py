@@ -12,10 +12,10 @@ import numpy as np
 
 from ...ir import DType, Node, Value
 from ...passes.op_classes import REDUCTIONS
-from .lower import LoweringContext, LoweringError, static_dims
-from .lower_pointwise import emit_pointwise, pointwise_supported
-from .lower_support import supports
-from .plan import CHANNELS_LAST, PLAIN
+from ..native.lower import LoweringContext, LoweringError, static_dims
+from ..native.lower_pointwise import emit_pointwise, pointwise_supported
+from ..native.lower_support import supports
+from ..native.plan import CHANNELS_LAST, PLAIN
 
 _REDUCE_OPS = {
     "ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
@@ -54,7 +54,7 @@ def _reduce_axes(node: Node) -> list[int] | None:
     return sorted({a % rank for a in axes}) if rank else []
 
 
-def _reduce_ok(node: Node) -> bool:
+def _reduce_ok(node: Node, ctx=None) -> bool:
     dtype = _dtype(node.inputs[0])
     if _reduce_axes(node) is None or _dtype(node.outputs[0]) != dtype:
         return False
@@ -81,7 +81,7 @@ def _emit_reduce(ctx: LoweringContext, node: Node, slot_of: SlotOf, out: int) ->
     ctx.emit("Reduce", [src], [out], {"op": _REDUCE_OPS[node.op], "axes": axes}, node.name)
 
 
-def _arg_ok(node: Node) -> bool:
+def _arg_ok(node: Node, ctx=None) -> bool:
     return _dtype(node.inputs[0]) in (DType.f32, DType.f64, DType.i32, DType.i64) and all(
         d != 0 for d in node.inputs[0].type.dims)
 
@@ -95,7 +95,7 @@ def _emit_arg(ctx: LoweringContext, node: Node, slot_of: SlotOf, out: int) -> No
               "max": int(node.op == "ArgMax")}, node.name)
 
 
-def _softmax_ok(node: Node) -> bool:
+def _softmax_ok(node: Node, ctx=None) -> bool:
     return _dtype(node.inputs[0]) == DType.f32 and _rank(node.inputs[0]) >= 1
 
 
@@ -106,7 +106,7 @@ def _emit_softmax(ctx: LoweringContext, node: Node, slot_of: SlotOf, out: int) -
                                        "log": int(node.op == "LogSoftmax")}, node.name)
 
 
-def _layernorm_ok(node: Node) -> bool:
+def _layernorm_ok(node: Node, ctx=None) -> bool:
     x = node.inputs[0]
     if _dtype(x) != DType.f32 or node.attrs.get("stash_type", 1) != 1 or _rank(x) == 0:
         return False

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import DType, Node
-from .lower import LoweringContext, static_dims
-from .lower_support import supports
+from ..native.lower import LoweringContext, static_dims
+from ..native.lower_support import supports
 
 
 def _dtype(v):
@@ -34,7 +34,7 @@ def _view(node: Node):
     return None
 
 
-def _rotary_ok(node: Node) -> bool:
+def _rotary_ok(node: Node, ctx=None) -> bool:
     if any(_dtype(v) != DType.f32 for v in (*node.inputs[:3], node.outputs[0])):
         return False
     view = _view(node)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...ir import DType, Node, Value
 from ...version import __version__
-from .plan import Plan
+from ..native.plan import Plan
 from .segments import ExecutorSegment, RefSegment, Segment
 
 

@@ -10,10 +10,10 @@ import numpy as np
 from ...ir import Graph, Node, Value
 from ...ir.graph import captured_values, node_reads, node_subgraphs
 from .core_executor import build_executor
-from .lower import LoweringContext, LoweringError
+from ..native.lower import LoweringContext, LoweringError
 from .lower_fused import memoized_family_checks
-from .lower_support import node_supported
-from .table import LOWERINGS
+from ..native.lower_support import node_supported
+from .table import LOWERINGS, SUPPORT
 
 
 class Segment:
@@ -111,7 +111,7 @@ def _split_segments(graph: Graph, fallback: bool, threads: int, tune: str,
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     runs: list[tuple[bool, list[Node]]] = []
     for node in nodes:
-        native = node_supported(node, LOWERINGS)
+        native = node_supported(node, SUPPORT)
         if not native and not fallback:
             raise LoweringError.missing("cpu", [node], "no kernel, or dynamic shapes",
                                         fallback="ref")

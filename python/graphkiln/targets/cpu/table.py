@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""IR op -> lowering function, merged from the lower_<family>.py modules."""
+"""IR op -> cpu lowering function: the shared lowerings of targets/native (kernels that
+src/cpu and src/gpu both have) merged with the cpu's own lower_<family>.py modules (oneDNN
+convolution / matmul / pooling, the fused families, norms, reductions)."""
 
 from __future__ import annotations
 
-from . import (lower_axis, lower_basic, lower_bitwise, lower_cast, lower_conv, lower_data,
-               lower_fused, lower_lp_pool, lower_matmul, lower_norm, lower_pointwise,
-               lower_quantize, lower_reduce, lower_rotary)
+from ..native import (lower_axis, lower_basic, lower_bitwise, lower_cast, lower_data,
+                      lower_pointwise, lower_quantize)
+from ..native.lower_support import SupportContext
+from . import lower_conv, lower_fused, lower_lp_pool, lower_matmul, lower_norm, lower_reduce, lower_rotary
 
 LOWERINGS: dict = {}
 for _module in (lower_basic, lower_conv, lower_data, lower_matmul, lower_fused,
@@ -16,3 +19,5 @@ for _module in (lower_basic, lower_conv, lower_data, lower_matmul, lower_fused,
     if overlap:
         raise RuntimeError(f"ops lowered twice: {sorted(overlap)}")
     LOWERINGS.update(_module.LOWERINGS)
+
+SUPPORT = SupportContext("cpu", LOWERINGS)

@@ -20,12 +20,12 @@ from ..base import Executable, Target
 from ..concurrency import OPTION_HELP, max_concurrency
 from ..plan_options import (CACHE_HELP, DEFAULT_PLAN_CACHE_SIZE, SHAPES_HELP, ahead_shapes,
                             plan_cache_size)
-from .lower import LoweringError, static_dims
+from ..native.lower import LoweringError, static_dims
 from .packing_cache import PackingCache
 from .saved_plan import SavedSpecialization, saved_segments, segment_data
 from .segments import ExecutorSegment, Segment, split_segments
-from .specialize import shape_deciding_inputs, specialize
-from .table import LOWERINGS
+from ..native.specialize import shape_deciding_inputs, specialize
+from .table import LOWERINGS, SUPPORT
 from .threads import num_threads
 
 
@@ -98,11 +98,11 @@ def _tune_mode(options: dict) -> str:
 def unsupported_nodes(graph: Graph, static: bool = True) -> list[Node]:
     """Nodes the cpu target cannot run; with static=False, only those of ops it has no
     lowering for at all, leaving out the shape computations every plan folds."""
-    from .lower_support import folded_when_specialized, node_supported
+    from ..native.lower_support import folded_when_specialized, node_supported
 
     folded = set() if static else folded_when_specialized(graph)
     return [n for n in graph.nodes if n.op != "Constant" and n not in folded
-            and not node_supported(n, LOWERINGS, static)]
+            and not node_supported(n, SUPPORT, static)]
 
 
 MAX_PLANS = DEFAULT_PLAN_CACHE_SIZE  # default plans kept per program (plan_cache_size)

@@ -288,7 +288,7 @@ class PointwiseSource:
 def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> PointwiseSource:
     """`attrs`: the Pointwise step's ("program", "params", "num_regs", "result", "compute");
     `inputs`: (DType, dims, strides) per input; `output`: (DType, dims), contiguous."""
-    from ..cpu.lower_pointwise import OPCODES
+    from ..native.lower_pointwise import OPCODES
 
     out_dtype, out_dims = output[0], list(output[1])
     if out_dtype not in _STORAGE:

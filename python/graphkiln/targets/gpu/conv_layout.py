@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import DType, Node, Value
-from ..cpu.lower import LoweringContext, static_dims
-from ..cpu.plan import CHANNELS_LAST
+from ..native.lower import LoweringContext, static_dims
+from ..native.plan import CHANNELS_LAST
 
 HALF = (DType.f16, DType.bf16)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from ...ir import DType, Node
-from ..cpu.lower import LoweringContext, static_dims
+from ..native.lower import LoweringContext, static_dims
 from .lower_tensor import _strides, emit_copy
 
 
@@ -82,7 +82,7 @@ def _window(node: Node, name: str) -> int:
     return -1 if value is None else int(value)
 
 
-def _supported(node: Node) -> bool:
+def _supported(node: Node, ctx=None) -> bool:
     a = node.attrs
     if len(node.inputs) > 6 and node.inputs[6] is not None:
         return False

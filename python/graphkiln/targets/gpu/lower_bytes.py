@@ -1,28 +1,28 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """Ops the float register program cannot compute exactly, on the gpu target, through the
-cpu target's own lowerings (same kernel names and attributes; src/gpu/bytes.hip holds the
+native layer's shared lowerings (targets/native; same kernel names and attributes; src/gpu/bytes.hip holds the
 device kernels):
 
 - Cast between the native types -> Pointwise (lower_pointwise.py); from or to the one-byte
   types (float8, float4, int4, int2) -> CastLookup / CastSteps / CastSubByteInt, with the
-  tables the cpu lowering (targets/cpu/lower_cast.py) computes from the ref conversion;
-- BitwiseAnd / Or / Xor / Not, BitShift -> Bitwise / BitwiseNot (cpu lower_bitwise.py);
-- QuantizeLinear / DequantizeLinear -> kernels of those names (cpu lower_quantize.py:
+  tables the shared lowering (targets/native/lower_cast.py) computes from the ref conversion;
+- BitwiseAnd / Or / Xor / Not, BitShift -> Bitwise / BitwiseNot (native lower_bitwise.py);
+- QuantizeLinear / DequantizeLinear -> kernels of those names (native lower_quantize.py:
   integer types, float32 scale, per tensor / axis / block)."""
 
 from __future__ import annotations
 
 from ...ir import Node
-from ..cpu import lower_bitwise as cpu_bitwise
-from ..cpu import lower_quantize as cpu_quantize
-from ..cpu.lower import LoweringContext
-from ..cpu.lower_cast import _byte_plan, emit_byte_cast
-from ..cpu.lower_pointwise import node_supported as pointwise_supported
+from ..native import lower_bitwise as native_bitwise
+from ..native import lower_quantize as native_quantize
+from ..native.lower import LoweringContext
+from ..native.lower_cast import _byte_plan, emit_byte_cast
+from ..native.lower_pointwise import node_supported as pointwise_supported
 from .lower_pointwise import lower_pointwise
 
 
-def _cast_ok(node: Node) -> bool:
+def _cast_ok(node: Node, ctx=None) -> bool:
     return pointwise_supported(node) or _byte_plan(node) is not None
 
 
@@ -38,6 +38,6 @@ lower_cast.byte_dtypes = True
 # ops the pointwise table must leave to this module
 OWNED = ("Cast", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift")
 
-LOWERINGS = {"Cast": lower_cast, **cpu_bitwise.LOWERINGS,
-             "QuantizeLinear": cpu_quantize.LOWERINGS["QuantizeLinear"],
-             "DequantizeLinear": cpu_quantize.LOWERINGS["DequantizeLinear"]}
+LOWERINGS = {"Cast": lower_cast, **native_bitwise.LOWERINGS,
+             "QuantizeLinear": native_quantize.LOWERINGS["QuantizeLinear"],
+             "DequantizeLinear": native_quantize.LOWERINGS["DequantizeLinear"]}

@@ -14,7 +14,7 @@ has another type, an intermediate value read twice) is left to the generic lower
 from __future__ import annotations
 
 from ...ir import Node, Value
-from ..cpu.lower import LoweringContext, static_dims
+from ..native.lower import LoweringContext, static_dims
 from .conv_layout import channels_last_conv, conv_slots
 from .lower_linalg import _as_2d, _window
 
@@ -70,7 +70,7 @@ def lower_conv_with_epilogue(node: Node, ctx: LoweringContext) -> bool:
     conv, residual, relu = found
     from .lower_linalg import lower_conv
 
-    if not lower_conv.supports(conv):
+    if not lower_conv.supports(conv, ctx):
         return False
     x_dims, w_dims = static_dims(conv.inputs[0]), static_dims(conv.inputs[1])
     y_dims = static_dims(conv.outputs[0])

@@ -15,7 +15,7 @@ kernel."""
 from __future__ import annotations
 
 from ...ir import Node, Value
-from ..cpu.lower import LoweringContext, static_dims
+from ..native.lower import LoweringContext, static_dims
 from .lower_linalg import lower_matmul, matmul_step
 
 
@@ -59,7 +59,7 @@ def lower_gemm_with_epilogue(node: Node, nodes: list[Node], ctx: LoweringContext
         return 0
     body = node.attrs["body"]
     found = _epilogue(body, nodes)
-    if found is None or not lower_matmul.supports(found[0]):
+    if found is None or not lower_matmul.supports(found[0], ctx):
         return 0
     matmul, bias, relu = found
     count = 3 if relu else 2

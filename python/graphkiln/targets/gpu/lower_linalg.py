@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import DType, Node
-from ..cpu.lower import LoweringContext, static_dims
+from ..native.lower import LoweringContext, static_dims
 from .conv_layout import channels_last_conv, conv_slots
 from .lower_tensor import _strides, emit_copy
 
@@ -23,7 +23,7 @@ from .lower_tensor import _strides, emit_copy
 FLOATS = (DType.f32, DType.f16, DType.bf16)
 
 
-def _float(node: Node) -> bool:
+def _float(node: Node, ctx=None) -> bool:
     """Every tensor of the node in one of FLOATS, the same one."""
     dtypes = {v.type.dtype for v in (*node.inputs, *node.outputs) if v is not None}
     return len(dtypes) == 1 and dtypes.pop() in FLOATS
@@ -172,11 +172,11 @@ def lower_pool(node: Node, ctx: LoweringContext) -> None:
               "count_include_pad": int(node.attrs.get("count_include_pad", 0))}, node.name)
 
 
-def _conv_ok(node: Node) -> bool:
+def _conv_ok(node: Node, ctx=None) -> bool:
     return _float(node) and len(static_dims(node.inputs[0])) in (3, 4)
 
 
-def _pool_ok(node: Node) -> bool:
+def _pool_ok(node: Node, ctx=None) -> bool:
     return (_float(node) and len(static_dims(node.inputs[0])) in (3, 4)
             and (len(node.outputs) < 2 or node.outputs[1] is None))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import DType, Node
-from ..cpu.lower import LoweringContext, static_dims
+from ..native.lower import LoweringContext, static_dims
 
 _FLOATS = (DType.f32, DType.f64)
 
@@ -19,7 +19,7 @@ def _dtype(v):
     return None if v is None else getattr(v.type, "dtype", None)
 
 
-def _loss_ok(node: Node) -> bool:
+def _loss_ok(node: Node, ctx=None) -> bool:
     x, t = node.inputs[0], node.inputs[1]
     w = node.inputs[2] if len(node.inputs) > 2 else None
     floats = (DType.f32,) if node.op == "SoftmaxCrossEntropyLoss" else _FLOATS

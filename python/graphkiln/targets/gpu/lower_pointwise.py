@@ -3,7 +3,7 @@
 """Pointwise ops and Fused nodes on the gpu target.
 
 Every pointwise op, alone or as a run of fused body nodes, becomes one `Pointwise` step
-written by the cpu target's emit_pointwise (targets/cpu/lower_pointwise.py): the same
+written by the shared emit_pointwise (targets/native/lower_pointwise.py): the same
 register program runs on both targets (src/gpu/pointwise.hip interprets it on the device).
 Each such step also carries its program as generated CUDA/HIP source (codegen.py: attrs
 "jit_source", "jit_entry", "jit_maps", "jit_aligned"), which the device compiles at plan
@@ -19,8 +19,9 @@ from __future__ import annotations
 import os
 
 from ...ir import Node, Value
-from ..cpu.lower import LoweringContext, LoweringError
-from ..cpu.lower_pointwise import HANDLED, emit_pointwise, node_supported
+from ..native.lower import LoweringContext, LoweringError
+from ..native.lower_pointwise import HANDLED, emit_pointwise, node_supported
+from ..native.lower_support import node_supported as lowerable
 from .codegen import CodegenError, pointwise_source
 from .lower_conv_epilogue import lower_conv_with_epilogue
 from .lower_gemm_epilogue import lower_gemm_with_epilogue
@@ -106,12 +107,10 @@ def lower_cast_like(node: Node, ctx: LoweringContext) -> None:
     emit_program([_as_cast(node)], node.outputs[0], ctx, node.name)
 
 
-lower_cast_like.supports = lambda node: node_supported(_as_cast(node))
+lower_cast_like.supports = lambda node, ctx: node_supported(_as_cast(node))
 
 
 def lower_fused(node: Node, ctx: LoweringContext) -> None:
-    from .table import LOWERINGS
-
     body = node.attrs["body"]
     for inner, outer in zip(body.inputs, node.inputs):
         ctx.bind(inner, ctx.slot_of(outer))
@@ -148,7 +147,7 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
             group.append(n)
             continue
         flush()
-        lower = LOWERINGS.get(n.op)
+        lower = ctx.lowerings.get(n.op)
         if lower is None:
             raise LoweringError(f"the gpu target has no kernel for {n.op} (in fused node "
                                 f"{node.name!r})")
@@ -158,16 +157,13 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
         ctx.bind(out_value, ctx.slot_of(result))
 
 
-def _fused_supported(node: Node) -> bool:
-    from ..cpu.lower_support import node_supported as lowerable
-    from .table import LOWERINGS
-
+def _fused_supported(node: Node, ctx=None) -> bool:
     for n in node.attrs["body"].nodes:
         if n.op == "Constant":
             continue
         if n.op in HANDLED and node_supported(n):
             continue
-        if not lowerable(n, LOWERINGS):
+        if not lowerable(n, ctx):
             return False
     return True
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import DType, Node
-from ..cpu.lower import LoweringContext, static_dims
+from ..native.lower import LoweringContext, static_dims
 
 REDUCE_OPS = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
               "ReduceProd": "prod", "ReduceL1": "l1", "ReduceL2": "l2",
@@ -23,7 +23,7 @@ REDUCE_OPS = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "Red
 FLOATS = (DType.f32, DType.f16, DType.bf16)
 
 
-def _float(node: Node) -> bool:
+def _float(node: Node, ctx=None) -> bool:
     """Input 0 and output 0 of one float type."""
     return (node.inputs[0].type.dtype in FLOATS
             and node.outputs[0].type.dtype == node.inputs[0].type.dtype)
@@ -71,7 +71,7 @@ def lower_reduce(node: Node, ctx: LoweringContext) -> None:
              node.name)
 
 
-def _reduce_ok(node: Node) -> bool:
+def _reduce_ok(node: Node, ctx=None) -> bool:
     if not _float(node):
         return False
     dims = static_dims(node.inputs[0])
@@ -156,7 +156,7 @@ def lower_residual_layer_norm(node: Node, nodes: list[Node], ctx: LoweringContex
     return True
 
 
-def _layer_norm_ok(node: Node) -> bool:
+def _layer_norm_ok(node: Node, ctx=None) -> bool:
     dtype = node.inputs[0].type.dtype
     if dtype not in FLOATS or node.outputs[0].type.dtype != dtype:
         return False
@@ -193,7 +193,7 @@ def lower_arg_reduce(node: Node, ctx: LoweringContext) -> None:
               "select_last_index": int(node.attrs.get("select_last_index") or 0)}, node.name)
 
 
-def _arg_ok(node: Node) -> bool:
+def _arg_ok(node: Node, ctx=None) -> bool:
     return node.inputs[0].type.dtype == DType.f32 and len(static_dims(node.inputs[0])) > 0
 
 

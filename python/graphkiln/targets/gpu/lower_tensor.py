@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Node
-from ..cpu.lower import LoweringContext, static_dims
-from ..cpu.lower_basic import LOWERINGS as VIEW_LOWERINGS, lower_view
-from ..cpu.lower_pointwise import OP
-from ..cpu.plan import layout_strides, PLAIN
+from ..native.lower import LoweringContext, static_dims
+from ..native.lower_basic import LOWERINGS as VIEW_LOWERINGS, lower_view
+from ..native.lower_pointwise import OP
+from ..native.plan import layout_strides, PLAIN
 
 
 def _strides(dims) -> list[int]:
@@ -96,7 +96,7 @@ def lower_slice(node: Node, ctx: LoweringContext) -> None:
               src_strides, _strides(out_dims), src_offset=offset, name=node.name)
 
 
-def _slice_supported(node: Node) -> bool:
+def _slice_supported(node: Node, ctx=None) -> bool:
     return all(i >= len(node.inputs) or node.inputs[i] is None or node.inputs[i].constant is not None
                for i in (1, 2, 3, 4))
 
@@ -166,14 +166,14 @@ def lower_pad(node: Node, ctx: LoweringContext) -> None:
               src_offset, dst_offset, node.name)
 
 
-def _pad_ok(node: Node) -> bool:
+def _pad_ok(node: Node, ctx=None) -> bool:
     return (node.attrs.get("mode", "constant") == "constant"
             and all(i >= len(node.inputs) or node.inputs[i] is None
                     or node.inputs[i].constant is not None for i in (1, 2, 3)))
 
 
 lower_pad.supports = _pad_ok
-lower_trilu.supports = lambda node: (len(node.inputs) < 2 or node.inputs[1] is None
+lower_trilu.supports = lambda node, ctx: (len(node.inputs) < 2 or node.inputs[1] is None
                                      or node.inputs[1].constant is not None)
 
 
@@ -181,7 +181,7 @@ def lower_dropout(node: Node, ctx: LoweringContext) -> None:
     lower_view(node, ctx)
 
 
-def _dropout_ok(node: Node) -> bool:
+def _dropout_ok(node: Node, ctx=None) -> bool:
     """Inference only: no mask output, training_mode absent or a constant false."""
     if len(node.outputs) > 1 and node.outputs[1] is not None:
         return False
@@ -190,7 +190,7 @@ def _dropout_ok(node: Node) -> bool:
 
 
 lower_dropout.supports = _dropout_ok
-lower_split.supports = lambda node: True
+lower_split.supports = lambda node, ctx: True
 
 LOWERINGS = {
     **VIEW_LOWERINGS,  # Reshape, Flatten, Squeeze, Unsqueeze, Identity: as on cpu

@@ -41,6 +41,8 @@ import numpy as np
 from ...ir import DType, Graph, Node, TensorType, Value
 from ...ir.graph import node_subgraphs
 from ...ir.schema import get_schema, infer_outputs
+from ..native.lower_support import SupportContext, node_supported
+from .table import SUPPORT
 
 HALF_TYPES = {"fp16": DType.f16, "bf16": DType.bf16}
 
@@ -89,11 +91,9 @@ def _is_float32(v: Value | None) -> bool:
 
 class _Rewrite:
     def __init__(self, graph: Graph, half: DType):
-        from .table import LOWERINGS
-
         self.graph = graph
         self.half = half
-        self.lowerings = LOWERINGS
+        self.support = SUPPORT
         self.out: list[Node] = []
         self.to_half: dict[Value, Value] = {}  # float32 value -> its half copy
         self.to_float: dict[Value, Value] = {}  # half value -> its float32 copy
@@ -166,7 +166,7 @@ class _Rewrite:
         for value, t in zip(node.outputs, new_types):
             if t is not None:
                 value.type = t
-        ok = _lowerable(node, self.lowerings)
+        ok = _lowerable(node, self.support)
         if not ok:
             node.inputs = original_inputs
             for value, t in zip(node.outputs, saved):
@@ -254,17 +254,15 @@ def _representable(array: np.ndarray, half: DType, strict: bool) -> bool:
     return not np.any((wide != 0) & (narrow == 0))
 
 
-def _lowerable(node: Node, lowerings: dict) -> bool:
-    from ..cpu.lower_support import node_supported
-
+def _lowerable(node: Node, support: SupportContext) -> bool:
     static = all(isinstance(v.type, TensorType) and v.type.dims is not None
                  and all(isinstance(d, int) for d in v.type.dims)
                  for v in node.inputs if v is not None)
-    if node.op not in lowerings:
+    if node.op not in support.lowerings:
         return False
     if not static:
         return True
     try:
-        return node_supported(node, lowerings, True)
+        return node_supported(node, support, True)
     except Exception:  # noqa: BLE001 - a predicate that cannot judge the node: float32
         return False

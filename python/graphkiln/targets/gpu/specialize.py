@@ -2,7 +2,7 @@
 # Copyright graphkiln authors
 """Plans per parameter value: small integer graph inputs that only feed parameter positions
 (Reshape's shape, Slice's starts, a reduction's axes, ...) are folded in as constants when
-a plan is built, like the input shapes are (the cpu target's specialize). A run with other
+a plan is built, like the input shapes are (targets/native/specialize.py). A run with other
 values builds (and caches) another plan."""
 
 from __future__ import annotations

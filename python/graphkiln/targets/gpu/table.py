@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from ..native.lower_support import SupportContext
 from . import (lower_attention, lower_bytes, lower_data, lower_linalg, lower_loss, lower_pointwise, lower_reduce,
                lower_tensor)
 
@@ -14,3 +15,5 @@ for _module in (lower_tensor, lower_pointwise, lower_linalg, lower_reduce, lower
     if overlap:
         raise RuntimeError(f"ops lowered twice: {sorted(overlap)}")
     LOWERINGS.update(_module.LOWERINGS)
+
+SUPPORT = SupportContext("gpu", LOWERINGS)

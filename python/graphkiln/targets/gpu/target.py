@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """The gpu target: the device check first (graphkiln.device.require_gpu), the full pass
-pipeline, then a plan per input shape lowered by the cpu target's LoweringContext with the
+pipeline, then a plan per input shape lowered by the native LoweringContext (targets/native) with the
 gpu lowering table (plain layouts everywhere) and run by graphkiln._core.GpuExecutor:
 constants uploaded once, and a pool of up to `max_concurrency` execution contexts (each its
 own arena, staging buffers, stream and graph: src/gpu/executor.hpp), so runs from several
@@ -19,14 +19,14 @@ from ...ir import Graph, Node, TensorType, Value
 from ..base import Executable, Target
 from ..concurrency import OPTION_HELP as CONCURRENCY_HELP
 from ..concurrency import max_concurrency
-from ..cpu.lower import LoweringContext, LoweringError, static_dims
-from ..cpu.lower_support import folded_when_specialized, node_supported
-from ..cpu.plan import Plan
-from ..cpu.specialize import specialize
+from ..native.lower import LoweringContext, LoweringError, static_dims
+from ..native.lower_support import folded_when_specialized, node_supported
+from ..native.plan import Plan
+from ..native.specialize import specialize
 from ..plan_options import CACHE_HELP, SHAPES_HELP, ahead_shapes, plan_cache_size
 from .plan_cache import PlanCache
 from .specialize import parameter_inputs, specialize_values
-from .table import LOWERINGS
+from .table import LOWERINGS, SUPPORT
 
 DEFAULT_MAX_CONCURRENCY = 4  # execution contexts per plan unless the options say otherwise
 MAX_PLANS = 32  # plans kept per program (least recently used dropped first), as on cpu
@@ -121,7 +121,7 @@ def unsupported_nodes(graph: Graph) -> list[Node]:
     static = _static(graph.inputs) and not parameter_inputs(graph)
     folded = set() if static else folded_when_specialized(graph)
     return [n for n in graph.nodes if n.op != "Constant" and n not in folded
-            and not node_supported(n, LOWERINGS, static)]
+            and not node_supported(n, SUPPORT, static)]
 
 
 def lower_plan(graph: Graph, fast_math: bool = False, channels_last: bool = False) -> Plan:
@@ -130,7 +130,7 @@ def lower_plan(graph: Graph, fast_math: bool = False, channels_last: bool = Fals
     `channels_last`: half-precision convolutions run NHWC (conv_layout.py; needs cuDNN)."""
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     for node in nodes:
-        if not node_supported(node, LOWERINGS):
+        if not node_supported(node, SUPPORT):
             raise LoweringError.missing("gpu", [node], "no kernel, or an attribute, dtype "
                                         "or shape it refuses")
     ctx = LoweringContext(nodes, list(graph.inputs), list(graph.outputs), LOWERINGS,

@@ -162,7 +162,7 @@ def _byte_plan(node: Node):
     return None
 
 
-def _cast_ok(node: Node) -> bool:
+def _cast_ok(node: Node, ctx=None) -> bool:
     if pointwise_node_supported(node):
         return True
     return _byte_plan(node) is not None

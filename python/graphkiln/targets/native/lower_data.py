@@ -110,7 +110,7 @@ def lower_transpose(node: Node, ctx: LoweringContext) -> None:
 
 
 # -- Slice ---------------------------------------------------------------------------------
-def _slice_ok(node: Node) -> bool:
+def _slice_ok(node: Node, ctx=None) -> bool:
     return all(_is_const(v) for v in node.inputs[1:])
 
 
@@ -245,7 +245,7 @@ def lower_space_to_depth(node: Node, ctx: LoweringContext) -> None:
 
 
 # -- Pad -----------------------------------------------------------------------------------
-def _pad_ok(node: Node) -> bool:
+def _pad_ok(node: Node, ctx=None) -> bool:
     if node.attrs.get("mode") not in ("constant", "reflect", "edge", "wrap"):
         return False
     ok = _is_const(node.inputs[1]) and (len(node.inputs) < 4 or _is_const(node.inputs[3]))
@@ -311,7 +311,7 @@ def lower_pad(node: Node, ctx: LoweringContext) -> None:
 
 
 # -- Gather --------------------------------------------------------------------------------
-def _index_ok(node: Node) -> bool:
+def _index_ok(node: Node, ctx=None) -> bool:
     return node.inputs[1].type.dtype in (DType.i32, DType.i64)
 
 
@@ -359,13 +359,13 @@ def lower_constant_of_shape(node: Node, ctx: LoweringContext) -> None:
 _RANGE_DTYPES = (DType.f32, DType.f64, DType.i64, DType.i32, DType.i16, DType.i8)
 
 
-@supports(lambda node: node.inputs[0].type.dtype in _RANGE_DTYPES)
+@supports(lambda node, ctx: node.inputs[0].type.dtype in _RANGE_DTYPES)
 def lower_range(node: Node, ctx: LoweringContext) -> None:
     ins = [ctx.input(v) for v in node.inputs]
     ctx.emit("Range", ins, [ctx.output(node.outputs[0])], {}, node.name)
 
 
-def _trilu_ok(node: Node) -> bool:
+def _trilu_ok(node: Node, ctx=None) -> bool:
     k = node.inputs[1] if len(node.inputs) > 1 else None
     return k is None or k.type.dtype == DType.i64
 
@@ -380,7 +380,7 @@ def lower_trilu(node: Node, ctx: LoweringContext) -> None:
 _CUMSUM_DTYPES = (DType.f32, DType.f64, DType.i32, DType.i64, DType.u32, DType.u64)
 
 
-def _cumsum_ok(node: Node) -> bool:
+def _cumsum_ok(node: Node, ctx=None) -> bool:
     return (node.inputs[0].type.dtype in _CUMSUM_DTYPES
             and node.inputs[1].type.dtype in (DType.i32, DType.i64))
 
@@ -403,7 +403,7 @@ def lower_cumsum(node: Node, ctx: LoweringContext) -> None:
     ctx.emit("CumSum", ins, [ctx.output(node.outputs[0])], attrs, node.name)
 
 
-@supports(lambda node: node.inputs[0].type.dtype in (DType.i32, DType.i64))
+@supports(lambda node, ctx: node.inputs[0].type.dtype in (DType.i32, DType.i64))
 def lower_one_hot(node: Node, ctx: LoweringContext) -> None:
     rank = len(static_dims(node.outputs[0]))
     ins = [ctx.input(node.inputs[0]), None, ctx.input(node.inputs[2])]
@@ -418,7 +418,7 @@ def _resize_ok(node: Node) -> bool:
             and all(_is_const(v) for v in node.inputs[1:]))
 
 
-def _resize_any_ok(node: Node) -> bool:
+def _resize_any_ok(node: Node, ctx=None) -> bool:
     from .lower_resize import resize_taps_ok
 
     return _resize_ok(node) or resize_taps_ok(node)
@@ -476,7 +476,7 @@ def lower_resize(node: Node, ctx: LoweringContext) -> None:
 _SCATTER_REDUCE_DTYPES = (DType.f32, DType.f64, DType.i32, DType.i64)
 
 
-def _scatter_ok(node: Node) -> bool:
+def _scatter_ok(node: Node, ctx=None) -> bool:
     if node.inputs[1].type.dtype not in (DType.i32, DType.i64):
         return False
     reduction = node.attrs.get("reduction", "none")

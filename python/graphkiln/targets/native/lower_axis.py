@@ -31,7 +31,7 @@ def _ranked(node: Node) -> bool:
     return len(node.inputs[0].type.dims) > 0
 
 
-def _topk_ok(node: Node) -> bool:
+def _topk_ok(node: Node, ctx=None) -> bool:
     return (_ranked(node) and _dtype(node.inputs[0]) in _TOPK
             and all(o is None or o.type is not None for o in node.outputs))
 
@@ -51,7 +51,7 @@ def lower_topk(node: Node, ctx: LoweringContext) -> None:
              {"axis": axis, "largest": int(node.attrs.get("largest", 1))}, node.name)
 
 
-def _float_ok(node: Node) -> bool:
+def _float_ok(node: Node, ctx=None) -> bool:
     if not _ranked(node) or _dtype(node.inputs[0]) not in _FLOATS:
         return False
     return node.op != "LpNormalization" or node.attrs.get("p", 2) in (1, 2)
@@ -66,7 +66,7 @@ def lower_axis_unary(node: Node, ctx: LoweringContext) -> None:
              node.name)
 
 
-def _eye_ok(node: Node) -> bool:
+def _eye_ok(node: Node, ctx=None) -> bool:
     return len(node.inputs[0].type.dims) == 2 and _dtype(node.outputs[0]) is not None
 
 

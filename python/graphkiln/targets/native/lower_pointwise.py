@@ -72,7 +72,7 @@ def _dtype(value: Value) -> DType | None:
     return getattr(t, "dtype", None)
 
 
-def node_supported(node: Node) -> bool:
+def node_supported(node: Node, ctx=None) -> bool:
     if node.op == "Constant":
         return True
     if node.op not in HANDLED:

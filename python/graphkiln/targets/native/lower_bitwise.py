@@ -15,7 +15,7 @@ _INTS = frozenset({DType.i8, DType.i16, DType.i32, DType.i64,
 _OPS = {"BitwiseAnd": "and", "BitwiseOr": "or", "BitwiseXor": "xor"}
 
 
-def _same_int(node: Node) -> bool:
+def _same_int(node: Node, ctx=None) -> bool:
     values = [v for v in (*node.inputs, *node.outputs) if v is not None]
     dtypes = {getattr(v.type, "dtype", None) for v in values}
     if len(dtypes) != 1 or not dtypes <= _INTS:

@@ -59,7 +59,7 @@ def resize_steps(node: Node):
     return dims, out_dims, steps
 
 
-def resize_taps_ok(node: Node) -> bool:
+def resize_taps_ok(node: Node, ctx=None) -> bool:
     try:
         return resize_steps(node) is not None
     except (ValueError, TypeError, KeyError):

@@ -1,10 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Whether the cpu target can run a node: a lowering exists for its op, the lowering's
-optional `supports(node)` predicate accepts it, and every tensor it touches has static
-dims and an element type the kernels handle."""
+"""Whether a native target (cpu, gpu) can run a node: a lowering exists for its op in the
+target's table, the lowering's optional `supports(node, ctx)` predicate accepts it, and
+every tensor it touches has static dims and an element type the kernels handle.
+
+`ctx` is what a predicate may consult beyond the node: the target's name and lowering
+table (a SupportContext, or the LoweringContext during lowering, which has both), so that
+a Fused node's support can ask about its body's ops without importing a table."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
 
 from ...ir import DType, Node, TensorType
 from .plan import BYTE_DTYPES
@@ -21,10 +28,22 @@ def _static_tensor(value, byte_dtypes: bool = False) -> bool:
     return dtype_ok and t.dims is not None and all(isinstance(d, int) for d in t.dims)
 
 
-def node_supported(node: Node, lowerings: dict, static: bool = True) -> bool:
-    """`static=False` (a graph with dynamic inputs, before its plan per shape): only
-    whether a lowering exists."""
-    lower = lowerings.get(node.op)
+@dataclass(frozen=True)
+class SupportContext:
+    """A target's name and its lowering table (op -> lowering function)."""
+
+    target: str
+    lowerings: Mapping[str, Callable]
+
+    def supported(self, node: Node, static: bool = True) -> bool:
+        return node_supported(node, self, static)
+
+
+def node_supported(node: Node, ctx, static: bool = True) -> bool:
+    """Whether `ctx.lowerings` lowers `node` (ctx: a SupportContext or a LoweringContext).
+    `static=False` (a graph with dynamic inputs, before its plan per shape): only whether a
+    lowering exists."""
+    lower = ctx.lowerings.get(node.op)
     if lower is None:
         return False
     if not static:
@@ -35,11 +54,11 @@ def node_supported(node: Node, lowerings: dict, static: bool = True) -> bool:
     if not all(_static_tensor(v, byte_dtypes) for v in values):
         return False
     check = getattr(lower, "supports", None)
-    return check is None or bool(check(node))
+    return check is None or bool(check(node, ctx))
 
 
 def supports(predicate):
-    """Decorator: attach `predicate(node) -> bool` to a lowering function."""
+    """Decorator: attach `predicate(node, ctx) -> bool` to a lowering function."""
     def attach(lower):
         lower.supports = predicate
         return lower

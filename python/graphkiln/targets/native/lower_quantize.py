@@ -63,7 +63,7 @@ def _param_map(node: Node) -> dict | None:
             "param_inner": 1}
 
 
-def _quantize_ok(node: Node) -> bool:
+def _quantize_ok(node: Node, ctx=None) -> bool:
     if node.attrs.get("precision") is not None:
         return False
     if _dtype(node.inputs[0]) != DType.f32 or _dtype(node.inputs[1]) != DType.f32:
@@ -117,7 +117,7 @@ def _quantize_steps(to: DType, saturate: bool):
     return _STEPS_CACHE[key]
 
 
-def _dequantize_ok(node: Node) -> bool:
+def _dequantize_ok(node: Node, ctx=None) -> bool:
     if _dtype(node.inputs[0]) in BYTE_DTYPES and _dtype(node.inputs[1]) == DType.f32:
         return _dtype(node.outputs[0]) == DType.f32 and _param_map(node) is not None
     if _dtype(node.inputs[0]) not in _QUANT or _dtype(node.inputs[1]) != DType.f32:
@@ -152,7 +152,7 @@ lower_quantize.byte_dtypes = True
 lower_dequantize.byte_dtypes = True
 
 
-def _dynamic_ok(node: Node) -> bool:
+def _dynamic_ok(node: Node, ctx=None) -> bool:
     return _dtype(node.inputs[0]) == DType.f32
 
 
