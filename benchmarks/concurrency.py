@@ -152,7 +152,8 @@ def bench_model(name: str, args) -> list[str]:
                 for feeds, got in outs.values())
     lines = [f"### {os.path.basename(name)} on {args.target}",
              f"concurrent outputs bit-identical to serial: {len(outs) - wrong} of {len(outs)}",
-             "", "| threads | graphkiln runs/s | scaling | onnxruntime runs/s | scaling | gk/ort throughput |",
+             "", "| threads | graphkiln runs/s | scaling | onnxruntime runs/s | scaling "
+             "| gk/ort throughput |",
              "| --- | --- | --- | --- | --- | --- |"]
     base_gk = base_ort = None
     for t in counts:

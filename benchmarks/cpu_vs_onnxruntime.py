@@ -125,7 +125,8 @@ def main(argv=None) -> int:
              f"{args.warmup} warm-up runs, interleaved in blocks of {args.block} (each after "
              f"{args.settle} untimed runs)",
              f"- command: `{' '.join(['python', *sys.argv])}`", "",
-             "| model | graphkiln ms | onnxruntime ms | ratio gk/ort | matches ort | max err / max|out| | compile s |",
+             "| model | graphkiln ms | onnxruntime ms | ratio gk/ort | matches ort "
+             "| max err / max|out| | compile s |",
              "| --- | ---: | ---: | ---: | --- | ---: | ---: |"]
     for line in lines:
         print(line, flush=True)
@@ -147,7 +148,7 @@ def main(argv=None) -> int:
         print(line, flush=True)
     if ratios:
         geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        summary = [f"", f"geomean ratio graphkiln / onnxruntime: {geomean:.3f} over {len(ratios)} models; "
+        summary = ["", f"geomean ratio graphkiln / onnxruntime: {geomean:.3f} over {len(ratios)} models; "
                         f"worst: {max(ratios):.3f}"]
         lines += summary
         for line in summary:

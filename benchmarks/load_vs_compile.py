@@ -7,8 +7,9 @@
         [--target ref|cpu]
 
 Models come from tools/export_real_models.py. Per model: import + compile (ref with
-optimize=True, or cpu: passes, lowering, kernels built and weights packed), median of --repeat; the compiled program is saved (msgpack) and loaded --repeat times
-(median), once more with verify_data=True (CRC-32 of every tensor byte); the ratio is
+optimize=True, or cpu: passes, lowering, kernels built and weights packed), median of
+--repeat; the compiled program is saved (msgpack) and loaded --repeat times (median), once
+more with verify_data=True (CRC-32 of every tensor byte); the ratio is
 compile / load. The loaded program is run once on the recorded input and must give outputs
 bit-identical to the compiled one's, so a fast but wrong load cannot look good here.
 """

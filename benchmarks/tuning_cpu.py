@@ -68,7 +68,8 @@ def measure(path: str, rounds: int, runs: int) -> dict:
     _, exhaustive_s, exhaustive_c = timed_compile(path, feeds, exhaustive_tune=True)
     tuned, warm_s, warm_c = timed_compile(path, feeds)
     untuned_ms, tuned_ms = latency([untuned, tuned], feeds, rounds, runs)
-    diff = lambda prog: max(float(np.max(np.abs(a - b))) for a, b in zip(prog.run(feeds), expected))
+    def diff(prog):
+        return max(float(np.max(np.abs(a - b))) for a, b in zip(prog.run(feeds), expected))
     solutions = [json.loads(r["solution"])["attrs"]
                  for r in tuning.TuningDB(tuning.default_path()).rows()]
     changed = sum(1 for a in solutions if a)
@@ -107,7 +108,8 @@ def main() -> int:
         print(f"| {name} | {r['untuned_s']:.2f} | {r['exhaustive_s']:.2f} "
               f"({r['exhaustive']['benchmarks']}) | {r['warm_s']:.2f} "
               f"({r['warm']['benchmarks']}, {r['warm']['hits']}) | "
-              f"{r['exhaustive_s'] / r['warm_s']:.1f}x | {r['rows']} ({r['changed']}: {r['fewer_threads']}, {r['other_impl']}) | "
+              f"{r['exhaustive_s'] / r['warm_s']:.1f}x | {r['rows']} "
+              f"({r['changed']}: {r['fewer_threads']}, {r['other_impl']}) | "
               f"{r['untuned_ms'][0]:.2f} ({r['untuned_ms'][1]:.2f}) | "
               f"{r['tuned_ms'][0]:.2f} ({r['tuned_ms'][1]:.2f}) | "
               f"{(r['untuned_ms'][0] / r['tuned_ms'][0] - 1) * 100:+.1f}% "

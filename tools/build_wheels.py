@@ -195,7 +195,8 @@ def build(flavor: Flavor, gpu_targets: str | None, python: str, isolation: bool,
     argv = [python, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-w", str(tmp)]
     if not isolation:
         argv.append("--no-build-isolation")
-    print(f"+ GPU_TARGETS={env['GPU_TARGETS']!r} SKBUILD_BUILD_DIR={env.get('SKBUILD_BUILD_DIR', '')}",
+    print(f"+ GPU_TARGETS={env['GPU_TARGETS']!r} "
+          f"SKBUILD_BUILD_DIR={env.get('SKBUILD_BUILD_DIR', '')}",
           " ".join(argv), flush=True)
     subprocess.run(argv, check=True, env=env, cwd=ROOT)
     (wheel,) = tmp.glob("graphkiln-*.whl")

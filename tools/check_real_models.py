@@ -124,7 +124,8 @@ def fmt(value: float, spec: str) -> str:
 
 
 def table(rows: list[dict], target: str, options: dict, rtol: float) -> str:
-    lines = [f"Target `{target}` {json.dumps(options)}, pass = np.allclose(rtol={rtol:g}, atol={rtol:g}*max|expected|) "
+    lines = [f"Target `{target}` {json.dumps(options)}, "
+             f"pass = np.allclose(rtol={rtol:g}, atol={rtol:g}*max|expected|) "
              "against onnxruntime CPU.", "",
              "| model | result | max abs err | max rel err | tol used | load s | run s | detail |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -48,14 +48,18 @@ ls -l "$out"
 echo "== CPU wheel in a fresh venv: graphkiln run"
 cpu_venv=$(mktemp -d)/venv
 python3 -m venv "$cpu_venv"
-cpu_wheel=$(ls "$out"/graphkiln-*.whl | grep -v '+' | head -n 1)
+cpu_wheel=""
+for wheel in "$out"/graphkiln-*.whl; do  # the one without a local version label (+...)
+  case "$wheel" in *+*) ;; *) cpu_wheel=$wheel && break ;; esac
+done
 "$cpu_venv/bin/pip" install -q "$cpu_wheel"
 (cd /tmp && "$cpu_venv/bin/graphkiln" run)
 
 echo "== gfx90a wheel, device simulated as gfx1100"
 amd_venv=$(mktemp -d)/venv
 python3 -m venv "$amd_venv"
-"$amd_venv/bin/pip" install -q "$(ls "$out"/graphkiln-*+rocm*.gfx90a-*.whl | head -n 1)"
+amd_wheels=("$out"/graphkiln-*+rocm*.gfx90a-*.whl)
+"$amd_venv/bin/pip" install -q "${amd_wheels[0]}"
 (cd /tmp && GRAPHKILN_FAKE_GPU_ARCH=gfx1100 "$amd_venv/bin/python" - <<'PY'
 import numpy as np
 

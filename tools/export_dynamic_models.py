@@ -111,7 +111,7 @@ def build(name: str):
             return x.reshape(b, h, w, -1)
 
         def forward(self, x):
-            b, l, c = x.shape
+            b, _, c = x.shape
             h = w = self.res
             y = self.norm1(x).view(b, h, w, c)
             if self.shift:

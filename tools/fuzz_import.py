@@ -193,8 +193,10 @@ def fuzz(args) -> Report:
 
 def print_report(report: Report, args) -> bool:
     print(f"executions: {report.executions}")
-    print(f"outcomes: imported={report.outcomes['ok']} documented errors={report.outcomes['expected']} "
-          f"failures={report.outcomes['failure']} hangs={len(report.hangs)} crashes={len(report.crashes)}")
+    print(f"outcomes: imported={report.outcomes['ok']} "
+          f"documented errors={report.outcomes['expected']} "
+          f"failures={report.outcomes['failure']} hangs={len(report.hangs)} "
+          f"crashes={len(report.crashes)}")
     print("documented errors by class: " +
           ", ".join(f"{k}={v}" for k, v in report.expected.most_common()))
     if args.show_errors:

@@ -9,9 +9,10 @@ succeeds or raises graphkiln.FormatError: any other exception counts as a crash.
 
 Seeds: the example CNN (as imported, and compiled with optimize=True) and a model with an
 If whose branches capture outer values, each saved as msgpack and as JSON; with --target
-cpu, the example CNN compiled for cpu instead (its saved plan and packed weights too). Mutations: byte
-level (truncation, bit flips, insertions, deletions, overwrites; the msgpack document's CRC
-then rejects most of them) and structure level: the msgpack document or the JSON object is
+cpu, the example CNN compiled for cpu instead (its saved plan and packed weights too).
+Mutations: byte level (truncation, bit flips, insertions, deletions, overwrites; the msgpack
+document's CRC then rejects most of them) and structure level: the msgpack document or the
+JSON object is
 decoded, one field somewhere in it is changed (number, string, list or map edits, another
 type) and the file is rebuilt with valid lengths and CRCs, so the checks behind the CRC run.
 Exit status 1 when anything crashed.

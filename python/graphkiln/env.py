@@ -1,6 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Every environment variable graphkiln reads, with its meaning. Read them through here."""
+"""graphkiln's environment variables (GRAPHKILN_*), each with its meaning: VARIABLES names
+every one (`graphkiln doctor` prints those set). Python code reads them through `get()`, which
+refuses a name not listed here, with two exceptions that read os.environ themselves:
+targets/gpu/target.py (GRAPHKILN_GPU_NHWC) and serving/ray.py (GRAPHKILN_NUM_THREADS, to size
+a replica). Those marked below as read by the C++ core are read there (getenv), not here.
+Not graphkiln's, so not listed: XDG_CACHE_HOME (the default folder of the tuning database and
+of the plan secret), CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (which serving/triton.py sets
+for a Triton instance)."""
 
 from __future__ import annotations
 
@@ -46,7 +53,8 @@ VARIABLES = {
                                       "runs is kept, the same on every build)",
     "GRAPHKILN_CUDNN_LIBRARY": "path of libcudnn.so.9 to load (default: the library path, "
                                "then beside libcublas and in pip's nvidia/cudnn/lib)",
-    "GRAPHKILN_FAKE_GPU_ARCH": "tests: the device check sees GPUs of these ISAs (gfx1100,sm_90; none)",
+    "GRAPHKILN_FAKE_GPU_ARCH": "tests: the device check sees GPUs of these ISAs "
+                               "(gfx1100,sm_90; none)",
     "GRAPHKILN_MAX_TENSOR_BYTES": "largest tensor (bytes) an imported model may declare or "
                                   "infer; larger ones are refused (default 4 GiB)",
 }

@@ -27,7 +27,7 @@ class Program:
 
     # -- compiling ----------------------------------------------------------------------
     def compile(self, target="ref", *, trace: bool | None = None, verify_passes: bool = False,
-                **options) -> "Program":
+                **options) -> Program:
         """Compile for `target` (a name or a Target): run its pass pipeline on a copy of the
         graph, then lower it. `trace=True` prints the IR after each pass (default: the
         GRAPHKILN_TRACE_COMPILE variable); `verify_passes=True` runs ref after every pass on
@@ -103,7 +103,12 @@ class Program:
         return print_graph(self.compiled_graph or self.graph, elide=True)
 
     def stats(self) -> dict:
-        """Compile statistics: node and kernel counts, memory plan, passes with times."""
+        """Compile statistics: node and kernel counts, passes with times, and on cpu / gpu
+        `plan` (the executable's plan_summary()). `arena_bytes` is the activation arena of
+        the plan actually run (the one built or run last: Plan.place_arena's placement, the
+        size each execution context allocates), `naive_bytes` what its arena buffers would
+        take if none shared space; both None on ref (no plan), before a plan is built
+        (symbolic input dims) and, for naive_bytes, for a plan loaded from a saved program."""
         from .compiler import compile_stats
 
         if self.compiled_graph is None:
@@ -112,8 +117,22 @@ class Program:
                               self.compile_ms)
         plan_summary = getattr(self._executable, "plan_summary", None)
         if plan_summary is not None:
-            stats["plan"] = plan_summary()
+            stats["plan"] = plan = plan_summary()
+            stats["arena_bytes"] = plan.get("arena_bytes")
+            stats["naive_bytes"] = plan.get("naive_bytes")
         return stats
+
+    def print_plan(self, file=None) -> None:
+        """Print the plans a cpu or gpu program built (steps, kernels, attributes, buffers,
+        arena offsets: targets/native/plan_print.py), one per input shape signature, or say
+        that none is built yet; other targets have no plans."""
+        if self._executable is None:
+            raise GraphkilnError("the program is not compiled")
+        printer = getattr(self._executable, "print_plan", None)
+        if printer is None:
+            raise GraphkilnError(f"the {self.target.name} target makes no plans: print_plan() "
+                                 "needs a program compiled for cpu or gpu")
+        printer(file=file)
 
 
 def check_feeds(graph: Graph, feeds) -> list:

@@ -2,23 +2,15 @@
 // Copyright graphkiln authors
 // The register program the "Pointwise" kernel runs (lower_pointwise.py writes it): each
 // instruction reads up to three registers and writes one, over a tile of n elements, in
-// float or double. Keep the opcode numbers in sync with lower_pointwise.py OPCODES.
+// float or double. The opcodes and their meaning: src/core/pointwise_ops.def (Python reads
+// the same table through _core.pointwise_ops()).
 #pragma once
 
 #include <cstdint>
 
-namespace graphkiln {
+#include "core/pointwise_ops.hpp"  // PwOp: the opcodes of src/core/pointwise_ops.def
 
-enum PwOp : int32_t {
-  kMov, kConst, kAdd, kSub, kMul, kDiv, kDivInt, kPow, kModFloor, kFmod, kMax, kMin,
-  kNeg, kAbs, kExp, kLog, kSqrt, kRecip, kFloor, kCeil, kRound, kSign, kSin, kCos, kTan,
-  kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh, kTanh, kSigmoid, kErf,
-  kRelu, kLeakyRelu, kElu, kSelu, kCelu, kHardSigmoid, kHardSwish, kSoftplus, kSoftsign,
-  kGelu, kGeluTanh, kMish, kSwish, kThresholdedRelu, kPRelu, kShrink,
-  kEqual, kLess, kLessEqual, kGreater, kGreaterEqual, kAnd, kOr, kXor, kNot, kIsNaN, kIsInf,
-  kWhere, kToF16, kToBF16, kToF32, kToInt, kToBool, kMulAdd,
-  kNumOps
-};
+namespace graphkiln {
 
 struct PwInstr {
   int32_t op, dst, a, b, c;

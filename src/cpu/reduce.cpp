@@ -5,8 +5,9 @@
 // the output is plain. Fast paths: reduced elements contiguous (rows), or the innermost kept
 // dim contiguous (columns, e.g. a global average pool over channels-last data).
 //
-// Reduce attrs: op (sum mean max min prod l1 l2 logsum logsumexp sumsquare), axes (sorted,
-// non-negative; empty = identity copy). ArgReduce attrs: axis, select_last_index, max (1/0).
+// Reduce attrs: op (sum mean max min prod l1 l2 log_sum log_sum_exp sum_square, as
+// src/gpu/reduce.hip), axes (sorted, non-negative; empty = identity copy). ArgReduce
+// attrs: axis, select_last_index, max (1/0).
 #include <omp.h>
 
 #include <algorithm>
@@ -34,9 +35,9 @@ ROp parse_op(const KernelSpec& spec, const std::string& s) {
   if (s == "prod") return ROp::prod;
   if (s == "l1") return ROp::l1;
   if (s == "l2") return ROp::l2;
-  if (s == "logsum") return ROp::logsum;
-  if (s == "logsumexp") return ROp::logsumexp;
-  if (s == "sumsquare") return ROp::sumsquare;
+  if (s == "log_sum") return ROp::logsum;
+  if (s == "log_sum_exp") return ROp::logsumexp;
+  if (s == "sum_square") return ROp::sumsquare;
   spec_error(spec, "unknown reduction '" + s + "'");
 }
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
 // Pointwise: one generic kernel that interprets the register program the cpu target's
-// Pointwise kernel runs (targets/native/lower_pointwise.py writes it; src/cpu/pointwise_program.hpp
-// and pointwise_eval.inc define it), one output element per thread, so one Python lowering
-// feeds both targets:
+// Pointwise kernel runs (targets/native/lower_pointwise.py writes it; the opcodes' meaning is
+// src/core/pointwise_ops.def, compiled here with the device's gk_* math), one output element
+// per thread, so one Python lowering feeds both targets:
 //   attrs "program":  5 ints per instruction [opcode, dst, a, b, c] (registers, -1 unused);
 //   attrs "params":   2 floats per instruction (p0, p1);
 //   attrs "num_regs", "result", "compute" ("f32" or "f64": the register type).
@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "core/pointwise_ops.hpp"
 #include "gpu/fast_div.hpp"
 #include "gpu/half.hpp"
 #include "gpu/kernel.hpp"
@@ -37,18 +38,6 @@ namespace {
 constexpr int kMaxInputs = 16, kMaxRegs = 32;
 // size arguments (n included) of a generated kernel at most: codegen.py's MAX_SIZE_ARGUMENTS
 constexpr int kMaxSizeArgs = 480;
-
-// Same numbers as PwOp in src/cpu/pointwise_program.hpp (tests/targets/gpu checks).
-enum PwOp : int {
-  kMov, kConst, kAdd, kSub, kMul, kDiv, kDivInt, kPow, kModFloor, kFmod, kMax, kMin,
-  kNeg, kAbs, kExp, kLog, kSqrt, kRecip, kFloor, kCeil, kRound, kSign, kSin, kCos, kTan,
-  kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh, kTanh, kSigmoid, kErf,
-  kRelu, kLeakyRelu, kElu, kSelu, kCelu, kHardSigmoid, kHardSwish, kSoftplus, kSoftsign,
-  kGelu, kGeluTanh, kMish, kSwish, kThresholdedRelu, kPRelu, kShrink,
-  kEqual, kLess, kLessEqual, kGreater, kGreaterEqual, kAnd, kOr, kXor, kNot, kIsNaN, kIsInf,
-  kWhere, kToF16, kToBF16, kToF32, kToInt, kToBool, kMulAdd,
-  kNumOps
-};
 
 struct Instr {
   int op, dst, a, b, c;
@@ -122,18 +111,54 @@ __device__ inline void store(void* p, int64_t i, int dtype, T v) {
   }
 }
 
+// The gk_* math that src/core/pointwise_ops.def's expressions call, on the device
+#define GK_PW_FN __device__ __forceinline__
+#define GK_DEVICE_MATH1(name)                     \
+  template <typename T>                           \
+  __device__ __forceinline__ T gk_##name(T x) {   \
+    return name(x);                               \
+  }
+GK_DEVICE_MATH1(exp)
+GK_DEVICE_MATH1(expm1)
+GK_DEVICE_MATH1(log)
+GK_DEVICE_MATH1(log1p)
+GK_DEVICE_MATH1(sqrt)
+GK_DEVICE_MATH1(fabs)
+GK_DEVICE_MATH1(floor)
+GK_DEVICE_MATH1(ceil)
+GK_DEVICE_MATH1(rint)
+GK_DEVICE_MATH1(trunc)
+GK_DEVICE_MATH1(sin)
+GK_DEVICE_MATH1(cos)
+GK_DEVICE_MATH1(tan)
+GK_DEVICE_MATH1(asin)
+GK_DEVICE_MATH1(acos)
+GK_DEVICE_MATH1(atan)
+GK_DEVICE_MATH1(sinh)
+GK_DEVICE_MATH1(cosh)
+GK_DEVICE_MATH1(asinh)
+GK_DEVICE_MATH1(acosh)
+GK_DEVICE_MATH1(atanh)
+GK_DEVICE_MATH1(tanh)
+GK_DEVICE_MATH1(erf)
+#undef GK_DEVICE_MATH1
 template <typename T>
-__device__ inline T softplus(T x) {
-  const T ax = x < T(0) ? -x : x;
-  return (x > T(0) ? x : T(0)) + log1p(exp(-ax));
+__device__ __forceinline__ T gk_pow(T x, T y) { return pow(x, y); }
+template <typename T>
+__device__ __forceinline__ T gk_fmod(T x, T y) { return fmod(x, y); }
+template <typename T>
+__device__ __forceinline__ T gk_round_f16(T x) {
+  return static_cast<T>(half_to_float(float_to_half(static_cast<float>(x))));
 }
-
 template <typename T>
-__device__ inline T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
-
-// truncate, non-finite -> 0, wrap to `bits` (signed or not), as pw_to_int on the CPU
+__device__ __forceinline__ T gk_round_bf16(T x) {
+  const float f = static_cast<float>(x);
+  if ((__float_as_uint(f) & 0x7fffffffu) > 0x7f800000u) return x;
+  return static_cast<T>(bf16_to_float(float_to_bf16(f)));
+}
+// truncate, non-finite -> 0, wrap to `bits` (signed or not), as gk_to_int on the CPU
 template <typename T>
-__device__ inline T to_int(T x, int bits, bool is_signed) {
+__device__ __forceinline__ T gk_to_int(T x, int bits, bool is_signed) {
   if (!(x == x) || x - x != T(0)) return T(0);
   const T t = trunc(x);
   if (bits >= 64) return t;
@@ -144,102 +169,21 @@ __device__ inline T to_int(T x, int bits, bool is_signed) {
   return T(static_cast<int64_t>(low));
 }
 
+#define GK_POINTWISE GK_POINTWISE_FUNCTOR
+#include "core/pointwise_ops.def"
+#undef GK_POINTWISE
+
 template <typename T>
 __device__ T apply(const Instr& in, T a, T b, T c) {
   const T p0 = static_cast<T>(in.p0), p1 = static_cast<T>(in.p1);
-  const T inf = static_cast<T>(INFINITY);
   switch (in.op) {
-    case kMov: return a;
-    case kConst: return p0;
-    case kAdd: return a + b;
-    case kSub: return a - b;
-    case kMul: return a * b;
-    case kDiv: return a / b;
-    case kDivInt: return b == T(0) ? T(0) : trunc(a / b);
-    case kPow: return pow(a, b);
-    case kModFloor: {
-      const T r = fmod(a, b);
-      return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
-    }
-    case kFmod: return fmod(a, b);
-    case kMax: return (a > b || a != a) ? a : b;
-    case kMin: return (a < b || a != a) ? a : b;
-    case kNeg: return -a;
-    case kAbs: return fabs(a);
-    case kExp: return exp(a);
-    case kLog: return log(a);
-    case kSqrt: return sqrt(a);
-    case kRecip: return T(1) / a;
-    case kFloor: return floor(a);
-    case kCeil: return ceil(a);
-    case kRound: return rint(a);
-    case kSign: return a > T(0) ? T(1) : (a < T(0) ? T(-1) : a == T(0) ? T(0) : a);
-    case kSin: return sin(a);
-    case kCos: return cos(a);
-    case kTan: return tan(a);
-    case kAsin: return asin(a);
-    case kAcos: return acos(a);
-    case kAtan: return atan(a);
-    case kSinh: return sinh(a);
-    case kCosh: return cosh(a);
-    case kAsinh: return asinh(a);
-    case kAcosh: return acosh(a);
-    case kAtanh: return atanh(a);
-    case kTanh: return tanh(a);
-    case kSigmoid: return sigmoid(a);
-    case kErf: return erf(a);
-    case kRelu: return a < T(0) ? T(0) : a;
-    case kLeakyRelu: return a < T(0) ? a * p0 : a;
-    case kElu: return a > T(0) ? a : p0 * expm1(a);
-    case kSelu: return a > T(0) ? p1 * a : p1 * p0 * expm1(a);
-    case kCelu: {
-      const T neg = p0 * expm1(a / p0);
-      return (a > T(0) ? a : T(0)) + (neg < T(0) ? neg : T(0));
-    }
-    case kHardSigmoid: {
-      T v = a * p0 + p1;
-      v = v < T(0) ? T(0) : v;
-      return v > T(1) ? T(1) : v;
-    }
-    case kHardSwish: {
-      T v = a / T(6) + T(0.5);
-      v = v < T(0) ? T(0) : v;
-      v = v > T(1) ? T(1) : v;
-      return a * v;
-    }
-    case kSoftplus: return softplus(a);
-    case kSoftsign: return a / (T(1) + fabs(a));
-    case kGelu: return T(0.5) * a * (T(1) + erf(a * T(0.70710678118654752)));
-    case kGeluTanh:
-      return T(0.5) * a * (T(1) + tanh(T(0.79788456080286536) * (a + T(0.044715) * a * a * a)));
-    case kMish: return a * tanh(softplus(a));
-    case kSwish: return a * sigmoid(a * p0);
-    case kThresholdedRelu: return a > p0 ? a : T(0);
-    case kPRelu: return a < T(0) ? a * b : a;
-    case kShrink: return a < -p1 ? a + p0 : (a > p1 ? a - p0 : T(0));
-    case kEqual: return a == b ? T(1) : T(0);
-    case kLess: return a < b ? T(1) : T(0);
-    case kLessEqual: return a <= b ? T(1) : T(0);
-    case kGreater: return a > b ? T(1) : T(0);
-    case kGreaterEqual: return a >= b ? T(1) : T(0);
-    case kAnd: return (a != T(0) && b != T(0)) ? T(1) : T(0);
-    case kOr: return (a != T(0) || b != T(0)) ? T(1) : T(0);
-    case kXor: return ((a != T(0)) != (b != T(0))) ? T(1) : T(0);
-    case kNot: return a == T(0) ? T(1) : T(0);
-    case kIsNaN: return a != a ? T(1) : T(0);
-    case kIsInf: return ((p1 != T(0) && a == inf) || (p0 != T(0) && a == -inf)) ? T(1) : T(0);
-    case kWhere: return a != T(0) ? b : c;
-    case kToF16: return static_cast<T>(half_to_float(float_to_half(static_cast<float>(a))));
-    case kToBF16: {
-      const float f = static_cast<float>(a);
-      if ((__float_as_uint(f) & 0x7fffffffu) > 0x7f800000u) return a;
-      return static_cast<T>(bf16_to_float(float_to_bf16(f)));
-    }
-    case kToF32: return static_cast<T>(static_cast<float>(a));
-    case kToInt: return to_int(a, static_cast<int>(in.p0), in.p1 != 0);
-    case kToBool: return a != T(0) ? T(1) : T(0);
-    case kMulAdd: return a * b + c;
-    default: return static_cast<T>(NAN);
+#define GK_POINTWISE(Name, ...) \
+  case k##Name:                 \
+    return PwFn##Name::template eval<T>(a, b, c, p0, p1);
+#include "core/pointwise_ops.def"
+#undef GK_POINTWISE
+    default:
+      return static_cast<T>(NAN);
   }
 }
 

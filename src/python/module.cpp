@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/build_info.hpp"
+#include "core/pointwise_ops.hpp"
 #include "python/executor_bindings.hpp"
 #ifdef GRAPHKILN_WITH_GPU
 #include "gpu/probe.hpp"
@@ -30,6 +31,17 @@ py::dict gpu_probe_info() {
 #endif  // GRAPHKILN_WITH_GPU
 }
 
+// src/core/pointwise_ops.def as data: (name, arity, ir_op, p0_attr, p1_attr, result,
+// expression) per opcode, in opcode order; "_" where the table has none
+py::list pointwise_ops() {
+  py::list rows;
+#define GK_POINTWISE(Name, arity, ir_op, p0_attr, p1_attr, result, ...)                   \
+  rows.append(py::make_tuple(#Name, arity, #ir_op, #p0_attr, #p1_attr, #result, #__VA_ARGS__));
+#include "core/pointwise_ops.def"
+#undef GK_POINTWISE
+  return rows;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -45,6 +57,9 @@ PYBIND11_MODULE(_core, m) {
     return d;
   }, "What this build contains: version, compiler, GPU platform, the GPU ISAs compiled in and "
      "the HIP / CUDA version they were compiled with. Calls no GPU runtime.");
+  m.def("pointwise_ops", &pointwise_ops,
+        "The pointwise opcodes of src/core/pointwise_ops.def, in opcode order: (name, arity, "
+        "IR op or '_', p0 attribute or '_', p1 attribute or '_', result kind, C expression)");
   graphkiln::bind_executor(m);
 #ifdef GRAPHKILN_WITH_GPU
   graphkiln::bind_gpu_executor(m);

@@ -82,7 +82,8 @@ def test_contexts_are_bounded_by_max_concurrency():
 
 def test_two_shapes_of_one_dynamic_model_run_concurrently():
     prog = _program(resnet_like(seed=5, batch="N"), max_concurrency=4)
-    feeds_of = lambda i: resnet_feeds(i, batch=1 + 2 * (i % 2))  # batch 1 and 3 interleaved
+    def feeds_of(i):
+        return resnet_feeds(i, batch=1 + 2 * (i % 2))  # batch 1 and 3 interleaved
     results = _hammer(prog, feeds_of, runs=10)
     _check_bit_identical(prog, feeds_of, results, runs=10)
     assert prog.stats()["plan"]["plans"] == 2
@@ -90,7 +91,8 @@ def test_two_shapes_of_one_dynamic_model_run_concurrently():
 
 def test_concurrent_first_runs_build_each_plan_once():
     prog = _program(bert_like(seed=2, batch="N"))
-    feeds_of = lambda i: bert_feeds(i, batch=1 + i % 3)
+    def feeds_of(i):
+        return bert_feeds(i, batch=1 + i % 3)
     results = _hammer(prog, feeds_of, runs=3)
     _check_bit_identical(prog, feeds_of, results, runs=3)
     assert prog.stats()["plan"]["plans"] == 3
@@ -112,7 +114,8 @@ def test_fallback_segments_run_concurrently():
     model = _with_unsupported_middle()
     prog = _program(model, fallback="ref")
     ref = _program(model, "ref")
-    feeds_of = lambda i: {"x": np.random.default_rng(i).standard_normal((4, 8)).astype(np.float32)}
+    def feeds_of(i):
+        return {"x": np.random.default_rng(i).standard_normal((4, 8)).astype(np.float32)}
     results = _hammer(prog, feeds_of, runs=10)
     _check_bit_identical(prog, feeds_of, results, runs=10)
     for (t, r), (got,) in results.items():

@@ -17,7 +17,8 @@ def _model(nodes, inputs, outputs, initializers=(), opsets=(("", 17),)):
 
 def if_model() -> onnx.ModelProto:
     """y = relu(x) if sum(x) > 0 else -x; the branches read x from the outer graph."""
-    out = lambda name: h.make_tensor_value_info(name, T.FLOAT, [1, 4])
+    def out(name):
+        return h.make_tensor_value_info(name, T.FLOAT, [1, 4])
     then_branch = h.make_graph([h.make_node("Relu", ["x"], ["t"], name="then_relu")], "then",
                                [], [out("t")])
     else_branch = h.make_graph([h.make_node("Neg", ["x"], ["e"], name="else_neg")], "else",

@@ -3,13 +3,11 @@
 """The pass manager: tracing, disabling, per-pass verification, and whole-pipeline checks."""
 
 import io
-import sys
 import types
 
 import numpy as np
 import pytest
 
-import graphkiln
 from graphkiln.errors import CompileError
 from graphkiln.ir import parse_graph
 from graphkiln.passes import eliminate_dead_code, fuse_pointwise

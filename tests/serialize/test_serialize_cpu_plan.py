@@ -37,7 +37,8 @@ def rand(shape, seed):
 def model(nodes, inputs: dict, outputs: dict, initializers: dict) -> bytes:
     from onnx import TensorProto, numpy_helper
 
-    info = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    def info(name, shape):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
     graph = helper.make_graph(nodes, "m", [info(k, v) for k, v in inputs.items()],
                               [info(k, v) for k, v in outputs.items()],
                               [numpy_helper.from_array(a, k) for k, a in initializers.items()])

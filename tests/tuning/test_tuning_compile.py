@@ -21,7 +21,7 @@ def _core_or_skip():
 
     try:
         return load_core()
-    except Exception as exc:  # pragma: no cover - a build without the core
+    except Exception as exc:  # noqa: BLE001  # pragma: no cover - a build without the core
         pytest.skip(f"no C++ core: {exc}")
 
 

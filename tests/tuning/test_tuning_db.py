@@ -8,7 +8,6 @@ import multiprocessing
 import os
 import sqlite3
 import stat
-import warnings
 
 import pytest
 
@@ -151,7 +150,7 @@ def _writer(path: str, worker: int, n: int, queue) -> None:
             db.put(_key(worker * 1000 + i), {"attrs": {"worker": worker}}, float(i))
             db.get(_key(worker * 1000 + i // 2))
         queue.put(None)
-    except BaseException as exc:  # reported to the parent
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
         queue.put(repr(exc))
 
 

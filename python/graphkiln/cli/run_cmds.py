@@ -69,9 +69,16 @@ def setup_compile(p):
     _add_compile_args(p)
     p.add_argument("--stats", action="store_true",
                    help="print JSON: nodes_in (the nodes the pass pipeline received), "
-                        "nodes_out, kernels, arena_bytes, naive_bytes, passes (each with "
-                        "nodes_after); nodes are counted in the top-level graph, Constant "
-                        "nodes left out")
+                        "nodes_out, kernels, arena_bytes (the activation arena of the plan "
+                        "cpu / gpu built; null on ref or before a plan is built), naive_bytes "
+                        "(that plan's arena buffers unshared), passes (each with "
+                        "nodes_after), plan (cpu / gpu); nodes are counted in the top-level "
+                        "graph, Constant nodes left out")
+    p.add_argument("--print-plan", action="store_true",
+                   help="cpu / gpu: print the plans built (one per input shape signature: "
+                        "steps in order with kernels, attributes, input / output buffers and "
+                        "arena offsets); a model with symbolic input dims has none until it "
+                        "runs unless --shapes or --input-dim fixes them; on stderr with --stats")
     p.add_argument("--trace", action="store_true", help="print the IR after each pass, with its time")
     p.add_argument("--verify-passes", action="store_true",
                    help="run ref after each pass on random inputs; name the first pass that "
@@ -150,8 +157,13 @@ def cmd_compile(args) -> int:
         print(json.dumps(stats, indent=2))
     else:
         print(f"compiled for {args.target} in {stats['compile_ms']:.1f} ms: "
-              f"{stats['nodes_in']} nodes in, {stats['nodes_out']} out, {stats['kernels']} kernels; "
-              f"arena {stats['arena_bytes']} bytes for {stats['naive_bytes']} of intermediates")
+              f"{stats['nodes_in']} nodes in, {stats['nodes_out']} out, {stats['kernels']} kernels"
+              f"{_arena_text(stats)}")
+    if args.print_plan:
+        if not hasattr(prog._executable, "print_plan"):
+            raise SystemExit(f"graphkiln compile: --print-plan needs --target cpu or gpu "
+                             f"(the {args.target} target makes no plans)")
+        prog.print_plan(file=sys.stderr if args.stats else None)   # --stats: JSON alone on stdout
     if args.graphviz:
         from ..ir.dot import to_dot
 
@@ -165,6 +177,15 @@ def cmd_compile(args) -> int:
         print(f"saved the compiled program to {args.output} ({fmt}, "
               f"{os.path.getsize(args.output)} bytes)")
     return 0
+
+
+def _arena_text(stats: dict) -> str:
+    """The arena of the plan built, if one is (cpu / gpu with its input shapes known)."""
+    if stats.get("arena_bytes") is None:
+        return "" if "plan" not in stats else "; no plan built yet (symbolic input dims)"
+    naive = stats.get("naive_bytes")
+    return (f"; arena {stats['arena_bytes']} bytes"
+            + (f" for {naive} of intermediates" if naive is not None else ""))
 
 
 def _symbolic(prog) -> list[str]:

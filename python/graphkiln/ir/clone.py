@@ -19,12 +19,12 @@ def clone_graph(graph: Graph, parent: Graph | None = None, mapping: dict | None 
                    {}, node.name)
         for key, value in node.attrs.items():
             new.attrs[key] = clone_graph(value, copy, mapping) if isinstance(value, Graph) else value
-        for v in node.outputs:
-            if v is None:
+        for out in node.outputs:
+            if out is None:
                 new.outputs.append(None)
             else:
-                mapping[v] = Value(v.name, v.type, new)
-                new.outputs.append(mapping[v])
+                mapping[out] = Value(out.name, out.type, new)
+                new.outputs.append(mapping[out])
         copy.nodes.append(new)
     copy.outputs = [mapping.get(v, v) for v in graph.outputs]
     return copy

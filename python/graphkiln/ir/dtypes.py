@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import builtins
 import enum
 
 import ml_dtypes
@@ -49,11 +50,11 @@ class DType(enum.Enum):
         return _ONNX[self]
 
     @property
-    def is_float(self) -> bool:
+    def is_float(self) -> builtins.bool:  # builtins.: `bool` here is DType.bool
         return self in _FLOATS
 
     @property
-    def is_int(self) -> bool:
+    def is_int(self) -> builtins.bool:
         return self in _INTS
 
     @property
@@ -61,7 +62,7 @@ class DType(enum.Enum):
         return self.numpy.itemsize
 
     @staticmethod
-    def from_numpy(dtype) -> "DType":
+    def from_numpy(dtype) -> DType:
         dtype = np.dtype(dtype)
         if dtype.kind in "OUS":
             return DType.str
@@ -71,21 +72,21 @@ class DType(enum.Enum):
             raise ValueError(f"numpy dtype {dtype} has no graphkiln element type") from None
 
     @staticmethod
-    def from_onnx(code: int) -> "DType":
+    def from_onnx(code: int) -> DType:
         try:
             return _FROM_ONNX[code]
         except KeyError:
             raise ValueError(f"ONNX element type {code} is not supported by graphkiln") from None
 
     @staticmethod
-    def parse(name: str) -> "DType":
+    def parse(name: builtins.str) -> DType:
         try:
             return DType(name)
         except ValueError:
             known = ", ".join(d.value for d in DType)
             raise ValueError(f"unknown element type {name!r}; known: {known}") from None
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> builtins.str:
         return self.value
 
 

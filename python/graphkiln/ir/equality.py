@@ -49,13 +49,13 @@ def _diff(a: Graph, b: Graph, mapping: dict[Value, Value]) -> str | None:
                 return f"{where}: attribute {key} = {x!r} vs {y!r}"
         if len(m.outputs) != len(n.outputs):
             return f"{where}: output count differs"
-        for x, y in zip(m.outputs, n.outputs):
-            if (x is None) != (y is None):
+        for xo, yo in zip(m.outputs, n.outputs):
+            if (xo is None) != (yo is None):
                 return f"{where}: an output is omitted in one only"
-            if x is not None:
-                if x.type != y.type:
-                    return f"{where}: output type {x.type} vs {y.type}"
-                mapping[x] = y
+            if xo is not None and yo is not None:
+                if xo.type != yo.type:
+                    return f"{where}: output type {xo.type} vs {yo.type}"
+                mapping[xo] = yo
     outs = [mapping.get(v, v) for v in a.outputs]
     if len(outs) != len(b.outputs) or any(x is not y for x, y in zip(outs, b.outputs)):
         return f"graph {a.name}: outputs differ"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class Value:
 
     __slots__ = ("name", "type", "producer")
 
-    def __init__(self, name: str, type: ValueType | None = None, producer: "Node | None" = None):
+    def __init__(self, name: str, type: ValueType | None = None, producer: Node | None = None):
         self.name = name
         self.type = type
         self.producer = producer
@@ -58,6 +59,20 @@ class Node:
         self.attrs = attrs
         self.name = name
 
+    def input(self, i: int) -> Value:
+        """Input `i` where the op requires it: a GraphError when it is omitted (None)."""
+        value = self.inputs[i]
+        if value is None:
+            raise GraphError(f"{self.op} {self.name!r}: input {i} is omitted")
+        return value
+
+    def output(self, i: int) -> Value:
+        """Output `i` where the op always has it: a GraphError when it is omitted (None)."""
+        value = self.outputs[i]
+        if value is None:
+            raise GraphError(f"{self.op} {self.name!r}: output {i} is omitted")
+        return value
+
     def __repr__(self) -> str:
         ins = ", ".join("_" if v is None else ref(v.name) for v in self.inputs)
         outs = ", ".join("_" if v is None else ref(v.name) for v in self.outputs)
@@ -68,7 +83,7 @@ class Graph:
     """A function from `inputs` to `outputs`. A subgraph's `parent` is its enclosing graph:
     its nodes may read values of the parent (captures), never the reverse."""
 
-    def __init__(self, name: str = "main", parent: "Graph | None" = None):
+    def __init__(self, name: str = "main", parent: Graph | None = None):
         self.name = name
         self.parent = parent
         self.inputs: list[Value] = []
@@ -79,7 +94,7 @@ class Graph:
 
     # -- naming -------------------------------------------------------------------------
     def _taken(self, name: str) -> bool:
-        g = self
+        g: Graph | None = self
         while g is not None:
             if name in g._names:
                 return True
@@ -98,13 +113,13 @@ class Graph:
                 return name
 
     # -- building -----------------------------------------------------------------------
-    def add_input(self, name: str, type: ValueType) -> Value:
+    def add_input(self, name: str, type: ValueType | None) -> Value:
         value = Value(self.unique_name(name), type)
         self.inputs.append(value)
         return value
 
     def add_node(self, op: str, inputs: Iterable[Value | None], attrs: dict | None = None,
-                 num_outputs: int | None = None, output_names: list[str] | None = None,
+                 num_outputs: int | None = None, output_names: list[str | None] | None = None,
                  name: str = "", infer: bool = True) -> Node:
         """Append a node after filling default attributes and inferring output types."""
         from .schema import get_schema, fill_attrs, infer_outputs
@@ -126,13 +141,13 @@ class Graph:
 
     def add(self, op: str, *inputs: Value | None, **attrs) -> Value:
         """Append a single-output node; returns its output."""
-        return self.add_node(op, inputs, attrs).outputs[0]
+        return self.add_node(op, inputs, attrs).output(0)
 
     def constant(self, data, name: str = "const") -> Value:
         array = np.asarray(data)
         if array.dtype.kind in "US":
             array = array.astype(object)
-        return self.add_node("Constant", [], {"value": array}, output_names=[name]).outputs[0]
+        return self.add_node("Constant", [], {"value": array}, output_names=[name]).output(0)
 
     # -- queries ------------------------------------------------------------------------
     def users(self) -> dict[Value, list[Node]]:
@@ -143,7 +158,7 @@ class Graph:
                 result.setdefault(v, []).append(node)
         return result
 
-    def subgraphs(self) -> list["Graph"]:
+    def subgraphs(self) -> list[Graph]:
         return [g for node in self.nodes for g in node_subgraphs(node)]
 
     def verify(self) -> None:

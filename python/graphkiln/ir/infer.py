@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import GraphError
 from .dtypes import DType
@@ -14,12 +14,13 @@ from .types import Dim, TensorType, fresh_dim
 
 def broadcast_dims(*shapes: tuple[Dim, ...] | None) -> tuple[Dim, ...] | None:
     """Numpy-style broadcast of static or symbolic dims; None if any rank is unknown."""
-    if any(s is None for s in shapes):
+    ranked = [s for s in shapes if s is not None]
+    if len(ranked) != len(shapes):
         return None
-    rank = max((len(s) for s in shapes), default=0)
+    rank = max((len(s) for s in ranked), default=0)
     out: list[Dim] = []
     for i in range(rank):
-        dims = [s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0]
+        dims = [s[len(s) - rank + i] for s in ranked if len(s) - rank + i >= 0]
         known = {d for d in dims if d != 1}
         if not known:
             out.append(1)
@@ -33,9 +34,14 @@ def broadcast_dims(*shapes: tuple[Dim, ...] | None) -> tuple[Dim, ...] | None:
     return tuple(out)
 
 
+def fresh_dims(rank: int) -> tuple[str, ...]:
+    """`rank` new symbolic dims."""
+    return tuple(fresh_dim() for _ in range(rank))
+
+
 def unknown(dtype: DType, rank: int | None) -> TensorType:
     """A tensor of known dtype whose dims are all fresh symbols (or unknown rank)."""
-    return TensorType(dtype, None if rank is None else tuple(fresh_dim() for _ in range(rank)))
+    return TensorType(dtype, None if rank is None else fresh_dims(rank))
 
 
 def same_as(i: int = 0) -> Callable[[InferContext], list]:

@@ -10,11 +10,11 @@ import re
 
 import numpy as np
 
-from ..errors import ParseError
+from ..errors import GraphError, ParseError
 from .dtypes import DType
 from .graph import Graph, Value
 from .schema import get_schema
-from .types import OptionalType, SequenceType, TensorType
+from .types import OptionalType, SequenceType, TensorType, ValueType
 
 _TOKEN = re.compile(r"""
     (?P<ws>\s+|\#[^\n]*)
@@ -36,8 +36,10 @@ class _Tokens:
             m = _TOKEN.match(text, pos)
             if not m:
                 raise self._error(pos, f"unexpected character {text[pos]!r}")
-            if m.lastgroup != "ws":
-                self.items.append((m.lastgroup, m.group(), pos))
+            kind = m.lastgroup  # every alternative of _TOKEN is a named group
+            assert kind is not None
+            if kind != "ws":
+                self.items.append((kind, m.group(), pos))
             pos = m.end()
         self.items.append(("eof", "", len(text)))
         self.i = 0
@@ -123,7 +125,7 @@ def _lookup(toks: _Tokens, scope: dict[str, Value], name: str) -> Value:
 
 
 def _node(toks: _Tokens, graph: Graph, scope: dict[str, Value]) -> None:
-    outs: list[tuple[str, object] | None] = []
+    outs: list[tuple[str, ValueType | None] | None] = []
     while True:
         if toks.accept("_"):
             outs.append(None)
@@ -136,7 +138,7 @@ def _node(toks: _Tokens, graph: Graph, scope: dict[str, Value]) -> None:
     op = toks.expect_kind("ident")
     try:
         schema = get_schema(op)
-    except Exception:
+    except GraphError:
         raise toks.error(f"unknown op {op!r}") from None
     toks.expect("(")
     inputs: list[Value | None] = []
@@ -167,11 +169,11 @@ def _node(toks: _Tokens, graph: Graph, scope: dict[str, Value]) -> None:
             raise toks.error(f"value %{o[0]} is defined twice")
     node = graph.add_node(op, inputs, attrs, output_names=[None if o is None else o[0] for o in outs],
                           name=name, infer=False)
-    for value, spec in zip(node.outputs, outs):
-        if value is not None:
-            if value.name != spec[0]:
-                raise toks.error(f"value %{spec[0]} is defined twice")
-            value.type = spec[1]
+    for value, declared in zip(node.outputs, outs):
+        if value is not None and declared is not None:  # omitted (None) together
+            if value.name != declared[0]:
+                raise toks.error(f"value %{declared[0]} is defined twice")
+            value.type = declared[1]
             scope[value.name] = value
 
 
@@ -253,6 +255,7 @@ def _tensor(toks: _Tokens) -> np.ndarray:
         raise toks.error(f"tensor has {len(items)} elements, expected {ttype}")
     if ttype.dtype is DType.str:
         return np.array(items, dtype=object).reshape(ttype.dims)
+    wide: type[np.generic]
     if ttype.dtype.is_float:
         wide = np.float64
     elif ttype.dtype is DType.bool:

@@ -5,13 +5,18 @@
 Schemas are declared in ir/ops/<family>.py with `define(...)`. Attribute kinds:
   int, float, str, ints, floats, strs, dtype, tensor, graph
 An attribute whose default is REQUIRED must be given; default None means "absent".
+Traits (TRAITS) say how the passes and targets may treat an op: pointwise (one output
+element from the same-position input elements: the fusion passes chain them), view (only
+reinterprets contiguous data), reduction (takes a pointwise prologue / epilogue), and the
+gpu's half-precision policy: half_anchor (always runs in half), half_fp32 (always float32).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +26,7 @@ from .types import TensorType, ValueType
 
 REQUIRED = object()
 ATTR_KINDS = ("int", "float", "str", "ints", "floats", "strs", "dtype", "tensor", "graph")
+TRAITS = ("pointwise", "view", "reduction", "half_anchor", "half_fp32")
 
 
 @dataclass(frozen=True)
@@ -42,9 +48,10 @@ class OpSchema:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     attrs: tuple[Attr, ...] = ()
-    infer: Callable[["InferContext"], list[ValueType]] | None = None
+    infer: Callable[[InferContext], list[ValueType]] | None = None
     doc: str = ""
     attr_map: dict[str, Attr] = field(default_factory=dict, compare=False, repr=False)
+    traits: frozenset[str] = frozenset()
 
     # computed once per schema (type inference reads them for every node it infers)
     @cached_property
@@ -63,13 +70,18 @@ class OpSchema:
 _SCHEMAS: dict[str, OpSchema] = {}
 
 
-def define(name: str, inputs=(), outputs=("Y",), attrs=(), infer=None, doc: str = "") -> OpSchema:
-    """Register one op. `attrs` items are Attr or (name, kind[, default]) tuples."""
+def define(name: str, inputs=(), outputs=("Y",), attrs=(), infer=None, doc: str = "",
+           traits=()) -> OpSchema:
+    """Register one op. `attrs` items are Attr or (name, kind[, default]) tuples; `traits`
+    names from TRAITS."""
     if name in _SCHEMAS:
         raise ValueError(f"op {name!r} defined twice")
+    unknown = set(traits) - set(TRAITS)
+    if unknown:
+        raise ValueError(f"op {name!r}: unknown traits {sorted(unknown)} (accepted: {TRAITS})")
     attr_objs = tuple(a if isinstance(a, Attr) else Attr(*a) for a in attrs)
     schema = OpSchema(name, tuple(inputs), tuple(outputs), attr_objs, infer, doc,
-                      {a.name: a for a in attr_objs})
+                      {a.name: a for a in attr_objs}, frozenset(traits))
     _SCHEMAS[name] = schema
     return schema
 
@@ -85,6 +97,23 @@ def get_schema(op: str) -> OpSchema:
 def all_schemas() -> dict[str, OpSchema]:
     _load_ops()
     return dict(_SCHEMAS)
+
+
+def ops_with_trait(trait: str) -> frozenset[str]:
+    """The names of the ops whose schema has `trait` (one of TRAITS)."""
+    if trait not in TRAITS:
+        raise ValueError(f"unknown trait {trait!r} (accepted: {TRAITS})")
+    return frozenset(name for name, schema in all_schemas().items() if trait in schema.traits)
+
+
+def require_ops(names, where: str):
+    """`names` unchanged when each is a defined op; else ValueError naming `where` and the
+    names no schema defines (a table of op names in a pass or target cannot drift from
+    the schemas unnoticed)."""
+    missing = sorted(set(names) - set(all_schemas()))
+    if missing:
+        raise ValueError(f"{where} names ops no schema defines: {', '.join(missing)}")
+    return names
 
 
 _ops_loaded = False
@@ -193,7 +222,7 @@ def infer_outputs(schema: OpSchema, node) -> list[ValueType | None]:
             raise GraphError(f"op {schema.name}: input {i} ({schema.inputs[i]}) is required")
     if schema.infer is None:
         return [None] * len(node.outputs)
-    types = list(schema.infer(InferContext(node, schema)))
+    types: list[ValueType | None] = list(schema.infer(InferContext(node, schema)))
     if len(types) < len(node.outputs):
         types += [None] * (len(node.outputs) - len(types))
     return types[: len(node.outputs)]

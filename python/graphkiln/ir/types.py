@@ -7,11 +7,11 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Union
+from typing import cast
 
 from .dtypes import DType
 
-Dim = Union[int, str]
+Dim = int | str
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _fresh = itertools.count()
 
@@ -51,7 +51,7 @@ class TensorType:
         if not self.is_static:
             return None
         n = 1
-        for d in self.dims:
+        for d in cast("tuple[int, ...]", self.dims):  # static: every dim an int
             n *= d
         return n
 
@@ -69,9 +69,9 @@ class TensorType:
 
 @dataclass(frozen=True, repr=False)
 class SequenceType:
-    """A sequence of values of one element type."""
+    """A sequence of values of one element type (None: not known)."""
 
-    elem: "ValueType"
+    elem: ValueType | None
 
     def __str__(self) -> str:
         return f"seq<{self.elem}>"
@@ -81,9 +81,9 @@ class SequenceType:
 
 @dataclass(frozen=True, repr=False)
 class OptionalType:
-    """A value that may be absent."""
+    """A value that may be absent (`elem` None: its type is not known)."""
 
-    elem: "ValueType"
+    elem: ValueType | None
 
     def __str__(self) -> str:
         return f"opt<{self.elem}>"
@@ -91,7 +91,7 @@ class OptionalType:
     __repr__ = __str__
 
 
-ValueType = Union[TensorType, SequenceType, OptionalType]
+ValueType = TensorType | SequenceType | OptionalType
 
 
 def tensor(dtype: DType, dims) -> TensorType:

@@ -32,15 +32,16 @@ def _static_dims(value: Value) -> tuple[int, ...] | None:
     return tuple(dims)
 
 
-def _split_heads(value: Value) -> tuple[Value, tuple[int, ...]] | None:
+def _split_heads(value: Value | None) -> tuple[Value, tuple[int, ...]] | None:
     """value = Transpose(t, perm=(0, 2, 1, 3)) with t of static shape [B, S, H, D]."""
     node = producer(value, "Transpose")
     if node is None or tuple(node.attrs.get("perm", ())) != HEADS_PERM:
         return None
-    dims = _static_dims(node.inputs[0])
+    data = node.input(0)
+    dims = _static_dims(data)
     if dims is None or len(dims) != 4:
         return None
-    return node.inputs[0], dims
+    return data, dims
 
 
 def _reshape(rw: Rewriter, value: Value, dims) -> Value:
@@ -53,15 +54,16 @@ def heads_in_place(node: Node, rw: Rewriter):
     if node.outputs[0] is None or node.attrs.get("q_num_heads") is not None:
         return None
     split = [_split_heads(x) for x in node.inputs[:3]]
-    if any(s is None for s in split):
+    found = [s for s in split if s is not None]
+    if len(found) != len(split):
         return None
-    (tq, (b, s, heads, d)), (tk, dk), (tv, dv) = split
+    (tq, (b, s, heads, d)), (tk, dk), (tv, dv) = found
     if dk[0] != b or dv[0] != b or dk[2] != dv[2] or dk[1] != dv[1] or dk[3] != d:
         return None
     kv_heads, kv_seq, v_dim = dk[2], dk[1], dv[3]
     if heads % kv_heads:
         return None
-    y = node.outputs[0]
+    y = node.output(0)
     if _static_dims(y) != (b, heads, s, v_dim):
         return None
     q3 = _reshape(rw, tq, [b, s, heads * d])
@@ -90,9 +92,9 @@ def _merge_in_place(rw: Rewriter, y: Value, y4: Value) -> None:
         isnan = next(n for n in readers if n.op == "IsNaN")
         guard = next(n for n in readers if n.op == "Where")
         if guard.inputs[0] is not isnan.outputs[0] or guard.inputs[2] is not y \
-                or guard.inputs[1].constant is None:
+                or guard.input(1).constant is None:
             return
-        merged = guard.outputs[0]
+        merged = guard.output(0)
     elif len(readers) == 1:
         merged = y
     else:
@@ -102,9 +104,9 @@ def _merge_in_place(rw: Rewriter, y: Value, y4: Value) -> None:
         return
     out = y4
     if guard is not None:
-        fill = rw.constant(np.asarray(guard.inputs[1].constant), "fill")  # defined before use
+        fill = rw.constant(np.asarray(guard.input(1).constant), "fill")  # defined before use
         out = rw.emit("Where", rw.emit("IsNaN", y4), fill, y4)
-    replace_uses(rw.graph, merge.outputs[0], out)
+    replace_uses(rw.graph, merge.output(0), out)
 
 
 RULES = [("Attention", heads_in_place)]

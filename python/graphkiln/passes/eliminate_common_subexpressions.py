@@ -9,7 +9,7 @@ import hashlib
 
 import numpy as np
 
-from ..ir import Graph
+from ..ir import Graph, Value
 from ..ir.graph import node_subgraphs
 from .fold_constants import NONDETERMINISTIC
 from .util import replace_many
@@ -19,7 +19,7 @@ MAX_CONST_BYTES_TO_COMPARE = 1 << 20
 
 def run(graph: Graph, ctx=None) -> Graph:
     seen: dict[tuple, list] = {}
-    mapping = {}
+    mapping: dict[Value, Value] = {}
     kept = []
     for node in graph.nodes:
         # inputs already merged away read their survivor, so later keys see it

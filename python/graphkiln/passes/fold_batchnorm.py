@@ -13,12 +13,13 @@ from .rewrite import Rewriter, apply_rules
 
 def _bn_params(node: Node):
     consts = [v.constant if v is not None else None for v in node.inputs[1:5]]
-    if len(consts) < 4 or any(c is None for c in consts) or len(node.outputs) > 1 and any(
+    arrays = [c for c in consts if c is not None]  # all four, or the node is not folded
+    if len(arrays) < 4 or len(node.outputs) > 1 and any(
             v is not None for v in node.outputs[1:]):
         return None
     if node.attrs.get("training_mode"):
         return None
-    scale, bias, mean, var = (c.astype(np.float64) for c in consts)
+    scale, bias, mean, var = (c.astype(np.float64) for c in arrays)
     factor = scale / np.sqrt(var + node.attrs["epsilon"])
     return factor, bias - mean * factor
 
@@ -31,7 +32,7 @@ def batchnorm(node: Node, rw: Rewriter):
     if params is None:
         return None
     factor, shift = params
-    x = node.inputs[0]
+    x = node.input(0)
     producer = x.producer
     if producer is not None and rw.only_user(x) is node:
         if producer.op == "Conv":
@@ -49,7 +50,7 @@ def batchnorm(node: Node, rw: Rewriter):
 
 
 def _fold_into_conv(conv: Node, factor, shift, rw: Rewriter):
-    w = conv.inputs[1].constant
+    w = conv.input(1).constant
     if w is None:
         return None
     b = conv.inputs[2].constant if len(conv.inputs) > 2 and conv.inputs[2] is not None else 0.0
@@ -63,7 +64,7 @@ def _fold_into_conv(conv: Node, factor, shift, rw: Rewriter):
 
 
 def _fold_into_gemm(gemm: Node, factor, shift, rw: Rewriter):
-    w = gemm.inputs[1].constant
+    w = gemm.input(1).constant
     c = gemm.inputs[2].constant if len(gemm.inputs) > 2 and gemm.inputs[2] is not None else 0.0
     if w is None or c is None or w.ndim != 2:
         return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node, TensorType, get_schema
+from ..ir import Graph, Node, TensorType, Value, get_schema
 from ..ir.schema import infer_outputs
 from ..ir.graph import node_subgraphs
 from .util import replace_many
@@ -23,7 +23,7 @@ NONDETERMINISTIC = {"RandomUniform", "RandomNormal", "RandomUniformLike", "Rando
 
 
 def run(graph: Graph, ctx) -> Graph:
-    mapping = {}
+    mapping: dict[Value, Value] = {}
     changed: set = set()  # values folded or given another type during this walk
     result = []
     for node in graph.nodes:
@@ -44,8 +44,8 @@ def run(graph: Graph, ctx) -> Graph:
             const = graph.add_node("Constant", [], {"value": data}, output_names=[old.name + "_c"])
             graph.nodes.pop()
             result.append(const)
-            mapping[old] = const.outputs[0]
-            changed.add(const.outputs[0])
+            mapping[old] = const.output(0)
+            changed.add(mapping[old])
     graph.nodes = result
     replace_many(graph, mapping)
     if mapping and not (getattr(ctx, "types_refreshed", False) and _walk_refreshed(graph)):
@@ -106,7 +106,8 @@ def _fold(node: Node, ctx) -> list | None:
         return None
     if not all(isinstance(v.type, TensorType) for v in node.outputs if v is not None):
         return None
-    if any(_too_big(v.type, ctx) for v in node.outputs if v is not None):
+    if any(isinstance(v.type, TensorType) and _too_big(v.type, ctx)  # all are (just above)
+           for v in node.outputs if v is not None):
         return None
     try:
         results = ctx.evaluate(node, inputs)

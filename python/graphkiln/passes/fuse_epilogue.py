@@ -13,7 +13,7 @@ from .op_classes import EPILOGUE_ANCHORS, POINTWISE
 def run(graph: Graph, ctx=None) -> Graph:
     uses = graph.users()
     for anchor in [n for n in graph.nodes if n.op in EPILOGUE_ANCHORS and fusible(n)]:
-        out = anchor.outputs[0]
+        out = anchor.output(0)
         readers = uses.get(out, [])
         if len(readers) != 1 or out in graph.outputs:
             continue
@@ -21,7 +21,7 @@ def run(graph: Graph, ctx=None) -> Graph:
         while len(readers) == 1 and out not in graph.outputs and _is_pointwise(readers[0]):
             members += _unfused(graph, readers[0])
             uses = graph.users()
-            out = members[-1].outputs[0]
+            out = members[-1].output(0)
             readers = uses.get(out, [])
         if len(members) > 1:
             make_fused(graph, members, EPILOGUE_ANCHORS[anchor.op])

@@ -34,9 +34,11 @@ def run(graph: Graph, ctx=None) -> Graph:
     for node in list(graph.nodes):
         if node.op not in POINTWISE or not fusible(node) or node in shape_nodes:
             continue
-        group = []
+        group: list[Node] = []
         for v in node.inputs:
-            producer = v.producer if v is not None else None
+            if v is None:
+                continue
+            producer = v.producer
             if (producer in group_of and group_of[producer][-1] is producer
                     and len(uses.get(v, [])) == 1 and v not in graph.outputs
                     and group_of[producer] is not group):

@@ -5,7 +5,7 @@ that alone feeds its data input and the pointwise node that alone reads its outp
 
 from __future__ import annotations
 
-from ..ir import Graph
+from ..ir import Graph, Node
 from .fusion import fusible, make_fused
 from .op_classes import POINTWISE, REDUCTIONS
 from .unfuse import inline_fused
@@ -19,14 +19,14 @@ def _is_pointwise(node) -> bool:
 def run(graph: Graph, ctx=None) -> Graph:
     for reduction in [n for n in graph.nodes if n.op in REDUCTIONS and fusible(n)]:
         uses = graph.users()
-        members = []
-        data = reduction.inputs[0]
+        members: list[Node] = []
+        data = reduction.input(0)
         producer = data.producer
         if (producer is not None and _is_pointwise(producer) and len(uses.get(data, [])) == 1
                 and data not in graph.outputs):
             members += inline_fused(graph, producer) if producer.op == "Fused" else [producer]
         members.append(reduction)
-        out = reduction.outputs[0]
+        out = reduction.output(0)
         readers = uses.get(out, [])
         if len(readers) == 1 and out not in graph.outputs and _is_pointwise(readers[0]):
             consumer = readers[0]

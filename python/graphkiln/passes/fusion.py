@@ -22,9 +22,10 @@ def make_fused(graph: Graph, members: list[Node], kind: str) -> Node:
     """Replace `members` (in graph order; the last one's output is the only value used
     outside) by one Fused node placed where the last member was."""
     head = members[-1]
-    body = Graph(f"{kind}_{head.outputs[0].name}", graph)
+    result = head.output(0)
+    body = Graph(f"{kind}_{result.name}", graph)
     inside: dict[Value, Value] = {}
-    outer_inputs: list[Value] = []
+    outer_inputs: list[Value | None] = []
     for node in members:
         for v in node.inputs:
             if v is None or v in inside:
@@ -38,12 +39,12 @@ def make_fused(graph: Graph, members: list[Node], kind: str) -> Node:
         copy = Node(node.op, [None if v is None else inside[v] for v in node.inputs], [],
                     dict(node.attrs), node.name)
         for v in node.outputs:
+            assert v is not None  # fusible members have all their outputs
             new = Value(body.unique_name(v.name), v.type, copy)
             inside[v] = new
             copy.outputs.append(new)
         body.nodes.append(copy)
-    body.outputs = [inside[head.outputs[0]]]
-    result = head.outputs[0]
+    body.outputs = [inside[result]]
     fused = Node("Fused", outer_inputs, [result], {"body": body, "kind": kind}, head.name)
     result.producer = fused
     position = graph.nodes.index(head)

@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Callable
+from collections.abc import Callable
 
 from .. import env
 from ..errors import CompileError, GraphError

@@ -13,7 +13,7 @@ from .rewrite import Rewriter, apply_rules
 
 # Gemm(A, B, C, transB=1, alpha=a) with constant B -> Gemm(A, a * B^T, C, transB=0, alpha=1)
 def gemm_constant_b(node: Node, rw: Rewriter):
-    b = node.inputs[1].constant
+    b = node.input(1).constant
     trans_b, alpha = node.attrs.get("transB", 0), node.attrs.get("alpha", 1.0)
     if b is None or b.dtype.kind != "f" or (not trans_b and alpha == 1.0):
         return None
@@ -25,11 +25,13 @@ def gemm_constant_b(node: Node, rw: Rewriter):
 
 # MatMul(A, Transpose(constant B)) -> MatMul(A, constant B^T)   (folds the layout change)
 def matmul_transposed_constant(node: Node, rw: Rewriter):
-    b = node.inputs[1]
+    b = node.input(1)
     producer = b.producer
-    if producer is None or producer.op != "Transpose" or producer.inputs[0].constant is None:
+    if producer is None or producer.op != "Transpose":
         return None
-    data = producer.inputs[0].constant
+    data = producer.input(0).constant
+    if data is None:
+        return None
     perm = producer.attrs.get("perm") or tuple(reversed(range(data.ndim)))
     return [rw.emit("MatMul", node.inputs[0], rw.constant(np.ascontiguousarray(data.transpose(perm)), "matmul_b"))]
 

@@ -30,14 +30,16 @@ def near(x: float | None, target: float, rel: float = 1e-4) -> bool:
 def split_scalar_operand(node: Node) -> tuple[Value, float] | None:
     """For a binary node with one scalar-constant operand: (the other operand, the scalar)."""
     a, b = node.inputs[0], node.inputs[1]
-    if scalar(b) is not None:
-        return a, scalar(b)
-    if scalar(a) is not None:
-        return b, scalar(a)
+    number = scalar(b)
+    if number is not None and a is not None:  # binary ops: both inputs always present
+        return a, number
+    number = scalar(a)
+    if number is not None and b is not None:
+        return b, number
     return None
 
 
-def other_input(node: Node, value: Value) -> Value | None:
+def other_input(node: Node, value: Value | None) -> Value | None:
     if len(node.inputs) != 2:
         return None
     if node.inputs[0] is value:
@@ -47,5 +49,5 @@ def other_input(node: Node, value: Value) -> Value | None:
     return None
 
 
-def rank_of(value: Value) -> int | None:
-    return value.type.rank if isinstance(value.type, TensorType) else None
+def rank_of(value: Value | None) -> int | None:
+    return value.type.rank if value is not None and isinstance(value.type, TensorType) else None

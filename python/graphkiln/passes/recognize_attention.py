@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Node, Value
+from ..ir import Node, TensorType, Value
 from .patterns import producer, rank_of, scalar, split_scalar_operand
 from .rewrite import Rewriter, apply_rules
 from .util import replace_uses
@@ -39,23 +39,23 @@ def _nan_guard(probs: Value, rw: Rewriter) -> Value | None:
 # MatMul(Softmax(MatMul(q*a, kT*b) + mask), v) -> Attention(q, Transpose(kT), v, mask, scale=a*b)
 def attention(node: Node, rw: Rewriter):
     axis = node.attrs.get("axis", -1)
-    scores = node.inputs[0]
+    scores = node.input(0)
     if rank_of(scores) != 4 or axis not in (-1, 3):
         return None
     mask = None
     add = producer(scores, "Add")
     if add is not None and rw.only_user(scores) is node:
         for i in (0, 1):
-            if producer(_unscale(add.inputs[i])[0], "MatMul") is not None:
-                scores, mask = add.inputs[i], add.inputs[1 - i]
+            if producer(_unscale(add.input(i))[0], "MatMul") is not None:
+                scores, mask = add.input(i), add.inputs[1 - i]
                 break
     scores, post_scale = _unscale(scores)
     qk = producer(scores, "MatMul")
     if qk is None:
         return None
-    q, scale_q = _unscale(qk.inputs[0])
-    k_t, scale_k = _unscale(qk.inputs[1])
-    probs = node.outputs[0]
+    q, scale_q = _unscale(qk.input(0))
+    k_t, scale_k = _unscale(qk.input(1))
+    probs = node.output(0)
     guarded = _nan_guard(probs, rw)
     result = guarded if guarded is not None else probs
     pv = rw.only_user(result)
@@ -71,9 +71,11 @@ def attention(node: Node, rw: Rewriter):
     inputs = [q, k, v] + ([mask] if mask is not None else [])
     out = rw.emit("Attention", *inputs, scale=float(np.float32(scale_q * scale_k * post_scale)))
     if guarded is not None:
-        zero = rw.constant(np.zeros((), dtype=pv.outputs[0].type.dtype.numpy), "zero")
+        pv_type = pv.output(0).type
+        assert isinstance(pv_type, TensorType)  # the product of two 4-D tensors
+        zero = rw.constant(np.zeros((), dtype=pv_type.dtype.numpy), "zero")
         out = rw.emit("Where", rw.emit("IsNaN", out), zero, out)
-    replace_uses(rw.graph, pv.outputs[0], out)
+    replace_uses(rw.graph, pv.output(0), out)
     return [None]
 
 

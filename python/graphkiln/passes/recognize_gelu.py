@@ -43,7 +43,7 @@ def _times_half_x(one_plus: Value, x: Value, rw: Rewriter) -> Node | None:
 
 # Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) -> Gelu(x)
 def erf_form(node: Node, rw: Rewriter):
-    scaled = node.inputs[0].producer
+    scaled = node.input(0).producer
     if scaled is None or scaled.op not in ("Div", "Mul"):
         return None
     split = split_scalar_operand(scaled)
@@ -53,7 +53,7 @@ def erf_form(node: Node, rw: Rewriter):
     if not (near(c, math.sqrt(2)) if scaled.op == "Div" else near(c, 1 / math.sqrt(2))):
         return None
     one_plus = _one_plus(node, rw)
-    last = one_plus and _times_half_x(one_plus, x, rw)
+    last = _times_half_x(one_plus, x, rw) if one_plus is not None else None
     if last is None:
         return None
     return _replace(last, rw.emit("Gelu", x, approximate="none"), rw)
@@ -69,16 +69,18 @@ def tanh_form(node: Node, rw: Rewriter):
     if inner is None:
         return None
     for x in inner.inputs:
+        if x is None:
+            continue
         cubic = producer(other_input(inner, x), "Mul")
         cube_split = cubic and split_scalar_operand(cubic)
         if not cube_split or not near(cube_split[1], 0.044715):
             continue
         power = producer(cube_split[0], "Pow")
-        if power is None or power.inputs[0] is not x or split_scalar_operand(power) is None \
-                or split_scalar_operand(power)[1] != 3.0:
+        exponent = split_scalar_operand(power) if power is not None else None
+        if power is None or power.inputs[0] is not x or exponent is None or exponent[1] != 3.0:
             continue
         one_plus = _one_plus(node, rw)
-        last = one_plus and _times_half_x(one_plus, x, rw)
+        last = _times_half_x(one_plus, x, rw) if one_plus is not None else None
         if last is not None:
             return _replace(last, rw.emit("Gelu", x, approximate="tanh"), rw)
     return None
@@ -87,7 +89,7 @@ def tanh_form(node: Node, rw: Rewriter):
 def _replace(last: Node, gelu: Value, rw: Rewriter):
     from .util import replace_uses
 
-    replace_uses(rw.graph, last.outputs[0], gelu)
+    replace_uses(rw.graph, last.output(0), gelu)
     return [None]
 
 

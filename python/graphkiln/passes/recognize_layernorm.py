@@ -5,6 +5,8 @@ as LayerNormalization over the last axis."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ..ir import Node, TensorType
@@ -20,7 +22,7 @@ def layernorm(node: Node, rw: Rewriter):
     root = producer(node.inputs[1], "Sqrt")
     if centered is None or root is None:
         return None
-    x = centered.inputs[0]
+    x = centered.input(0)
     mean = producer(centered.inputs[1], "ReduceMean")
     t = x.type
     if mean is None or mean.inputs[0] is not x or not isinstance(t, TensorType) or not t.rank:
@@ -28,18 +30,18 @@ def layernorm(node: Node, rw: Rewriter):
     if _single_axis(mean) not in (-1, t.rank - 1) or not t.is_static:
         return None
     plus = producer(root.inputs[0], "Add")
-    split = plus and split_scalar_operand(plus)
-    variance = split and producer(split[0], "ReduceMean")
-    if not variance or _single_axis(variance) not in (-1, t.rank - 1):
+    split = split_scalar_operand(plus) if plus is not None else None
+    variance = producer(split[0], "ReduceMean") if split else None
+    if split is None or not variance or _single_axis(variance) not in (-1, t.rank - 1):
         return None
-    square = variance.inputs[0].producer
+    square = variance.input(0).producer
     d = centered.outputs[0]
     is_square = square is not None and (
         (square.op == "Mul" and square.inputs == [d, d])
         or (square.op == "Pow" and square.inputs[0] is d and scalar(square.inputs[1]) == 2.0))
     if not is_square:
         return None
-    width = t.dims[-1]
+    width = cast("tuple[int, ...]", t.dims)[-1]  # static (checked above)
     gamma, beta, out = _affine(node, rw, width)
     rw.current = out.producer  # gamma / beta may be defined after the Div
     scale = gamma or rw.constant(np.ones(width, dtype=t.dtype.numpy), "ln_scale")
@@ -59,12 +61,12 @@ def _affine(node: Node, rw: Rewriter, width: int):
     gamma = beta = None
     mul = rw.only_user(out)
     if mul is not None and mul.op == "Mul":
-        g = mul.inputs[1] if mul.inputs[0] is out else mul.inputs[0]
+        g = mul.input(1) if mul.inputs[0] is out else mul.input(0)
         if g.constant is not None and g.constant.shape == (width,):
             gamma, out = g, mul.outputs[0]
             add = rw.only_user(out)
             if add is not None and add.op == "Add":
-                b = add.inputs[1] if add.inputs[0] is out else add.inputs[0]
+                b = add.input(1) if add.inputs[0] is out else add.input(0)
                 if b.constant is not None and b.constant.shape == (width,):
                     beta, out = b, add.outputs[0]
     return gamma, beta, out

@@ -8,7 +8,7 @@ node being rewritten so the graph stays in execution order."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 from ..ir import Graph, Node, Value
 from .util import replace_uses
@@ -25,30 +25,35 @@ class Rewriter:
         self.uses: dict[Value, list[Node]] = {}
 
     def emit(self, op: str, *inputs: Value | None, **attrs) -> Value:
-        return self.emit_node(op, list(inputs), attrs).outputs[0]
+        return self.emit_node(op, list(inputs), attrs).output(0)
 
     def emit_node(self, op: str, inputs: list, attrs: dict, num_outputs: int | None = None) -> Node:
         node = self.graph.add_node(op, inputs, attrs, num_outputs=num_outputs,
                                    name=self.current.name if self.current else "")
-        self.graph.nodes.pop()
-        self.graph.nodes.insert(self.graph.nodes.index(self.current), node)
+        self._move_before_current(node)
         return node
 
     def constant(self, array, name: str = "const") -> Value:
         node = self.graph.add_node("Constant", [], {"value": array}, output_names=[name])
+        self._move_before_current(node)
+        return node.output(0)
+
+    def _move_before_current(self, node: Node) -> None:
+        """Move `node`, just appended, to before the node being rewritten."""
+        assert self.current is not None, "emit / constant outside a rule"
         self.graph.nodes.pop()
         self.graph.nodes.insert(self.graph.nodes.index(self.current), node)
-        return node.outputs[0]
 
-    def users_of(self, value: Value) -> list[Node]:
-        return self.uses.get(value, [])
+    def users_of(self, value: Value | None) -> list[Node]:
+        return self.uses.get(value, []) if value is not None else []
 
-    def only_user(self, value: Value) -> Node | None:
-        readers = self.uses.get(value, [])
+    def only_user(self, value: Value | None) -> Node | None:
+        """The one node reading `value` (None: no value, several readers or a graph output)."""
+        readers = self.uses.get(value, []) if value is not None else []
         return readers[0] if len(readers) == 1 and value not in self.graph.outputs else None
 
 
-def apply_rules(graph: Graph, rules: list[Rule], ctx) -> int:
+def apply_rules(graph: Graph, rules: Sequence[Rule], ctx) -> int:
     """Apply rules until none fires (at most MAX_ROUNDS rounds). Returns the rewrite count."""
     from . import eliminate_dead_code
 

@@ -12,8 +12,9 @@ from .rewrite import Rewriter, apply_rules
 from .util import is_scalar_const
 
 
-def _same_type(a: Value, b: Value) -> bool:
-    return isinstance(a.type, TensorType) and a.type == b.type and a.type.is_static
+def _same_type(a: Value | None, b: Value | None) -> bool:
+    return (a is not None and b is not None and isinstance(a.type, TensorType)
+            and a.type == b.type and a.type.is_static)
 
 
 # Identity(x) -> x
@@ -46,7 +47,7 @@ def _neutral(value: float, positions: tuple[int, ...]):
 
 # Cast(x, to=T) where x is already T -> x
 def cast(node: Node, rw: Rewriter):
-    x = node.inputs[0]
+    x = node.input(0)
     if isinstance(x.type, TensorType) and x.type.dtype == node.attrs["to"]:
         return [x]
     return None
@@ -65,16 +66,17 @@ def drop_expand(node: Node, rw: Rewriter):
     for pos, v in enumerate(node.inputs):
         if v is None or v.producer is None or v.producer.op != "Expand":
             continue
-        source = v.producer.inputs[0]
+        source = v.producer.input(0)
         others = [w for i, w in enumerate(node.inputs) if i != pos and w is not None]
-        if not all(isinstance(w.type, TensorType) for w in others + [source]):
+        types = [w.type for w in [*others, source] if isinstance(w.type, TensorType)]
+        if len(types) != len(others) + 1:
             continue
         try:
-            dims = broadcast_dims(source.type.dims, *(w.type.dims for w in others))
+            dims = broadcast_dims(types[-1].dims, *(t.dims for t in types[:-1]))
         except Exception:  # noqa: BLE001 - shapes that don't broadcast: leave the Expand
             continue
-        out = node.outputs[0].type
-        if dims is not None and out.is_static and dims == out.dims:
+        out = node.output(0).type
+        if dims is not None and isinstance(out, TensorType) and out.is_static and dims == out.dims:
             inputs = list(node.inputs)
             inputs[pos] = source
             return rw.emit_node(node.op, inputs, dict(node.attrs)).outputs

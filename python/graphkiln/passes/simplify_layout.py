@@ -5,6 +5,8 @@ Flatten / Squeeze / Unsqueeze of static shapes written as Reshape."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ..ir import Node, TensorType
@@ -14,7 +16,7 @@ from .rewrite import Rewriter, apply_rules
 def _perm(node: Node) -> tuple[int, ...] | None:
     perm = node.attrs.get("perm")
     if perm is None:
-        t = node.inputs[0].type
+        t = node.input(0).type
         if not isinstance(t, TensorType) or t.rank is None:
             return None
         return tuple(reversed(range(t.rank)))
@@ -29,7 +31,7 @@ def identity_transpose(node: Node, rw: Rewriter):
 
 # Transpose(Transpose(x, p), q) -> Transpose(x, p[q])
 def transpose_pair(node: Node, rw: Rewriter):
-    inner = node.inputs[0].producer
+    inner = node.input(0).producer
     if inner is None or inner.op != "Transpose":
         return None
     p, q = _perm(inner), _perm(node)
@@ -42,8 +44,8 @@ def transpose_pair(node: Node, rw: Rewriter):
 
 
 def _static_out(node: Node) -> tuple[int, ...] | None:
-    t = node.outputs[0].type
-    return t.dims if isinstance(t, TensorType) and t.is_static else None
+    t = node.output(0).type
+    return cast("tuple[int, ...]", t.dims) if isinstance(t, TensorType) and t.is_static else None
 
 
 # Reshape(Reshape(x, a), b) -> Reshape(x, b) ; Reshape(x, shape of x) -> x
@@ -52,9 +54,9 @@ def as_reshape(node: Node, rw: Rewriter):
     dims = _static_out(node)
     if dims is None or 0 in dims:
         return None
-    source = node.inputs[0]
+    source = node.input(0)
     while source.producer is not None and source.producer.op in RESHAPES:
-        source = source.producer.inputs[0]
+        source = source.producer.input(0)
     if isinstance(source.type, TensorType) and source.type.dims == dims:
         return [source]
     if node.op == "Reshape" and source is node.inputs[0]:

@@ -11,13 +11,14 @@ def inline_fused(graph: Graph, fused: Node) -> list[Node]:
     """Replace `fused` by copies of its body nodes; returns them in order. The fused node's
     output Value object is kept as the last copy's output."""
     body = fused.attrs["body"]
-    mapping: dict[Value, Value] = dict(zip(body.inputs, fused.inputs))
+    mapping: dict[Value, Value | None] = dict(zip(body.inputs, fused.inputs))
     copies = []
-    result = fused.outputs[0]
+    result = fused.output(0)
     for node in body.nodes:
         copy = Node(node.op, [None if v is None else mapping[v] for v in node.inputs], [],
                     dict(node.attrs), node.name)
         for v in node.outputs:
+            assert v is not None  # a body's nodes have all their outputs (make_fused)
             if v is body.outputs[0]:
                 new = result
                 new.producer = copy

@@ -63,9 +63,11 @@ def cpu_plan_document(executable, encoder, table) -> dict | None:
         return None
     nodes = {node: index for index, node in enumerate(executable.graph.nodes)}
     shared = _SharedArrays(table)
-    segments_of = lambda items: [_plan_segment(item, encoder, shared) if isinstance(item, SavedPlan)
-                                 else {"kind": "ref", "nodes": [nodes[n] for n in item]}
-                                 for item in items]
+    def segments_of(items):
+        return [_plan_segment(item, encoder, shared) if isinstance(item, SavedPlan)
+                else {"kind": "ref", "nodes": [nodes[n] for n in item]}
+                for item in items]
+
     try:
         if items is not None:
             field, body = "segments", segments_of(items)
@@ -116,8 +118,12 @@ def _signed_bytes(key: dict, segments: list) -> bytes:
 
 
 def _plan_segment(saved, encoder, table) -> dict:
-    ids = lambda values: [encoder.ids[v] for v in values]
-    spec = lambda items: [[dtype.value, [int(d) for d in dims]] for dtype, dims in items]
+    def ids(values):
+        return [encoder.ids[v] for v in values]
+
+    def spec(items):
+        return [[dtype.value, [int(d) for d in dims]] for dtype, dims in items]
+
     steps = []
     for index, step in enumerate(saved.steps):
         doc = {"kernel": str(step["kernel"]), "name": str(step["name"]),

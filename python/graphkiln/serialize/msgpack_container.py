@@ -21,7 +21,7 @@ import msgpack
 import numpy as np
 
 from ..errors import FormatError
-from .checks import damaged, need_dict, need_list
+from .checks import need_dict, need_list
 from .limits import DATA_ALIGNMENT, FORMAT_VERSION, MSGPACK_MAGIC, Limits, check_version, version_of
 from .tensors import Budget, decode_record, normalized, string_elements
 
@@ -116,7 +116,7 @@ def unpack_document(document, limits: Limits):
                                max_bin_len=limits.max_string_bytes,
                                max_array_len=limits.max_list_length,
                                max_map_len=limits.max_list_length, max_ext_len=0)
-    except Exception as exc:  # msgpack raises several kinds: all mean a damaged document
+    except Exception as exc:  # noqa: BLE001 - msgpack raises many kinds, all meaning damage
         raise FormatError(f"damaged file: the msgpack document does not decode: "
                           f"{type(exc).__name__}: {exc}") from None
 

@@ -21,7 +21,7 @@ import os
 import statistics
 import time
 import warnings
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -49,14 +49,14 @@ def set_progress(callback) -> None:
     _progress = callback
 
 
-@lru_cache(maxsize=None)
+@cache
 def device() -> str:
     from .._native import load_core
 
     return load_core().cpu_isa()
 
 
-@lru_cache(maxsize=None)
+@cache
 def versions() -> dict:
     from .. import __version__
     from .._native import load_core
@@ -227,8 +227,9 @@ def _plan_executor(plan, steps, attrs: dict, threads: int):
         for step in steps:
             step.attrs = {**{k: v for k, v in step.attrs.items() if k not in TUNABLE_ATTRS},
                           **attrs}
-        specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
-                               for s in slots]
+        def specs(slots):
+            return [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims)) for s in slots]
+
         executor = load_core().Executor(plan.executor_steps(), plan.constants,
                                         plan.arena_bytes, specs(plan.input_slots),
                                         specs(plan.output_slots), threads)
@@ -267,9 +268,10 @@ def _extent(dims, strides) -> int:
 
 
 def _one_step(plan, step, extra: dict, threads: int):
-    """(Checks and experiments; tuning measures in the whole plan.) A one-step executor for `step` with attrs updated by `extra`: constants stay
-    constants (weights are packed as in the real plan), other tensors become the
-    executor's inputs and outputs, filled with seeded random data."""
+    """(Checks and experiments; tuning measures in the whole plan.) A one-step executor for
+    `step` with attrs updated by `extra`: constants stay constants (weights are packed as in
+    the real plan), other tensors become the executor's inputs and outputs, filled with
+    seeded random data."""
     from .._native import load_core
 
     rng = np.random.default_rng(0)

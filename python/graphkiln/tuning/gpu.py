@@ -28,7 +28,7 @@ Keys name the GPU (name and ISA), graphkiln's version and the GPU toolkit's, and
 from __future__ import annotations
 
 import statistics
-from functools import lru_cache
+from functools import cache
 
 from .counters import count
 from .db import TuningDB, TuningKey
@@ -49,7 +49,7 @@ def set_progress(callback) -> None:
     _progress = callback
 
 
-@lru_cache(maxsize=None)
+@cache
 def _variants() -> dict:
     from .._native import load_core
 
@@ -58,7 +58,7 @@ def _variants() -> dict:
     return VARIANTS
 
 
-@lru_cache(maxsize=None)
+@cache
 def device() -> str:
     from ..device import check_gpu_compatibility
 
@@ -67,7 +67,7 @@ def device() -> str:
     return f"{getattr(gpu, 'name', '?')}/{getattr(gpu, 'arch', '?')}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def versions() -> dict:
     from .. import __version__
     from .._native import load_core
@@ -151,7 +151,7 @@ def measure(plan, steps, keys, build) -> dict:
         by_problem.setdefault(key.problem, []).append(step)
     out = {}
     for problem, members in by_problem.items():
-        def total(c):
+        def total(c, members=members):
             return sum(median[c][index[id(s)]] for s in members)
 
         base = total(0)

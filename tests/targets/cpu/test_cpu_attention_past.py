@@ -4,7 +4,6 @@
 present tensors are built by CopyRegions, the kernel's causal frontier and windows are
 offset by the past length), compared with ref."""
 
-import numpy as np
 import pytest
 
 from cpu_testing import check_cpu, node, onnx_model, rand

@@ -13,7 +13,7 @@ from onnx import numpy_helper
 import graphkiln as gk
 from graphkiln.ir import DType, Graph, TensorType
 from graphkiln.targets.native.lower_support import node_supported
-from graphkiln.targets.cpu.table import LOWERINGS, SUPPORT
+from graphkiln.targets.cpu.table import SUPPORT
 from graphkiln.targets.cpu.target import CpuExecutable
 
 from cpu_testing import check_cpu, node, onnx_model, rand

@@ -14,7 +14,7 @@ import graphkiln as gk
 from graphkiln.ir import DType, Graph, TensorType
 from graphkiln.targets.native.lower import LoweringError
 from graphkiln.targets.native.lower_support import node_supported
-from graphkiln.targets.cpu.table import LOWERINGS, SUPPORT
+from graphkiln.targets.cpu.table import SUPPORT
 from graphkiln.targets.cpu.target import CpuExecutable
 
 from cpu_testing import check_cpu, node, onnx_model, rand
@@ -144,7 +144,7 @@ def test_large_integer_inputs_are_not_planned_per_value():
 @pytest.mark.parametrize("axis", [0, 1, 2, 3, -1, -3])
 def test_concat_axes(axis):
     shapes = []
-    for i, extra in enumerate((2, 3, 1)):
+    for extra in (2, 3, 1):
         s = [2, 3, 4, 5]
         s[axis] = extra
         shapes.append(tuple(s))

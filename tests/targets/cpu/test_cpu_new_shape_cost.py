@@ -81,8 +81,9 @@ def _plan_parts():
     prog.run(ocr_feeds(1, WIDTHS[1]))
     (segment,) = next(iter(prog._executable._plans.values()))
     plan = segment.plan
-    specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
-                           for s in slots]
+    def specs(slots):
+        return [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims)) for s in slots]
+
     return (plan.executor_steps(), plan.constants, plan.arena_bytes, specs(plan.input_slots),
             specs(plan.output_slots))
 

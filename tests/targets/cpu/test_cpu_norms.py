@@ -3,7 +3,6 @@
 """RMSNormalization, GroupNormalization, InstanceNormalization and BatchNormalization
 (inference) on cpu against ref."""
 
-import numpy as np
 import pytest
 
 from cpu_testing import check_cpu, node, onnx_model, rand

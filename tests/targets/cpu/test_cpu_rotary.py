@@ -4,7 +4,7 @@
 
 import numpy as np
 import pytest
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from cpu_testing import check_cpu, node, rand
 

@@ -215,8 +215,10 @@ def test_cli_compile_shapes(tmp_path):
     model = tmp_path / "r.onnx"
     model.write_bytes(small_resnet())
     out = tmp_path / "r.gkp"
-    run = lambda *a: subprocess.run([sys.executable, "-m", "graphkiln", *a],
-                                    capture_output=True, text=True)
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "graphkiln", *a],
+                              capture_output=True, text=True)
+
     done = run("compile", str(model), "--target", "cpu", "--shapes",
                "x=1,3,32,32;x=2,3,32,32", "-o", str(out))
     assert done.returncode == 0, done.stderr

@@ -6,7 +6,6 @@ CASES maps an id to a function returning (serialized model, feeds)."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import helper
 
 import os
 import sys

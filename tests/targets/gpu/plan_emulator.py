@@ -8,14 +8,14 @@ contract, reading and writing the same arena bytes the device would."""
 
 from __future__ import annotations
 
-import math
-
 import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from graphkiln.targets.native.plan import ARENA, CONSTANT, INPUT, OUTPUT
 from graphkiln.targets.native.lower_pointwise import OPCODES
+from graphkiln.targets.native.plan_print import verify_plan
+from graphkiln.targets.native.pointwise_table import pointwise_table
 
 NUMPY = {"bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8,
          "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u16": np.uint16,
@@ -24,6 +24,7 @@ NUMPY = {"bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64, "f16"
 
 class Emulator:
     def __init__(self, plan):
+        verify_plan(plan, "gpu")   # slots, buffers and the kernels' contracts
         self.plan = plan
         self.steps = plan.executor_steps()
         self.constants = [np.frombuffer(np.ascontiguousarray(c).tobytes(), np.uint8).copy()
@@ -607,8 +608,16 @@ def _bf16(x):
 
 
 def _apply(op, a, b, c, p0, p1, T):
-    softplus = lambda v: np.maximum(v, 0) + np.log1p(np.exp(-np.abs(v)))
-    sigmoid = lambda v: 1 / (1 + np.exp(-v))
+    """One opcode on numpy arrays: the opcodes the lowering composes, and conversions, have
+    a model of their own below; an opcode that is one IR op (pointwise_ops.def's ir_op) and
+    has no entry here runs as the ref target's kernel of that op, its constants as the
+    attributes the table names (so a new activation needs nothing here)."""
+    def softplus(v):
+        return np.maximum(v, 0) + np.log1p(np.exp(-np.abs(v)))
+
+    def sigmoid(v):
+        return 1 / (1 + np.exp(-v))
+
     table = {
         "Mov": lambda: a, "Const": lambda: p0, "Add": lambda: a + b, "Sub": lambda: a - b,
         "Mul": lambda: a * b, "Div": lambda: a / b,
@@ -627,16 +636,12 @@ def _apply(op, a, b, c, p0, p1, T):
         "Relu": lambda: np.where(a < 0, 0, a), "LeakyRelu": lambda: np.where(a < 0, a * p0, a),
         "Elu": lambda: np.where(a > 0, a, p0 * np.expm1(a)),
         "Selu": lambda: np.where(a > 0, p1 * a, p1 * p0 * np.expm1(a)),
-        "Celu": lambda: np.maximum(a, 0) + np.minimum(p0 * np.expm1(a / p0), 0),
-        "HardSigmoid": lambda: np.clip(a * p0 + p1, 0, 1),
-        "HardSwish": lambda: a * np.clip(a / 6 + 0.5, 0, 1), "Softplus": lambda: softplus(a),
-        "Softsign": lambda: a / (1 + np.abs(a)),
+        "Softplus": lambda: softplus(a),
+        # Celu, HardSigmoid, HardSwish, Softsign, ThresholdedRelu, Shrink: the ref kernels
         "Gelu": lambda: 0.5 * a * (1 + _erf(a * 0.70710678118654752)),
         "GeluTanh": lambda: 0.5 * a * (1 + np.tanh(0.79788456080286536 * (a + 0.044715 * a ** 3))),
         "Mish": lambda: a * np.tanh(softplus(a)), "Swish": lambda: a * sigmoid(a * p0),
-        "ThresholdedRelu": lambda: np.where(a > p0, a, 0),
         "PRelu": lambda: np.where(a < 0, a * b, a),
-        "Shrink": lambda: np.where(a < -p1, a + p0, np.where(a > p1, a - p0, 0)),
         "Equal": lambda: a == b, "Less": lambda: a < b, "LessEqual": lambda: a <= b,
         "Greater": lambda: a > b, "GreaterEqual": lambda: a >= b,
         "And": lambda: (a != 0) & (b != 0), "Or": lambda: (a != 0) | (b != 0),
@@ -648,7 +653,20 @@ def _apply(op, a, b, c, p0, p1, T):
         "ToInt": lambda: _to_int(np.asarray(a), p0, p1 != 0), "ToBool": lambda: a != 0,
         "MulAdd": lambda: a * b + c,
     }
-    return table[op]()
+    if op in table:
+        return table[op]()
+    return _ref_opcode(op, a, b, p0, p1, T)
+
+
+def _ref_opcode(op, a, b, p0, p1, T):
+    from graphkiln.targets.ref.table import KERNELS
+
+    row = next(r for r in pointwise_table() if r.name == op)
+    if not row.ir_op:
+        raise NotImplementedError(f"the emulator has no model of opcode {op}")
+    attrs = dict(zip(row.attrs, (float(p0), float(p1))))
+    operands = [np.asarray(v, T) for v in (a, b)[:row.arity]]
+    return KERNELS[row.ir_op](*operands, **attrs)
 
 
 def _erf(x):

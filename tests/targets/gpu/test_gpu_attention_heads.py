@@ -18,7 +18,8 @@ B, S, T, H, KV, D, DV = 2, 9, 11, 4, 2, 8, 6
 
 
 def _model(guard: bool, mask: bool, merge: bool = True):
-    shape = lambda name, dims: np.array(dims, np.int64)
+    def shape(name, dims):
+        return np.array(dims, np.int64)
     inits = {"sq": shape("sq", [B, S, H, D]), "sk": shape("sk", [B, T, KV, D]),
              "sv": shape("sv", [B, T, KV, DV]), "so": np.array([B, S, H * DV], np.int64),
              "zero": np.zeros((), np.float32)}

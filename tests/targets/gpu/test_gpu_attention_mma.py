@@ -6,8 +6,9 @@ sizes that cross its tiles (query rows not a multiple of the 64-row block or the
 tile, keys not a multiple of the 64-key chunk, head sizes padded to 32 / 64 / 96 / 128,
 different head and value sizes), with float and bool masks (rows with every key masked give
 zeros), causal frontier with and without past keys, sliding window, soft cap, grouped-query
-heads and [B, S, H*D] operands, with 1-warp blocks (small grids) and 4-warp ones; against the scalar fused kernel
-(GRAPHKILN_GPU_MMA_ATTENTION=0); and every tuning variant on float16 and float32 steps."""
+heads and [B, S, H*D] operands, with 1-warp blocks (small grids) and 4-warp ones; against
+the scalar fused kernel (GRAPHKILN_GPU_MMA_ATTENTION=0); and every tuning variant on float16
+and float32 steps."""
 
 from __future__ import annotations
 

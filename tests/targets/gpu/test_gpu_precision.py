@@ -22,7 +22,6 @@ from onnx import helper
 import graphkiln as gk
 from graphkiln.compiler import compile_graph
 from graphkiln.ir import DType
-from graphkiln.targets.gpu import precision
 from graphkiln.targets.gpu.target import GpuExecutable, GpuTarget, lower_plan
 from gpu_testing import compare, requires_gpu
 from plan_emulator import Emulator

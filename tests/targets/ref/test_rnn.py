@@ -17,7 +17,7 @@ def sigmoid(x):
 
 
 def reference_rnn(x, w, r, b, h0, step, lens=None, reverse=False):
-    """One direction, batch row by batch row: x [S, B, I]; `step(x_t, h_prev) -> h`.
+    """One direction, batch row by batch row: x [S, B, D]; `step(x_t, h_prev) -> h`.
     Returns Y [S, B, H] (zeros past a row's length) and the final state."""
     seq, batch = x.shape[:2]
     lens = [seq] * batch if lens is None else lens
@@ -34,9 +34,9 @@ def reference_rnn(x, w, r, b, h0, step, lens=None, reverse=False):
 
 
 def test_rnn_forward_with_bias_and_initial_state():
-    S, B, I, H = 5, 3, 4, 6
-    x = random_normal((S, B, I), 1)
-    w = random_normal((1, H, I), 2, scale=0.5)
+    S, B, D, H = 5, 3, 4, 6
+    x = random_normal((S, B, D), 1)
+    w = random_normal((1, H, D), 2, scale=0.5)
     r = random_normal((1, H, H), 3, scale=0.5)
     b, h0 = random_normal((1, 2 * H), 4), random_normal((1, B, H), 5)
     y, y_h = run_op("RNN", [x, w, r, b, None, h0], num_outputs=2, hidden_size=H)
@@ -47,9 +47,9 @@ def test_rnn_forward_with_bias_and_initial_state():
 
 
 def test_rnn_activation_parameters_and_layout():
-    S, B, I, H = 4, 2, 3, 5
-    x = random_normal((S, B, I), 6)
-    w = random_normal((1, H, I), 7)
+    S, B, D, H = 4, 2, 3, 5
+    x = random_normal((S, B, D), 6)
+    w = random_normal((1, H, D), 7)
     r = random_normal((1, H, H), 8, scale=0.3)
     y0, _ = run_op("RNN", [x, w, r], num_outputs=2, activations=("LeakyRelu",),
                    activation_alpha=(0.3,))
@@ -64,9 +64,9 @@ def test_rnn_activation_parameters_and_layout():
 
 @pytest.mark.parametrize("linear_before_reset", [0, 1])
 def test_gru_bidirectional(linear_before_reset):
-    S, B, I, H = 4, 2, 3, 5
-    x = random_normal((S, B, I), 10)
-    w = random_normal((2, 3 * H, I), 11, scale=0.5)
+    S, B, D, H = 4, 2, 3, 5
+    x = random_normal((S, B, D), 10)
+    w = random_normal((2, 3 * H, D), 11, scale=0.5)
     r = random_normal((2, 3 * H, H), 12, scale=0.5)
     b = random_normal((2, 6 * H), 13)
     y, y_h = run_op("GRU", [x, w, r, b], num_outputs=2, hidden_size=H, direction="bidirectional",
@@ -75,7 +75,7 @@ def test_gru_bidirectional(linear_before_reset):
     for d in range(2):
         W, R, Wb, Rb = w[d], r[d], b[d, :3 * H], b[d, 3 * H:]
 
-        def step(xt, h):
+        def step(xt, h, W=W, R=R, Wb=Wb, Rb=Rb):  # this direction's weights, bound now
             z = sigmoid(W[:H] @ xt + R[:H] @ h + Wb[:H] + Rb[:H])
             rr = sigmoid(W[H:2 * H] @ xt + R[H:2 * H] @ h + Wb[H:2 * H] + Rb[H:2 * H])
             if linear_before_reset:
@@ -103,9 +103,9 @@ def _lstm_step(W, R, bias, P, H, input_forget=False):
 
 @pytest.mark.parametrize("input_forget", [0, 1])
 def test_lstm_reverse_peepholes_sequence_lens(input_forget):
-    S, B, I, H = 5, 3, 2, 4
-    x, b = random_normal((S, B, I), 20), random_normal((1, 8 * H), 23)
-    w = random_normal((1, 4 * H, I), 21, scale=0.5)
+    S, B, D, H = 5, 3, 2, 4
+    x, b = random_normal((S, B, D), 20), random_normal((1, 8 * H), 23)
+    w = random_normal((1, 4 * H, D), 21, scale=0.5)
     r = random_normal((1, 4 * H, H), 22, scale=0.5)
     h0, c0 = random_normal((1, B, H), 24), random_normal((1, B, H), 25)
     p = random_normal((1, 3 * H), 26)
@@ -120,9 +120,9 @@ def test_lstm_reverse_peepholes_sequence_lens(input_forget):
 
 
 def test_lstm_clip_and_float64():
-    S, B, I, H = 3, 2, 3, 2
-    x = random_normal((S, B, I), 30, scale=4.0).astype(np.float64)
-    w = random_normal((1, 4 * H, I), 31).astype(np.float64)
+    S, B, D, H = 3, 2, 3, 2
+    x = random_normal((S, B, D), 30, scale=4.0).astype(np.float64)
+    w = random_normal((1, 4 * H, D), 31).astype(np.float64)
     r = random_normal((1, 4 * H, H), 32).astype(np.float64)
     y, _, _ = run_op("LSTM", [x, w, r], num_outputs=3, clip=0.5)
     assert y.dtype == np.float64
@@ -157,13 +157,13 @@ def test_shape_inference_symbolic_and_layout():
 
 
 def test_import_opset7_lstm_with_omitted_inputs():
-    S, B, I, H = 3, 2, 3, 4
-    x = random_normal((S, B, I), 40)
-    w = random_normal((1, 4 * H, I), 41, scale=0.5)
+    S, B, D, H = 3, 2, 3, 4
+    x = random_normal((S, B, D), 40)
+    w = random_normal((1, 4 * H, D), 41, scale=0.5)
     r = random_normal((1, 4 * H, H), 42, scale=0.5)
     model = make_model(
         [helper.make_node("LSTM", ["x", "w", "r", "", "", "h0"], ["", "y_h"], hidden_size=H)],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, B, I]),
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [S, B, D]),
          helper.make_tensor_value_info("h0", TensorProto.FLOAT, [1, B, H])],
         [helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [1, B, H])],
         [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()),

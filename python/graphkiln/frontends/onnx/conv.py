@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""ONNX importers of convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, QLinearConv, Col2Im,
-CausalConvWithState (all one-to-one: their ONNX forms never moved attributes to inputs)."""
+"""ONNX importers of convolutions: Conv, ConvTranspose, ConvInteger, DeformConv, QLinearConv,
+Col2Im, CausalConvWithState (all one-to-one: their ONNX forms never moved attributes to
+inputs)."""
 
 # ONNX op name -> (first opset handled, converter or None for a one-to-one copy)
 OPS = {

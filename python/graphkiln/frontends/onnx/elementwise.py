@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""ONNX importers of unary and binary math, comparisons, logic, bitwise, variadic (Sum/Max/...), Where, Clip."""
+"""ONNX importers of unary and binary math, comparisons, logic, bitwise, variadic (Sum/Max/...),
+Where, Clip."""
 
 import numpy as np
 

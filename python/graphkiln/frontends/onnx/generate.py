@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""ONNX importers of tensors from nothing or from shapes: Constant, ConstantOfShape, Range, EyeLike, random ops."""
+"""ONNX importers of tensors from nothing or from shapes: Constant, ConstantOfShape, Range, EyeLike,
+random ops."""
 
 import numpy as np
 

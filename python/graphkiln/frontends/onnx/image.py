@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""ONNX importers of image ops: Resize, Upsample, GridSample, AffineGrid, CenterCropPad, NonMaxSuppression.
+"""ONNX importers of image ops: Resize, Upsample, GridSample, AffineGrid, CenterCropPad,
+NonMaxSuppression.
 
 ImageDecoder is not imported: decoding JPEG/PNG/WebP needs an image library, not numpy alone."""
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""ONNX importers of indexing: Slice, Gather*, Scatter*, OneHot, NonZero, Compress, Trilu, Unique, ReverseSequence, ...."""
+"""ONNX importers of indexing: Slice, Gather*, Scatter*, OneHot, NonZero, Compress, Trilu, Unique,
+ReverseSequence, ...."""
 
 import numpy as np
 

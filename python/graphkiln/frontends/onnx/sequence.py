@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""ONNX importers of sequence and optional values: Sequence*, SplitToSequence, ConcatFromSequence, Optional*."""
+"""ONNX importers of sequence and optional values: Sequence*, SplitToSequence, ConcatFromSequence,
+Optional*."""
 
 from ...ir import DType, SequenceType
 from .context import ImportContext

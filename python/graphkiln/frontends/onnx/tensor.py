@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""ONNX importers of shape and layout: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Expand, Tile, Pad, Shape, Size, ..."""
+"""ONNX importers of shape and layout: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
+Concat, Split, Expand, Tile, Pad, Shape, Size, ..."""
 
 import numpy as np
 

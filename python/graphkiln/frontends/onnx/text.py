@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""ONNX importers of string ops: StringNormalizer, StringSplit, StringConcat, RegexFullMatch, TfIdfVectorizer."""
+"""ONNX importers of string ops: StringNormalizer, StringSplit, StringConcat, RegexFullMatch,
+TfIdfVectorizer."""
 
 # ONNX op name -> (first opset handled, converter or None for a one-to-one copy)
 OPS = {

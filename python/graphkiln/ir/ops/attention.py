@@ -33,7 +33,7 @@ def _attention(ctx):
         batch, q_seq = q.dims[0], q.dims[1]
         head, kv_seq = _div(k.dims[2], kv_heads), k.dims[1]
         v_head = _div(v.dims[2], kv_heads)
-        y = (batch, q_seq, _mul(q_heads, v_head))
+        y: tuple = (batch, q_seq, _mul(q_heads, v_head))
     else:
         batch, q_heads, q_seq = q.dims[0], q.dims[1], q.dims[2]
         kv_heads, kv_seq, head, v_head = k.dims[1], k.dims[2], k.dims[3], v.dims[3]
@@ -56,7 +56,7 @@ define("Attention",
         ("qk_matmul_output_mode", "int", 0), ("scale", "float", None),
         ("softcap", "float", 0.0), ("softmax_precision", "int", None),
         ("left_window_size", "int", -1), ("right_window_size", "int", -1)],
-       _attention)
+       _attention, traits=("half_anchor",))
 
 define("RotaryEmbedding", ("X", "cos_cache", "sin_cache", "position_ids?"), ("Y",),
        [("interleaved", "int", 0), ("num_heads", "int", None),

@@ -37,6 +37,6 @@ def _bits(dtype) -> int:
 _SUB_BYTE_BITS = {DType.u4: 4, DType.i4: 4, DType.f4e2m1: 4, DType.u2: 2, DType.i2: 2}
 
 
-define("Cast", ("input",), ("output",), [("to", "dtype", REQUIRED)] + _CAST_ATTRS, _cast)
-define("CastLike", ("input", "target_type"), ("output",), _CAST_ATTRS, _cast_like)
+define("Cast", ("input",), ("output",), [("to", "dtype", REQUIRED)] + _CAST_ATTRS, _cast, traits=("pointwise",))
+define("CastLike", ("input", "target_type"), ("output",), _CAST_ATTRS, _cast_like, traits=("half_fp32",))
 define("BitCast", ("input",), ("output",), [("to", "dtype", REQUIRED)], _bitcast)

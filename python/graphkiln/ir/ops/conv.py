@@ -139,7 +139,7 @@ def _col2im(ctx):
     if n_spatial is None or not isinstance(n_spatial, int):
         return [infer.unknown(x.dtype, None)]
     batch = x.dims[0] if x.dims is not None else fresh_dim()
-    channels = fresh_dim()
+    channels: int | str = fresh_dim()
     if x.dims is not None and block is not None and isinstance(x.dims[1], int):
         channels = x.dims[1] // max(1, int(block.prod()))
     spatial = ([int(v) for v in image.reshape(-1)] if image is not None
@@ -156,10 +156,10 @@ def _causal_conv(ctx):
     return [x, TensorType(x.dtype, (x.dims[0], x.dims[1], state_len))]
 
 
-define("Conv", ("X", "W", "B?"), ("Y",), CONV_ATTRS, _conv_like())
+define("Conv", ("X", "W", "B?"), ("Y",), CONV_ATTRS, _conv_like(), traits=("half_anchor",))
 define("ConvTranspose", ("X", "W", "B?"), ("Y",),
        CONV_ATTRS + [("output_padding", "ints", None), ("output_shape", "ints", None)],
-       _conv_transpose)
+       _conv_transpose, traits=("half_anchor",))
 define("ConvInteger", ("x", "w", "x_zero_point?", "w_zero_point?"), ("y",), CONV_ATTRS,
        _conv_like(out_dtype=DType.i32))
 define("QLinearConv", ("x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point",

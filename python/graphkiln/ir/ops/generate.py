@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Schemas of tensors from nothing or from shapes: Constant, ConstantOfShape, Range, EyeLike, random ops."""
+"""Schemas of tensors from nothing or from shapes: Constant, ConstantOfShape, Range, EyeLike, random
+ops."""
 
 import math
 
@@ -30,7 +31,7 @@ def _constant_of_shape(ctx):
 
 def range_count(start, limit, delta) -> int:
     """max(ceil((limit - start) / delta), 0), exactly for integers."""
-    if not np.all(np.isfinite(np.float64([start, limit, delta]))) or float(delta) == 0:
+    if not np.all(np.isfinite(np.array([start, limit, delta], dtype=np.float64))) or float(delta) == 0:
         raise GraphError(f"Range needs finite start, limit and a non-zero delta, got "
                          f"{start}, {limit}, {delta}")
     if all(np.issubdtype(np.asarray(v).dtype, np.integer) for v in (start, limit, delta)):

@@ -55,10 +55,10 @@ def resize_plan(in_dims, scales, sizes, axes, policy: str):
         return out, scale
     if scales is None or np.size(scales) == 0:
         raise ValueError("Resize needs one of scales and sizes")
-    for a, s in zip(ax, np.asarray(scales, dtype=np.float32).reshape(-1)):
-        scale[a] = float(s)
+    for a, factor in zip(ax, np.asarray(scales, dtype=np.float32).reshape(-1)):
+        scale[a] = float(factor)
         if isinstance(in_dims[a], int):
-            out[a] = int(math.floor(in_dims[a] * float(s)))
+            out[a] = int(math.floor(in_dims[a] * float(factor)))
         elif scale[a] != 1.0:
             out[a] = None
     return out, scale
@@ -75,7 +75,7 @@ def _resize(ctx):
                              ctx.attrs["keep_aspect_ratio_policy"])
     else:
         out = [None if i in ax else d for i, d in enumerate(x.dims)]
-    fresh = infer.unknown(x.dtype, len(x.dims)).dims
+    fresh = infer.fresh_dims(len(x.dims))
     return [TensorType(x.dtype, tuple(f if d is None else d for d, f in zip(out, fresh)))]
 
 
@@ -98,7 +98,7 @@ def _grid_sample(ctx):
     if grid.dims is None:
         rank = None if x.dims is None else len(x.dims)
         return [infer.unknown(x.dtype, rank)]
-    lead = x.dims[:2] if x.dims is not None else infer.unknown(x.dtype, 2).dims
+    lead = x.dims[:2] if x.dims is not None else infer.fresh_dims(2)
     return [TensorType(x.dtype, tuple(lead) + tuple(grid.dims[1:-1]))]
 
 
@@ -132,7 +132,7 @@ def _center_crop_pad(ctx):
         return [TensorType(x.dtype, None)]
     ax = resize_axes(ctx.attrs["axes"], len(x.dims))
     if shape is None:
-        fresh = infer.unknown(x.dtype, len(x.dims)).dims
+        fresh = infer.fresh_dims(len(x.dims))
         return [TensorType(x.dtype, tuple(fresh[i] if i in ax else d
                                           for i, d in enumerate(x.dims)))]
     dims = list(x.dims)
@@ -147,4 +147,4 @@ define("CenterCropPad", ("input_data", "shape"), ("output_data",), [("axes", "in
 define("NonMaxSuppression",
        ("boxes", "scores", "max_output_boxes_per_class?", "iou_threshold?", "score_threshold?"),
        ("selected_indices",), [("center_point_box", "int", 0)],
-       lambda ctx: [TensorType(DType.i64, (infer.unknown(DType.i64, 1).dims[0], 3))])
+       lambda ctx: [TensorType(DType.i64, (infer.fresh_dims(1)[0], 3))])

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Schemas of indexing: Slice, Gather*, Scatter*, OneHot, NonZero, Compress, Trilu, Unique, ReverseSequence, ...."""
+"""Schemas of indexing: Slice, Gather*, Scatter*, OneHot, NonZero, Compress, Trilu, Unique,
+ReverseSequence, ...."""
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def _slice(ctx):
     steps = _ints(ctx.const(4)) if ctx.has(4) else None
     known = (starts is not None and ends is not None and (axes is not None or not ctx.has(3))
              and (steps is not None or not ctx.has(4)))
-    if not known:
+    if not known or starts is None or ends is None:
         return [infer.unknown(data.dtype, rank)]
     axes = axes if axes is not None else list(range(len(starts)))
     steps = steps if steps is not None else [1] * len(starts)

@@ -16,6 +16,7 @@ def matmul_dims(a, b):
     if len(a) == 0 or len(b) == 0:
         raise GraphError("MatMul operands must have rank >= 1")
     batch = infer.broadcast_dims(a[:-2], b[:-2])
+    assert batch is not None  # None only for an unknown rank
     rows = (a[-2],) if len(a) >= 2 else ()
     cols = (b[-1],) if len(b) >= 2 else ()
     return batch + rows + cols
@@ -35,7 +36,7 @@ def _qlinear_matmul(ctx):
     return [TensorType(ctx.tensor(7).dtype, dims)]
 
 
-define("MatMul", ("A", "B"), ("Y",), (), _matmul())
+define("MatMul", ("A", "B"), ("Y",), (), _matmul(), traits=("half_anchor",))
 define("MatMulInteger", ("A", "B", "a_zero_point?", "b_zero_point?"), ("Y",), (),
        _matmul(DType.i32))
 define("QLinearMatMul", ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point",
@@ -51,7 +52,7 @@ def _gemm(ctx):
 
 define("Gemm", ("A", "B", "C?"), ("Y",),
        [("alpha", "float", 1.0), ("beta", "float", 1.0), ("transA", "int", 0),
-        ("transB", "int", 0)], _gemm)
+        ("transB", "int", 0)], _gemm, traits=("half_anchor",))
 
 
 def parse_einsum(equation: str, num_inputs: int):

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Schemas of pooling: AveragePool, MaxPool, LpPool, Global*Pool, MaxUnpool, MaxRoiPool, RoiAlign."""
+"""Schemas of pooling: AveragePool, MaxPool, LpPool, Global*Pool, MaxUnpool, MaxRoiPool,
+RoiAlign."""
 
 from .. import infer
 from ..dtypes import DType
@@ -63,10 +64,10 @@ def _roi(height_width):
 define("AveragePool", ("X",), ("Y",), POOL_ATTRS + [("count_include_pad", "int", 0)],
        lambda ctx: _pool(ctx)[:1])
 define("MaxPool", ("X",), ("Y", "Indices?"), POOL_ATTRS + [("storage_order", "int", 0)], _pool)
-define("LpPool", ("X",), ("Y",), POOL_ATTRS + [("p", "int", 2)], lambda ctx: _pool(ctx)[:1])
+define("LpPool", ("X",), ("Y",), POOL_ATTRS + [("p", "int", 2)], lambda ctx: _pool(ctx)[:1], traits=("half_fp32",))
 define("GlobalAveragePool", ("X",), ("Y",), (), _global_pool)
 define("GlobalMaxPool", ("X",), ("Y",), (), _global_pool)
-define("GlobalLpPool", ("X",), ("Y",), [("p", "int", 2)], _global_pool)
+define("GlobalLpPool", ("X",), ("Y",), [("p", "int", 2)], _global_pool, traits=("half_fp32",))
 define("MaxUnpool", ("X", "I", "output_shape?"), ("output",),
        [("kernel_shape", "ints", REQUIRED), ("pads", "ints", None), ("strides", "ints", None)],
        _max_unpool)

@@ -41,9 +41,13 @@ def _reduce(ctx):
 
 # The IR form is the newest ONNX one: `axes` is an optional int64 input (the importer turns
 # the older `axes` attribute into a constant input).
+# sums and products over many elements: float32 under the gpu's fp16 / bf16
+_HALF_FP32 = ("ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum",
+              "ReduceLogSumExp", "ReduceProd")
 for _op in REDUCE_OPS:
     define(_op, ("data", "axes?"), ("reduced",),
-           [("keepdims", "int", 1), ("noop_with_empty_axes", "int", 0)], _reduce)
+           [("keepdims", "int", 1), ("noop_with_empty_axes", "int", 0)], _reduce,
+           traits=("reduction",) + (("half_fp32",) if _op in _HALF_FP32 else ()))
 
 
 def _arg_reduce(ctx):
@@ -61,7 +65,7 @@ for _op in ("ArgMax", "ArgMin"):
 
 for _op in ("CumSum", "CumProd"):
     define(_op, ("x", "axis"), ("y",), [("exclusive", "int", 0), ("reverse", "int", 0)],
-           infer.same_as(0))
+           infer.same_as(0), traits=("half_fp32",))
 
 
 def _topk(ctx):

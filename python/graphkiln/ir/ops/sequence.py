@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Schemas of sequence and optional values: Sequence*, SplitToSequence, ConcatFromSequence, Optional*."""
+"""Schemas of sequence and optional values: Sequence*, SplitToSequence, ConcatFromSequence,
+Optional*."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ def _dft(ctx):
     if length is None and not ctx.has(1) and isinstance(x.dims[axis], int):
         length = 2 * (x.dims[axis] - 1) if (inverse and onesided) else x.dims[axis]
     if length is None:
-        dims[axis] = infer.unknown(x.dtype, 1).dims[0]
+        dims[axis] = infer.fresh_dims(1)[0]
     else:
         dims[axis] = length // 2 + 1 if (onesided and not inverse) else length
     return [TensorType(x.dtype, tuple(dims))]
@@ -42,7 +42,7 @@ define("DFT", ("input", "dft_length?", "axis?"), ("output",),
 
 def _stft(ctx):
     x = ctx.tensor(0)
-    batch = x.dims[0] if x.dims is not None else infer.unknown(x.dtype, 1).dims[0]
+    batch = x.dims[0] if x.dims is not None else infer.fresh_dims(1)[0]
     length = x.dims[1] if x.dims is not None else None
     step = _scalar(ctx, 1)
     frame = None
@@ -53,7 +53,7 @@ def _stft(ctx):
         frame = w.dims[0] if w.dims is not None and isinstance(w.dims[0], int) else None
     elif isinstance(length, int):
         frame = length
-    fresh = infer.unknown(x.dtype, 2).dims
+    fresh = infer.fresh_dims(2)
     frames = fresh[0]
     if isinstance(length, int) and frame is not None and step:
         frames = (length - frame) // step + 1
@@ -70,7 +70,7 @@ define("STFT", ("signal", "frame_step", "window?", "frame_length?"), ("output",)
 def _window(ctx):
     size = _scalar(ctx, 0)
     return [TensorType(ctx.attrs["output_datatype"],
-                       (size,) if size is not None else infer.unknown(DType.f32, 1).dims)]
+                       (size,) if size is not None else infer.fresh_dims(1))]
 
 
 for _name in ("HannWindow", "HammingWindow", "BlackmanWindow"):
@@ -80,7 +80,7 @@ for _name in ("HannWindow", "HammingWindow", "BlackmanWindow"):
 
 def _mel(ctx):
     bins, dft_length = _scalar(ctx, 0), _scalar(ctx, 1)
-    fresh = infer.unknown(DType.f32, 2).dims
+    fresh = infer.fresh_dims(2)
     return [TensorType(ctx.attrs["output_datatype"],
                        (fresh[0] if dft_length is None else dft_length // 2 + 1,
                         fresh[1] if bins is None else bins))]

@@ -9,8 +9,10 @@ from ..types import TensorType
 
 # The IR form is opset 13's: normalize along the single dimension `axis`. The importer
 # rewrites the older "flatten to 2-D at axis" form into it (see frontends/onnx/softmax.py).
+_TRAITS = {"Softmax": ("reduction",), "LogSoftmax": ("reduction",), "Hardmax": ("half_fp32",)}
 for _op in ("Softmax", "LogSoftmax", "Hardmax"):
-    define(_op, ("input",), ("output",), [("axis", "int", -1)], infer.same_as(0))
+    define(_op, ("input",), ("output",), [("axis", "int", -1)], infer.same_as(0),
+           traits=_TRAITS[_op])
 
 REDUCTIONS = ("none", "sum", "mean")
 
@@ -31,6 +33,6 @@ def _loss(with_log_prob: bool):
 
 
 define("NegativeLogLikelihoodLoss", ("input", "target", "weight?"), ("loss",),
-       [("ignore_index", "int", None), ("reduction", "str", "mean")], _loss(False))
+       [("ignore_index", "int", None), ("reduction", "str", "mean")], _loss(False), traits=("half_fp32",))
 define("SoftmaxCrossEntropyLoss", ("scores", "labels", "weights?"), ("output", "log_prob?"),
-       [("ignore_index", "int", None), ("reduction", "str", "mean")], _loss(True))
+       [("ignore_index", "int", None), ("reduction", "str", "mean")], _loss(True), traits=("half_fp32",))

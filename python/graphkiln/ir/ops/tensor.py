@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Schemas of shape and layout: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Expand, Tile, Pad, Shape, Size, ..."""
+"""Schemas of shape and layout: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat,
+Split, Expand, Tile, Pad, Shape, Size, ..."""
 
+import math
 from collections import Counter
 
 from .. import infer
@@ -73,8 +75,8 @@ def _infer_minus_one(source, others):
             if not left[d]:
                 return fresh_dim()
             left[d] -= 1
-    total = _product(d for d in source if isinstance(d, int))
-    known = _product(d for d in others if isinstance(d, int))
+    total = math.prod(d for d in source if isinstance(d, int))
+    known = math.prod(d for d in others if isinstance(d, int))
     if known == 0:
         return fresh_dim() if total == 0 else None
     if total % known:
@@ -166,8 +168,8 @@ def _concat(ctx):
             static = len(known) == len(ts) and all(isinstance(d, int) for d in column)
             dims[i] = sum(column) if static else fresh_dim()
         else:  # the same size in every input: a static one where any input has it
-            static = [d for d in column if isinstance(d, int)]
-            dims[i] = static[0] if static else dims[i]
+            sizes = [d for d in column if isinstance(d, int)]
+            dims[i] = sizes[0] if sizes else dims[i]
     return [TensorType(ts[0].dtype, tuple(dims))]
 
 
@@ -224,10 +226,10 @@ def _pad(ctx):
     if data.dims is None:
         return [TensorType(data.dtype, None)]
     rank = len(data.dims)
-    if pads is None or (ctx.has(3) and ctx.const(3) is None):
+    given = _ints(ctx.const(3)) if ctx.has(3) else list(range(rank))
+    if pads is None or given is None:  # given None: axes is an input, not a constant
         return [infer.unknown(data.dtype, rank)]
-    axes = _ints(ctx.const(3)) if ctx.has(3) else list(range(rank))
-    axes = [infer.normalize_axis(a, rank, ctx.where) for a in axes]
+    axes = [infer.normalize_axis(a, rank, ctx.where) for a in given]
     if len(pads) != 2 * len(axes):
         raise GraphError(f"{ctx.where}: {len(pads)} pads for {len(axes)} axes")
     dims = list(data.dims)
@@ -282,11 +284,11 @@ _depth_to_space = _rearrange_blocks(lambda d, b: d // (b * b), lambda d, b: d * 
 _space_to_depth = _rearrange_blocks(lambda d, b: d * b * b, lambda d, b: d // b)
 
 
-define("Identity", ("input",), ("output",), (), infer.same_as(0))
-define("Reshape", ("data", "shape"), ("reshaped",), [("allowzero", "int", 0)], _reshape)
-define("Flatten", ("input",), ("output",), [("axis", "int", 1)], _flatten)
-define("Squeeze", ("data", "axes?"), ("squeezed",), (), _squeeze)
-define("Unsqueeze", ("data", "axes"), ("expanded",), (), _unsqueeze)
+define("Identity", ("input",), ("output",), (), infer.same_as(0), traits=("view",))
+define("Reshape", ("data", "shape"), ("reshaped",), [("allowzero", "int", 0)], _reshape, traits=("view",))
+define("Flatten", ("input",), ("output",), [("axis", "int", 1)], _flatten, traits=("view",))
+define("Squeeze", ("data", "axes?"), ("squeezed",), (), _squeeze, traits=("view",))
+define("Unsqueeze", ("data", "axes"), ("expanded",), (), _unsqueeze, traits=("view",))
 define("Transpose", ("data",), ("transposed",), [("perm", "ints", None)], _transpose)
 define("Concat", ("inputs*",), ("concat_result",), [("axis", "int", REQUIRED)], _concat)
 define("Split", ("input", "split?"), ("outputs*",),

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Schemas of string ops: StringNormalizer, StringSplit, StringConcat, RegexFullMatch, TfIdfVectorizer."""
+"""Schemas of string ops: StringNormalizer, StringSplit, StringConcat, RegexFullMatch,
+TfIdfVectorizer."""
 
 from __future__ import annotations
 

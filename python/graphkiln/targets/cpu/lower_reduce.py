@@ -19,10 +19,10 @@ from ..native.plan import CHANNELS_LAST, PLAIN
 
 _REDUCE_OPS = {
     "ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
-    "ReduceProd": "prod", "ReduceL1": "l1", "ReduceL2": "l2", "ReduceLogSum": "logsum",
-    "ReduceLogSumExp": "logsumexp", "ReduceSumSquare": "sumsquare",
+    "ReduceProd": "prod", "ReduceL1": "l1", "ReduceL2": "l2", "ReduceLogSum": "log_sum",
+    "ReduceLogSumExp": "log_sum_exp", "ReduceSumSquare": "sum_square",
 }
-_INT_OK = {"sum", "max", "min", "prod", "l1", "sumsquare"}
+_INT_OK = {"sum", "max", "min", "prod", "l1", "sum_square"}
 _ANY = (PLAIN, CHANNELS_LAST)
 
 # (value, layouts) -> slot id

@@ -17,6 +17,8 @@ import numpy as np
 
 from ...ir import DType, Node, Value
 from ...version import __version__
+from ..native.kernel_contracts import check_step
+from ..native.lower import LoweringError
 from ..native.plan import Plan
 from .segments import ExecutorSegment, RefSegment, Segment
 
@@ -73,6 +75,7 @@ class SavedPlanSegment(ExecutorSegment):
     def __init__(self, saved: SavedPlan, threads: int, max_contexts: int = 1):
         from .core_executor import build_executor
 
+        check_saved_steps(saved)
         self.saved = saved
         self.inputs, self.outputs = saved.inputs, saved.outputs
         self.input_dtypes = [v.type.dtype.numpy for v in saved.inputs]
@@ -84,11 +87,29 @@ class SavedPlanSegment(ExecutorSegment):
                                        threads, max_contexts)
         self.num_steps = len(saved.steps)
         self.arena_bytes = saved.arena_bytes
+        self.naive_bytes = None   # saved data keeps the placement, not the buffers
 
     @property
     def reused_packings(self) -> int:
         """How many saved packed constants the kernels took as they are."""
         return self.executor.reused_packings
+
+
+# Reduce op names saved before the cpu took the gpu's spelling (kernel_contracts.REDUCE_OPS)
+OLD_REDUCE_OPS = {"logsum": "log_sum", "logsumexp": "log_sum_exp", "sumsquare": "sum_square"}
+
+
+def check_saved_steps(saved: SavedPlan) -> None:
+    """Check loaded steps against their kernels' contracts (kernel_contracts.py), after
+    renaming what older files spell otherwise (Reduce ops); LoweringError names the step."""
+    for index, step in enumerate(saved.steps):
+        attrs = step["attrs"]
+        if step["kernel"] == "Reduce" and attrs.get("op") in OLD_REDUCE_OPS:
+            step["attrs"] = attrs = {**attrs, "op": OLD_REDUCE_OPS[attrs["op"]]}
+        error = check_step("cpu", step["kernel"], attrs, len(step["inputs"]),
+                           len(step["outputs"]))
+        if error:
+            raise LoweringError(f"saved plan step {index} ({step.get('name', '')!r}): {error}")
 
 
 def saved_segments(items: list, threads: int, graph_inputs: list[Value],

@@ -21,6 +21,7 @@ class Segment:
     graph_outputs: list[Value] = []
     num_steps = 0
     arena_bytes = 0
+    naive_bytes: int | None = 0   # None: not known (a plan loaded from saved data)
     ref_nodes = 0
 
     def run(self, env: dict) -> None:
@@ -74,6 +75,7 @@ class PlanSegment(ExecutorSegment):
         self.plan = plan
         self.num_steps = len(plan.steps)
         self.arena_bytes = plan.arena_bytes
+        self.naive_bytes = plan.naive_bytes
 
 
 class RefSegment(Segment):

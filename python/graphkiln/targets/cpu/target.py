@@ -297,8 +297,34 @@ class CpuExecutable(Executable):
             plans = list(self._plans.values())
         return [t for segments in plans for s in segments for t in s.step_times()]
 
+    def print_plan(self, file=None) -> None:
+        """Print the plans built so far (plan_print.py), one per input shape signature (and
+        values of shape-deciding inputs), least recently used first; each segment's steps
+        (a ref segment: its nodes)."""
+        import sys
+
+        from ..native.plan_print import format_plans, format_plan, format_saved
+
+        def text(segment) -> str:
+            if hasattr(segment, "saved"):
+                return format_saved(segment.saved)
+            if hasattr(segment, "plan"):
+                return format_plan(segment.plan)
+            ops = ", ".join(dict.fromkeys(n.op for n in segment.nodes))
+            return f"ref: {len(segment.nodes)} nodes evaluated by the ref target ({ops})"
+
+        with self._lock:
+            plans = list(self._plans.items())
+        entries = [(key[0], bool(key[1]), [text(s) for s in segments])
+                   for key, segments in plans]
+        print(format_plans([v.name for v in self.graph.inputs], entries),
+              file=file or sys.stdout)
+
     def plan_summary(self) -> dict:
-        """Steps, kernels and arena bytes of the plans built so far (for stats)."""
+        """The plans built so far (for stats): `plans`, and of the most recently used one
+        `steps`, `arena_bytes` (its executors' arena: Plan.place_arena's, summed over its
+        segments), `naive_bytes` (its arena buffers unshared; None for saved plans),
+        `ref_nodes`; `contexts` / `context_bytes` over all plans."""
         with self._lock:
             plans = list(self._plans.values())
         out = {"plans": len(plans), "plan_source": self.plan_source,
@@ -307,6 +333,8 @@ class CpuExecutable(Executable):
         for segments in plans:
             out["steps"] = sum(s.num_steps for s in segments)
             out["arena_bytes"] = sum(s.arena_bytes for s in segments)
+            naive = [s.naive_bytes for s in segments]
+            out["naive_bytes"] = None if None in naive else sum(naive)
             out["ref_nodes"] = sum(s.ref_nodes for s in segments)
             for s in segments:
                 created = getattr(getattr(s, "executor", None), "contexts_created", 0)

@@ -25,8 +25,10 @@ the arguments (in0, ..., out, size_arguments(maps)...):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
+import re
 
 from ...errors import CompileError
 from ...ir import DType
@@ -128,32 +130,15 @@ GK_FN gk_u16 gk_float_to_bf16(float f) {
 }
 """
 
-# helpers over the compute type, written once for float (suffix f) and once for double
-_PRELUDE_TYPED = r"""GK_FN {T} gk_sigmoid({T} x) { return ({T})1 / (({T})1 + exp{f}(-x)); }
-GK_FN {T} gk_softplus({T} x) {
-  const {T} ax = x < ({T})0 ? -x : x;
-  return (x > ({T})0 ? x : ({T})0) + log1p{f}(exp{f}(-ax));
-}
-GK_FN {T} gk_mod_floor({T} a, {T} b) {
-  const {T} r = fmod{f}(a, b);
-  return (r != ({T})0 && ((r < ({T})0) != (b < ({T})0))) ? r + b : r;
-}
-GK_FN {T} gk_celu({T} a, {T} alpha) {
-  const {T} neg = alpha * expm1{f}(a / alpha);
-  return (a > ({T})0 ? a : ({T})0) + (neg < ({T})0 ? neg : ({T})0);
-}
-GK_FN {T} gk_hard_sigmoid({T} a, {T} alpha, {T} beta) {
-  {T} v = a * alpha + beta;
-  v = v < ({T})0 ? ({T})0 : v;
-  return v > ({T})1 ? ({T})1 : v;
-}
-GK_FN {T} gk_hard_swish({T} a) {
-  {T} v = a / ({T})6 + ({T})0.5;
-  v = v < ({T})0 ? ({T})0 : v;
-  v = v > ({T})1 ? ({T})1 : v;
-  return a * v;
-}
-// truncate, non-finite -> 0, wrap to `bits` (signed or not), as pw_to_int on the CPU
+# the gk_* math of src/core/pointwise_ops.def's expressions, over the compute type: written
+# once for float (suffix f) and once for double
+_MATH1 = ("exp", "expm1", "log", "log1p", "sqrt", "fabs", "floor", "ceil",
+          "rint", "trunc", "sin", "cos", "tan", "asin", "acos", "atan",
+          "sinh", "cosh", "asinh", "acosh", "atanh", "tanh", "erf")
+_PRELUDE_TYPED = "".join(f"GK_FN {{T}} gk_{name}({{T}} x) {{ return {name}{{f}}(x); }}\n"
+                         for name in _MATH1) + r"""GK_FN {T} gk_pow({T} x, {T} y) { return pow{f}(x, y); }
+GK_FN {T} gk_fmod({T} x, {T} y) { return fmod{f}(x, y); }
+// truncate, non-finite -> 0, wrap to `bits` (signed or not), as gk_to_int on the CPU
 GK_FN {T} gk_to_int({T} x, int bits, bool is_signed) {
   if (!(x == x) || x - x != ({T})0) return ({T})0;
   const {T} t = trunc{f}(x);
@@ -176,15 +161,6 @@ _PRELUDE = (_PRELUDE_COMMON
             + _PRELUDE_TYPED.replace("{T}", "float").replace("{f}", "f")
             + _PRELUDE_TYPED.replace("{T}", "double").replace("{f}", "")
             + "#endif  // GK_PRELUDE\n")
-
-# one-operand math: opcode -> C function (float version adds the `f` suffix)
-_MATH1 = {"Abs": "fabs", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Floor": "floor",
-          "Ceil": "ceil", "Round": "rint", "Sin": "sin", "Cos": "cos", "Tan": "tan",
-          "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh",
-          "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "Tanh": "tanh", "Erf": "erf"}
-_COMPARE = {"Equal": "==", "Less": "<", "LessEqual": "<=", "Greater": ">", "GreaterEqual": ">="}
-_ARITH = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
-
 
 class CodegenError(CompileError, ValueError):
     """The step cannot be turned into a generated kernel (the interpreter runs it). Caught
@@ -466,7 +442,7 @@ def _program_lines(attrs: dict, opcodes, n_inputs: int, ct: str, f: str) -> list
         raise CodegenError("program and params differ in length")
     num_regs = int(attrs["num_regs"])
     current = {k: f"x{k}" for k in range(n_inputs)}
-    zero, one = f"({ct})0", f"({ct})1"
+    zero = f"({ct})0"
     lines = []
     for k in range(len(code) // 5):
         op_code, dst, a, b, c = code[5 * k:5 * k + 5]
@@ -484,9 +460,11 @@ def _program_lines(attrs: dict, opcodes, n_inputs: int, ct: str, f: str) -> list
             else:
                 regs.append(current[r])
         A, B, C = regs
-        p0v, p1v = float(params[2 * k]), float(params[2 * k + 1])
-        P0, P1 = _literal(p0v, ct), _literal(p1v, ct)
-        expr = _expression(op, A, B, C, P0, P1, p0v, p1v, ct, f, zero, one)
+        p0, p1 = _literal(float(params[2 * k]), ct), _literal(float(params[2 * k + 1]), ct)
+        if op not in _expressions():
+            raise CodegenError(f"no generated code for opcode {op}")
+        expr = expression_text(_expressions()[op], {"a": A, "b": B, "c": C, "p0": p0,
+                                                     "p1": p1, "T": ct})
         name = f"v{k}"
         lines.append(f"const {ct} {name} = {expr};")
         current[dst] = name
@@ -497,96 +475,29 @@ def _program_lines(attrs: dict, opcodes, n_inputs: int, ct: str, f: str) -> list
     return lines
 
 
-def _expression(op, A, B, C, P0, P1, p0v, p1v, ct, f, zero, one) -> str:
-    if op == "Mov":
-        return A
-    if op == "Const":
-        return P0
-    if op in _ARITH:
-        return f"{A} {_ARITH[op]} {B}"
-    if op == "DivInt":
-        return f"({B} == {zero} ? {zero} : trunc{f}({A} / {B}))"
-    if op == "Pow":
-        return f"pow{f}({A}, {B})"
-    if op == "ModFloor":
-        return f"gk_mod_floor({A}, {B})"
-    if op == "Fmod":
-        return f"fmod{f}({A}, {B})"
-    if op == "Max":
-        return f"(({A} > {B} || {A} != {A}) ? {A} : {B})"
-    if op == "Min":
-        return f"(({A} < {B} || {A} != {A}) ? {A} : {B})"
-    if op == "Neg":
-        return f"-{A}"
-    if op in _MATH1:
-        return f"{_MATH1[op]}{f}({A})"
-    if op == "Recip":
-        return f"{one} / {A}"
-    if op == "Sign":
-        return f"({A} > {zero} ? {one} : ({A} < {zero} ? -{one} : {A} == {zero} ? {zero} : {A}))"
-    if op == "Sigmoid":
-        return f"gk_sigmoid({A})"
-    if op == "Relu":
-        return f"({A} < {zero} ? {zero} : {A})"
-    if op == "LeakyRelu":
-        return f"({A} < {zero} ? {A} * {P0} : {A})"
-    if op == "Elu":
-        return f"({A} > {zero} ? {A} : {P0} * expm1{f}({A}))"
-    if op == "Selu":
-        return f"({A} > {zero} ? {P1} * {A} : {P1} * {P0} * expm1{f}({A}))"
-    if op == "Celu":
-        return f"gk_celu({A}, {P0})"
-    if op == "HardSigmoid":
-        return f"gk_hard_sigmoid({A}, {P0}, {P1})"
-    if op == "HardSwish":
-        return f"gk_hard_swish({A})"
-    if op == "Softplus":
-        return f"gk_softplus({A})"
-    if op == "Softsign":
-        return f"{A} / ({one} + fabs{f}({A}))"
-    if op == "Gelu":
-        return f"({ct})0.5 * {A} * ({one} + erf{f}({A} * ({ct})0.70710678118654752))"
-    if op == "GeluTanh":
-        return (f"({ct})0.5 * {A} * ({one} + tanh{f}(({ct})0.79788456080286536 * "
-                f"({A} + ({ct})0.044715 * {A} * {A} * {A})))")
-    if op == "Mish":
-        return f"{A} * tanh{f}(gk_softplus({A}))"
-    if op == "Swish":
-        return f"{A} * gk_sigmoid({A} * {P0})"
-    if op == "ThresholdedRelu":
-        return f"({A} > {P0} ? {A} : {zero})"
-    if op == "PRelu":
-        return f"({A} < {zero} ? {A} * {B} : {A})"
-    if op == "Shrink":
-        return f"({A} < -{P1} ? {A} + {P0} : ({A} > {P1} ? {A} - {P0} : {zero}))"
-    if op in _COMPARE:
-        return f"({A} {_COMPARE[op]} {B} ? {one} : {zero})"
-    if op == "And":
-        return f"(({A} != {zero} && {B} != {zero}) ? {one} : {zero})"
-    if op == "Or":
-        return f"(({A} != {zero} || {B} != {zero}) ? {one} : {zero})"
-    if op == "Xor":
-        return f"((({A} != {zero}) != ({B} != {zero})) ? {one} : {zero})"
-    if op == "Not":
-        return f"({A} == {zero} ? {one} : {zero})"
-    if op == "IsNaN":
-        return f"({A} != {A} ? {one} : {zero})"
-    if op == "IsInf":
-        tests = ([f"{A} == ({ct})GK_INF"] if p1v != 0 else []) + (
-            [f"{A} == -({ct})GK_INF"] if p0v != 0 else [])
-        return f"(({' || '.join(tests)}) ? {one} : {zero})" if tests else zero
-    if op == "Where":
-        return f"({A} != {zero} ? {B} : {C})"
-    if op == "ToF16":
-        return f"gk_round_f16({A})"
-    if op == "ToBF16":
-        return f"gk_round_bf16({A})"
-    if op == "ToF32":
-        return f"({ct})(float){A}"
-    if op == "ToInt":
-        return f"gk_to_int({A}, {int(p0v)}, {'true' if p1v != 0 else 'false'})"
-    if op == "ToBool":
-        return f"({A} != {zero} ? {one} : {zero})"
-    if op == "MulAdd":
-        return f"{A} * {B} + {C}"
-    raise CodegenError(f"no generated code for opcode {op}")
+# names an expression of pointwise_ops.def may use besides a, b, c, p0, p1 and T
+EXPRESSION_NAMES = frozenset({"gk_" + name for name in _MATH1} | {
+    "gk_pow", "gk_fmod", "gk_to_int", "gk_round_f16", "gk_round_bf16", "float", "int"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def expression_text(expression: str, operands: dict) -> str:
+    """A pointwise_ops.def expression with its operand names (a, b, c, p0, p1, T) replaced
+    by the C text in `operands`; CodegenError for a name the prelude does not define."""
+    def name(match):
+        word = match.group(0)
+        if word in operands:
+            return operands[word]
+        if word in EXPRESSION_NAMES:
+            return word
+        raise CodegenError(f"pointwise_ops.def expression {expression!r}: unknown name "
+                           f"{word!r}")
+    return "(" + _IDENTIFIER.sub(name, expression) + ")"
+
+
+@functools.lru_cache(maxsize=1)
+def _expressions() -> dict[str, str]:
+    """opcode name -> its pointwise_ops.def expression"""
+    from ..native.pointwise_table import pointwise_table
+
+    return {row.name: row.expression for row in pointwise_table()}

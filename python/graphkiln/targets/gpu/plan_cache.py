@@ -70,6 +70,11 @@ class PlanCache:
         with self._lock:
             return list(self._plans.values())
 
+    def items(self) -> list:
+        """(key, plan) of the cached plans (a snapshot), least recently used first."""
+        with self._lock:
+            return list(self._plans.items())
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._plans)

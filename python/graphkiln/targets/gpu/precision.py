@@ -40,28 +40,22 @@ import numpy as np
 
 from ...ir import DType, Graph, Node, TensorType, Value
 from ...ir.graph import node_subgraphs
-from ...ir.schema import get_schema, infer_outputs
+from ...ir.schema import get_schema, infer_outputs, ops_with_trait, require_ops
 from ..native.lower_support import SupportContext, node_supported
 from .table import SUPPORT
 
 HALF_TYPES = {"fp16": DType.f16, "bf16": DType.bf16}
 
-ANCHORS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "Attention"})
-FP32_OPS = frozenset({
-    "SimplifiedLayerNormalization", "InstanceNormalization", "GroupNormalization",
-    "BatchNormalization", "LpNormalization", "Hardmax",
-    "ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum",
-    "ReduceLogSumExp", "ReduceProd", "GlobalLpPool", "LpPool",
-    "Exp", "Log", "Pow", "Reciprocal", "CumSum", "CumProd",
-    "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "CastLike",
-})
+# the policy's op classes are traits of the op schemas (ir/ops/* define(..., traits=...))
+ANCHORS = ops_with_trait("half_anchor")
+FP32_OPS = ops_with_trait("half_fp32")
 # follow ops whose half kernels read and write half but compute in float32 (row statistics,
 # exponentials and their sums never round to half): LayerNormalization, RMSNormalization,
 # Softmax, LogSoftmax, ReduceMean / Max / Min, GlobalAveragePool / GlobalMaxPool
 # ops that read any element type as it is (the value, not its rounding, matters)
-READ_AS_IS = frozenset({"Cast", "Shape", "Size"})
+READ_AS_IS = require_ops(frozenset({"Cast", "Shape", "Size"}), "gpu/precision.py READ_AS_IS")
 # ops whose float inputs are not all data of the output's type: the data input indices
-DATA_INPUTS = {"Resize": (0,), "Upsample": (0,), "Dropout": (0,)}
+DATA_INPUTS = require_ops({"Resize": (0,), "Dropout": (0,)}, "gpu/precision.py DATA_INPUTS")
 
 
 def half_dtype(options: dict) -> DType | None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...ir import DType, Graph, Node, TensorType, Value
 from ...ir.clone import clone_graph
+from ...ir.schema import require_ops
 from ...passes import eliminate_dead_code, fold_constants
 from ...passes.context import PassContext
 from ...passes.manager import run_pipeline
@@ -22,8 +23,9 @@ _REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"
 PARAMETERS = {"Reshape": (1,), "Expand": (1,), "Unsqueeze": (1,), "Squeeze": (1,),
               "Slice": (1, 2, 3, 4), "Split": (1,), "Tile": (1,), "Pad": (1, 2, 3),
               "ConstantOfShape": (0,), "Range": (0, 1, 2), "TopK": (1,), "OneHot": (1,),
-              "Resize": (1, 2, 3), "Upsample": (1,), "CumSum": (1,), "CumProd": (1,), "CenterCropPad": (1,), "Trilu": (1,),
-              **{op: (1,) for op in _REDUCTIONS}}
+              "Resize": (1, 2, 3), "CumSum": (1,), "CumProd": (1,), "CenterCropPad": (1,),
+              "Trilu": (1,), **{op: (1,) for op in _REDUCTIONS}}
+require_ops(PARAMETERS, "gpu/specialize.py PARAMETERS")
 MAX_ELEMENTS = 64
 # floats too: Resize's roi / scales, OneHot's depth and Range's bounds may be float inputs
 _PARAMETER_DTYPES = (DType.i64, DType.i32, DType.f32, DType.f64, DType.f16)

@@ -262,6 +262,18 @@ class GpuExecutable(Executable):
                   for a, dt in zip(rest, plan.input_dtypes)]
         return plan, arrays
 
+    def print_plan(self, file=None) -> None:
+        """Print the plans built so far (plan_print.py), one per input shape signature (and
+        parameter values), least recently used first."""
+        import sys
+
+        from ..native.plan_print import format_plan, format_plans
+
+        entries = [(shapes, bool(values), [format_plan(plan.plan)])
+                   for (shapes, values), plan in self._plans.items()]
+        names = [v.name for i, v in enumerate(self.graph.inputs) if i not in self.parameters]
+        print(format_plans(names, entries), file=file or sys.stdout)
+
     def plan_summary(self) -> dict:
         """What the plans built so far hold (the most recently used one's figures):
         `contexts` is how many execution contexts it made (at most `max_concurrency`),
@@ -273,6 +285,7 @@ class GpuExecutable(Executable):
         for plan in plans:
             executor = plan.executor
             out.update(steps=executor.num_steps, arena_bytes=executor.arena_bytes,
+                       naive_bytes=getattr(getattr(plan, "plan", None), "naive_bytes", None),
                        device_bytes=executor.device_bytes, blas=executor.blas,
                        device=executor.device,
                        graph=getattr(executor, "graph_state", "n/a"),

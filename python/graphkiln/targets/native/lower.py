@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import CompileError
 from ...ir import DType, Node, TensorType, Value
+from .kernel_contracts import check_step
 from .layout import channels_last_values
 from .plan import (ARENA, CHANNELS_LAST, CONSTANT, INPUT, OUTPUT, PLAIN, Plan, Slot, Step,
                    Storage, itemsize)
@@ -240,8 +241,12 @@ class LoweringContext:
 
     def emit(self, kernel: str, inputs: list[int | None], outputs: list[int],
              attrs: dict | None = None, name: str = "") -> None:
-        self.plan.steps.append(Step(kernel, list(inputs), list(outputs), dict(attrs or {}),
-                                    name))
+        """Append a step, checked against its kernel's contract (kernel_contracts.py)."""
+        attrs = dict(attrs or {})
+        error = check_step(self.target, kernel, attrs, len(inputs), len(outputs))
+        if error:
+            raise LoweringError(f"lowering node {name!r} for {self.target}: {error}")
+        self.plan.steps.append(Step(kernel, list(inputs), list(outputs), attrs, name))
 
     # -- whole segment -----------------------------------------------------------------
     def lower_all(self) -> Plan:

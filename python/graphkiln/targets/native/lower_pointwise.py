@@ -2,7 +2,10 @@
 # Copyright graphkiln authors
 """Pointwise ops -> the "Pointwise" kernel: a chain of pointwise IR nodes becomes a small
 register program (src/cpu/pointwise_program.hpp) that the kernel runs over tiles of the
-output, broadcasting its inputs (numpy rules) and reading / writing any layout.
+output, broadcasting its inputs (numpy rules) and reading / writing any layout. The opcodes,
+and which IR ops map straight to one, come from src/core/pointwise_ops.def (through
+pointwise_table.py); this module composes the others (Div, Pow, Mod, Clip, Where, Gelu,
+Cast, the variadic Sum / Max / Min / Mean) and rounds each result to its IR dtype.
 
 Values are computed in float, or in double when an f64 or a wide integer (i16/u16/i32/u32/
 i64) value is involved, so integer results are exact (to 2**53). After each node the value
@@ -17,16 +20,10 @@ from ...ir import DType, Node, Value
 from .lower import LoweringContext, LoweringError
 from .lower_support import supports
 from .plan import CHANNELS_LAST, PLAIN
+from .pointwise_table import pointwise_table
 
-# Same order as PwOp in src/cpu/pointwise_program.hpp.
-OPCODES = (
-    "Mov Const Add Sub Mul Div DivInt Pow ModFloor Fmod Max Min "
-    "Neg Abs Exp Log Sqrt Recip Floor Ceil Round Sign Sin Cos Tan "
-    "Asin Acos Atan Sinh Cosh Asinh Acosh Atanh Tanh Sigmoid Erf "
-    "Relu LeakyRelu Elu Selu Celu HardSigmoid HardSwish Softplus Softsign "
-    "Gelu GeluTanh Mish Swish ThresholdedRelu PRelu Shrink "
-    "Equal Less LessEqual Greater GreaterEqual And Or Xor Not IsNaN IsInf "
-    "Where ToF16 ToBF16 ToF32 ToInt ToBool MulAdd").split()
+OPCODE_TABLE = pointwise_table()  # src/core/pointwise_ops.def, through _core
+OPCODES = tuple(row.name for row in OPCODE_TABLE)
 OP = {name: index for index, name in enumerate(OPCODES)}
 
 SUPPORTED_DTYPES = frozenset({DType.f32, DType.f64, DType.f16, DType.bf16, DType.i8, DType.i16,
@@ -35,36 +32,22 @@ _WIDE = frozenset({DType.f64, DType.i16, DType.u16, DType.i32, DType.u32, DType.
 _INT_BITS = {DType.i8: (8, 1), DType.i16: (16, 1), DType.i32: (32, 1), DType.i64: (64, 1),
              DType.u8: (8, 0), DType.u16: (16, 0), DType.u32: (32, 0)}
 
-# one-input ops mapping straight to an opcode; their attrs (IR name -> param slot)
-_UNARY = {
-    "Neg": "Neg", "Abs": "Abs", "Exp": "Exp", "Log": "Log", "Sqrt": "Sqrt",
-    "Reciprocal": "Recip", "Floor": "Floor", "Ceil": "Ceil", "Round": "Round", "Sign": "Sign",
-    "Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Asin": "Asin", "Acos": "Acos", "Atan": "Atan",
-    "Sinh": "Sinh", "Cosh": "Cosh", "Asinh": "Asinh", "Acosh": "Acosh", "Atanh": "Atanh",
-    "Tanh": "Tanh", "Sigmoid": "Sigmoid", "Erf": "Erf", "Relu": "Relu", "HardSwish": "HardSwish",
-    "Softplus": "Softplus", "Softsign": "Softsign", "Mish": "Mish", "Not": "Not",
-    "IsNaN": "IsNaN",
-}
-_UNARY_ATTRS = {
-    "LeakyRelu": ("LeakyRelu", ("alpha",)), "Elu": ("Elu", ("alpha",)),
-    "Selu": ("Selu", ("alpha", "gamma")), "Celu": ("Celu", ("alpha",)),
-    "HardSigmoid": ("HardSigmoid", ("alpha", "beta")), "Swish": ("Swish", ("alpha",)),
-    "ThresholdedRelu": ("ThresholdedRelu", ("alpha",)), "Shrink": ("Shrink", ("bias", "lambd")),
-    "IsInf": ("IsInf", ("detect_negative", "detect_positive")),
-}
-_BINARY = {
-    "Add": "Add", "Sub": "Sub", "Mul": "Mul", "PRelu": "PRelu", "Equal": "Equal",
-    "Less": "Less", "LessOrEqual": "LessEqual", "Greater": "Greater",
-    "GreaterOrEqual": "GreaterEqual", "And": "And", "Or": "Or", "Xor": "Xor",
-}
+# IR ops mapping straight to one opcode (the table's ir_op column): one input, with their
+# attrs as the instruction's constants (IR attribute names), or two inputs
+_DIRECT = [row for row in OPCODE_TABLE if row.ir_op]
+_UNARY = {row.ir_op: row.name for row in _DIRECT if row.arity == 1 and not row.attrs}
+_UNARY_ATTRS = {row.ir_op: (row.name, row.attrs) for row in _DIRECT
+                if row.arity == 1 and row.attrs}
+_BINARY = {row.ir_op: row.name for row in _DIRECT if row.arity == 2}
 _VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}
 _OTHER = {"Div", "Pow", "Mod", "Where", "Clip", "Gelu", "Cast"}
 HANDLED = frozenset(_UNARY) | frozenset(_UNARY_ATTRS) | frozenset(_BINARY) | frozenset(
     _VARIADIC) | _OTHER
-# ops whose integer results need no truncation / wrap-around
-_INT_EXACT = {"Max", "Min", "Where", "Relu", "Clip", "Sign"}
-_INT_OUT_BOOL = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor",
-                 "Not", "IsNaN", "IsInf"}
+# ops whose integer results need no truncation / wrap-around: the direct ones the table says
+# are exact or give 0 / 1, and those composed of such opcodes here
+_INT_EXACT = {row.ir_op for row in _DIRECT if row.result == "exact"} | {"Max", "Min", "Where",
+                                                                          "Clip"}
+_INT_OUT_BOOL = {row.ir_op for row in _DIRECT if row.result == "bool"}
 
 
 def _dtype(value: Value) -> DType | None:

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""A CPU plan: storages (arena buffers, constants, the caller's inputs and outputs), slots
-(a tensor: dtype, dims, layout, where it lives) and steps (kernel calls). lower.py writes it;
-_core.Executor builds and runs it."""
+"""A plan (cpu and gpu): storages (arena buffers, constants, the caller's inputs and
+outputs), slots (a tensor: dtype, dims, layout, where it lives) and steps (kernel calls).
+lower.py writes it and places its arena (`Plan.place_arena`: the arena the executors
+allocate, which `stats()` reports); _core.Executor / _core.GpuExecutor build and run it.
+plan_print.py prints and verifies one."""
 
 from __future__ import annotations
 
@@ -11,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...ir import DType
-from ...planner.memory import place_buffers
 
 ARENA, CONSTANT, INPUT, OUTPUT = 0, 1, 2, 3  # _core's Storage enum
 PLAIN, CHANNELS_LAST = "plain", "channels_last"
 # one-byte types the C++ core has no name for: kernels see their bytes as u8
+ALIGN = 64  # arena buffers start at multiples of this
 BYTE_DTYPES = frozenset({DType.f8e4m3fn, DType.f8e4m3fnuz, DType.f8e5m2, DType.f8e5m2fnuz,
                          DType.f8e8m0, DType.f4e2m1, DType.i4, DType.u4, DType.i2, DType.u2})
 
@@ -63,6 +65,7 @@ class Plan:
     input_slots: list[int] = field(default_factory=list)
     output_slots: list[int] = field(default_factory=list)
     arena_bytes: int = 0
+    naive_bytes: int = 0   # the arena buffers' bytes if none shared space (place_arena)
 
     def place_arena(self) -> None:
         """Give every arena storage an offset: live from the first step touching it to the
@@ -80,6 +83,7 @@ class Plan:
         order = sorted(first, key=lambda k: (-self.storages[k].nbytes, first[k]))
         offsets, self.arena_bytes = place_buffers(
             [(k, self.storages[k].nbytes, first[k], last[k]) for k in order])
+        self.naive_bytes = sum(aligned(max(self.storages[k].nbytes, 1)) for k in order)
         for k, offset in offsets.items():
             self.storages[k].offset = offset
 
@@ -96,6 +100,30 @@ class Plan:
                  "inputs": [None if s is None else self.tensor_arg(s) for s in step.inputs],
                  "outputs": [self.tensor_arg(s) for s in step.outputs]}
                 for step in self.steps]
+
+
+def aligned(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def place_buffers(buffers) -> tuple[dict, int]:
+    """Greedy placement of (key, bytes, first step, last step) in the given order (largest
+    first works best): each at the lowest aligned offset overlapping no buffer live at the
+    same time. Returns ({key: offset}, arena bytes)."""
+    placed: list[tuple[int, int, int, int]] = []  # (offset, size, first, last)
+    offsets: dict = {}
+    total = 0
+    for key, nbytes, first, last in buffers:
+        size = aligned(max(nbytes, 1))
+        offset = 0
+        for o, s, _, _ in sorted(p for p in placed if not (p[3] < first or last < p[2])):
+            if offset + size <= o:
+                break
+            offset = max(offset, o + s)
+        placed.append((offset, size, first, last))
+        offsets[key] = offset
+        total = max(total, offset + size)
+    return offsets, total
 
 
 def itemsize(dtype: DType) -> int:
