@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from ..errors import GraphkilnError
-from . import inspect_cmds, run_cmds, tune_cmd
+from . import inspect_cmds, run_cmds, serve_cmd, triton_cmd, tune_cmd
 from .messages import error_text
 
 # name -> (setup(parser), run(args) -> exit code, one-line help)
@@ -24,6 +24,12 @@ COMMANDS = {
             "op of the model"),
     "tune": (tune_cmd.setup_tune, tune_cmd.cmd_tune,
              "measure kernel choices, store them in the tuning database; --export/--import"),
+    "serve": (serve_cmd.setup_serve, serve_cmd.cmd_serve,
+              "serve models over HTTP (the Open Inference Protocol v2 of KServe / Triton) "
+              "with dynamic batching; --ray for Ray Serve"),
+    "export-triton": (triton_cmd.setup_export_triton, triton_cmd.cmd_export_triton,
+                      "write a Triton Inference Server model repository (Python backend) "
+                      "that runs the model with graphkiln"),
     "doctor": (inspect_cmds.setup_doctor, inspect_cmds.cmd_doctor, "report versions, the C++ core and settings"),
 }
 
