@@ -57,7 +57,7 @@ def test_verify_passes_names_the_first_pass_that_changes_a_result(monkeypatch):
     broken.run = negate_outputs
     from graphkiln.passes import pipelines
 
-    monkeypatch.setattr(pipelines, "FULL", [eliminate_dead_code, broken, fuse_pointwise])
+    monkeypatch.setitem(pipelines.PHASES, "cleanup", [eliminate_dead_code, broken])
     prog = Program(parse_graph(TEXT))
     with pytest.raises(CompileError, match="pass broken_negation changed output 0"):
         prog.compile("ref", optimize=True, verify_passes=True)

@@ -1,31 +1,71 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Pass pipelines: plain lists, one place. Targets pick theirs in `Target.passes`."""
+"""Pass pipelines built from named phases: `pipeline(name, extra)` is the list a target
+runs (`Target.passes`); PIPELINES says which phases, in which order, each pipeline has, so
+a target's pipeline is read here, not edited out of another's. `extra` fills the named
+slots a pipeline leaves for target passes that live above this layer (the gpu's
+reduced-precision pass in "before_fusion")."""
 
-from . import (eliminate_common_subexpressions, eliminate_dead_code, fold_batchnorm,
-               fold_constants, fuse_epilogue, fuse_pointwise, fuse_reduction, normalize_gemm,
-               recognize_attention, recognize_gelu, recognize_layernorm, recognize_softmax,
-               simplify_algebra, simplify_layout)
+from __future__ import annotations
 
-# Clean up and fold first, then recognize big ops, then fuse what is left.
-FULL = [
-    eliminate_dead_code,
-    fold_constants,
-    simplify_algebra,
-    simplify_layout,
-    fold_constants,
-    eliminate_common_subexpressions,
-    fold_batchnorm,
-    normalize_gemm,
-    fold_constants,
-    recognize_gelu,
-    recognize_softmax,
-    recognize_layernorm,
-    recognize_attention,
-    simplify_layout,
-    eliminate_dead_code,
-    fuse_pointwise,
-    fuse_epilogue,
-    fuse_reduction,
-    eliminate_dead_code,
-]
+from . import (attention_heads, eliminate_common_subexpressions, eliminate_dead_code,
+               fold_batchnorm, fold_constants, fuse_epilogue, fuse_pointwise, fuse_reduction,
+               normalize_gemm, recognize_attention, recognize_gelu, recognize_layernorm,
+               recognize_softmax, simplify_algebra, simplify_layout)
+
+PHASES: dict[str, list] = {
+    # clean up and fold first
+    "cleanup": [eliminate_dead_code, fold_constants, simplify_algebra, simplify_layout,
+                fold_constants, eliminate_common_subexpressions, fold_batchnorm,
+                normalize_gemm, fold_constants],
+    # then recognize big ops
+    "recognize": [recognize_gelu, recognize_softmax, recognize_layernorm, recognize_attention,
+                  simplify_layout, eliminate_dead_code],
+    # Attention reads [B, S, H*D] projections in place (no head transposes)
+    "attention_layout": [attention_heads],
+    # then fuse what is left
+    "fuse_pointwise": [fuse_pointwise],
+    "fuse_epilogue": [fuse_epilogue],
+    "fuse_reduction": [fuse_reduction],
+    "finish": [eliminate_dead_code],
+}
+SLOTS = ("before_fusion",)  # phases a target fills through `extra`
+
+PIPELINES: dict[str, tuple[str, ...]] = {
+    "full": ("cleanup", "recognize", "fuse_pointwise", "fuse_epilogue", "fuse_reduction",
+             "finish"),
+    # A pointwise node between a product and a reduction joins the reduction (residual Add +
+    # LayerNormalization: one step) rather than the product's epilogue, which the gpu runs
+    # as a step of its own anyway (no generated GEMM epilogues yet)
+    "gpu": ("cleanup", "recognize", "attention_layout", "before_fusion", "fuse_pointwise",
+            "fuse_reduction", "fuse_epilogue", "finish"),
+}
+
+# the Fused kinds each fusion pass may produce (a target lowers every kind of its pipeline:
+# tests/passes/test_pipelines.py walks them against the targets' tables)
+FUSED_KINDS = {fuse_pointwise: ("pointwise",), fuse_epilogue: ("conv", "gemm", "matmul"),
+               fuse_reduction: ("reduce",)}
+
+
+def pipeline(name: str, extra: dict | None = None) -> list:
+    """The passes of pipeline `name` (a key of PIPELINES), with `extra` (slot name -> passes)
+    in its slots; ValueError for an unknown pipeline or slot."""
+    if name not in PIPELINES:
+        raise ValueError(f"no pass pipeline {name!r} (accepted: {', '.join(PIPELINES)})")
+    extra = dict(extra or {})
+    unknown = set(extra) - set(SLOTS)
+    if unknown:
+        raise ValueError(f"pipeline slots {sorted(unknown)} do not exist (accepted: "
+                         f"{', '.join(SLOTS)})")
+    passes: list = []
+    for phase in PIPELINES[name]:
+        passes += extra.get(phase, []) if phase in SLOTS else PHASES[phase]
+    return passes
+
+
+def fused_kinds(passes) -> set[str]:
+    """The Fused kinds the passes of a pipeline may produce."""
+    return {kind for p in passes for kind in FUSED_KINDS.get(p, ())}
+
+
+FULL = pipeline("full")

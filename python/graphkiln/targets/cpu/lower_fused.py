@@ -2,42 +2,37 @@
 # Copyright graphkiln authors
 """`Fused` nodes: one IR op whose lowering depends on attrs["kind"] — a pointwise chain,
 a reduction with its prologue / epilogue, or a convolution / GEMM / MatMul with its
-epilogue (those in lower_conv.py and lower_matmul.py, imported when needed)."""
+epilogue (FAMILIES: the lowerings of lower_pointwise, lower_reduce, lower_conv and
+lower_matmul)."""
 
 from __future__ import annotations
 
-import importlib
 import threading
 from contextlib import contextmanager
 
 from ...ir import Node
 from ..native.lower import LoweringContext, LoweringError
 from ..native.lower_support import node_supported, supports
+from ..native import lower_pointwise
 from ..native.plan import BYTE_DTYPES
+from . import lower_conv, lower_matmul, lower_reduce
 
 
-def _family(kind: str):
-    """(module name, lowering name, predicate name) for a fused kind."""
-    if kind == "pointwise":
-        return "lower_pointwise", "lower_fused_pointwise", "fused_pointwise_supported"
-    if kind == "reduce":
-        return "lower_reduce", "lower_fused_reduce", "fused_reduce_supported"
-    if kind == "conv":
-        return "lower_conv", "lower_fused_conv", "fused_conv_supported"
-    if kind in ("gemm", "matmul"):
-        return "lower_matmul", "lower_fused_matmul", "fused_matmul_supported"
-    return None
+# Fused kind -> (lowering, predicate): the kinds the fusion passes produce
+# (passes/pipelines.py FUSED_KINDS), each lowered by its family module
+FAMILIES = {
+    "pointwise": (lower_pointwise.lower_fused_pointwise, lower_pointwise.fused_pointwise_supported),
+    "reduce": (lower_reduce.lower_fused_reduce, lower_reduce.fused_reduce_supported),
+    "conv": (lower_conv.lower_fused_conv, lower_conv.fused_conv_supported),
+    "gemm": (lower_matmul.lower_fused_matmul, lower_matmul.fused_matmul_supported),
+    "matmul": (lower_matmul.lower_fused_matmul, lower_matmul.fused_matmul_supported),
+}
 
 
 def _lookup(kind: str, index: int):
-    family = _family(kind)
-    if family is None:
-        return None
-    try:
-        module = importlib.import_module(f"{__package__}.{family[0]}")
-    except ImportError:
-        return None
-    return getattr(module, family[index], None)
+    """The lowering (index 1) or predicate (index 2) of a Fused kind, None if unknown."""
+    family = FAMILIES.get(kind)
+    return None if family is None else family[index - 1]
 
 
 _memo = threading.local()

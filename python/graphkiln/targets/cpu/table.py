@@ -21,3 +21,4 @@ for _module in (lower_basic, lower_conv, lower_data, lower_matmul, lower_fused,
     LOWERINGS.update(_module.LOWERINGS)
 
 SUPPORT = SupportContext("cpu", LOWERINGS)
+FUSED_KINDS = frozenset(lower_fused.FAMILIES)  # the Fused kinds lower_fused lowers

@@ -44,9 +44,9 @@ class CpuTarget(Target):
                "shapes": SHAPES_HELP}
 
     def passes(self, options: dict) -> list:
-        from ...passes.pipelines import FULL
+        from ...passes.pipelines import pipeline
 
-        return list(FULL)
+        return pipeline("full")
 
     def compile(self, graph: Graph, options: dict) -> "CpuExecutable":
         fallback = options.get("fallback")

@@ -114,13 +114,18 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
     body = node.attrs["body"]
     for inner, outer in zip(body.inputs, node.inputs):
         ctx.bind(inner, ctx.slot_of(outer))
-    if lower_conv_with_epilogue(node, ctx):  # Conv + Relu / residual Add: one Conv step
+    kind = node.attrs.get("kind", "pointwise")
+    # Conv + Relu / residual Add: one Conv step
+    if kind == "conv" and lower_conv_with_epilogue(node, ctx):
         return
     nodes = [n for n in body.nodes if n.op != "Constant"]
-    # MatMul + bias (+ Relu): one Gemm step
-    nodes = nodes[lower_gemm_with_epilogue(node, nodes, ctx):]
-    if lower_residual_layer_norm(node, nodes, ctx):  # residual Add + LayerNormalization
+    if kind in ("gemm", "matmul"):  # MatMul + bias (+ Relu): one Gemm step
+        nodes = nodes[lower_gemm_with_epilogue(node, nodes, ctx):]
+    # residual Add + LayerNormalization: one step
+    if kind == "reduce" and lower_residual_layer_norm(node, nodes, ctx):
         nodes = nodes[2:]
+    # the rest (a kind's body its own kernel refused, or a pointwise chain): node by node,
+    # pointwise runs as generated kernels
     result = body.outputs[0]
     out_value = node.outputs[0]
     readers: dict[Value, list[Node]] = {}

@@ -17,3 +17,5 @@ for _module in (lower_tensor, lower_pointwise, lower_linalg, lower_reduce, lower
     LOWERINGS.update(_module.LOWERINGS)
 
 SUPPORT = SupportContext("gpu", LOWERINGS)
+# the Fused kinds lower_pointwise.lower_fused lowers (by kind, then node by node)
+FUSED_KINDS = frozenset({"pointwise", "reduce", "conv", "gemm", "matmul"})

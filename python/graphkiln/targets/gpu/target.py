@@ -60,21 +60,12 @@ class GpuTarget(Target):
                                        "the shapes of the plans built, rebuilt on load"}
 
     def passes(self, options: dict) -> list:
-        from ...passes import attention_heads, fuse_epilogue, fuse_pointwise, fuse_reduction
-        from ...passes.pipelines import FULL
+        from ...passes.pipelines import pipeline
         from . import precision
 
-        pipeline = list(FULL)
-        # A pointwise node between a product and a reduction joins the reduction (residual
-        # Add + LayerNormalization: one step) rather than the product's epilogue, which runs
-        # as a step of its own here anyway (no generated GEMM epilogues yet)
-        pipeline.remove(fuse_reduction)
-        pipeline.insert(pipeline.index(fuse_epilogue), fuse_reduction)
-        # Attention reads [B, S, H*D] projections in place (no head transposes)
-        pipeline.insert(pipeline.index(fuse_pointwise), attention_heads)
-        if precision.half_dtype(options) is not None:  # before fusion: its Casts fuse
-            pipeline.insert(pipeline.index(fuse_pointwise), precision)
-        return pipeline
+        # the reduced-precision pass runs before fusion: its Casts fuse
+        half = precision.half_dtype(options) is not None
+        return pipeline("gpu", {"before_fusion": [precision] if half else []})
 
     def compile(self, graph: Graph, options: dict) -> "GpuExecutable":
         from ...device import require_gpu

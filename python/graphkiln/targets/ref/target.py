@@ -23,9 +23,9 @@ class RefTarget(Target):
                          "symbols); ref has no plans, so nothing is built ahead or saved"}
 
     def passes(self, options: dict) -> list:
-        from ...passes.pipelines import FULL
+        from ...passes.pipelines import pipeline
 
-        return list(FULL) if options.get("optimize") else []
+        return pipeline("full") if options.get("optimize") else []
 
     def compile(self, graph: Graph, options: dict) -> RefExecutable:
         ahead_shapes(options, list(graph.inputs))   # checked only: no plans to build
