@@ -30,8 +30,10 @@ def chain_model(batch: int, masked: bool) -> bytes:
     from onnx import TensorProto, helper
 
     width = HEADS * DIM
-    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [batch, SEQ, width])
-              for n in ("q", "k", "v")]
+    inputs = [
+        helper.make_tensor_value_info(n, TensorProto.FLOAT, [batch, SEQ, width])
+        for n in ("q", "k", "v")
+    ]
     extra = []
     if masked:
         inputs.append(helper.make_tensor_value_info("m", TensorProto.FLOAT, [batch, 1, SEQ, SEQ]))
@@ -39,9 +41,16 @@ def chain_model(batch: int, masked: bool) -> bytes:
     nodes, query = [], "q"
     for i in range(CHAIN):
         out = f"y{i}"
-        nodes.append(helper.make_node("Attention", [query, "k", "v", *extra], [out],
-                                      name=f"attention{i}", q_num_heads=HEADS,
-                                      kv_num_heads=HEADS))
+        nodes.append(
+            helper.make_node(
+                "Attention",
+                [query, "k", "v", *extra],
+                [out],
+                name=f"attention{i}",
+                q_num_heads=HEADS,
+                kv_num_heads=HEADS,
+            )
+        )
         query = out
     output = helper.make_tensor_value_info(query, TensorProto.FLOAT, [batch, SEQ, width])
     graph = helper.make_graph(nodes, "attention_chain", inputs, [output])
@@ -54,7 +63,7 @@ def feeds(batch: int, masked: bool, seed: int = 5) -> dict:
     out = {n: rng.uniform(-1, 1, shape).astype(np.float32) for n in ("q", "k", "v")}
     if masked:
         mask = np.zeros((batch, 1, SEQ, SEQ), np.float32)
-        mask[..., SEQ - 9:] = -10000.0  # padding keys, as BERT's mask has them
+        mask[..., SEQ - 9 :] = -10000.0  # padding keys, as BERT's mask has them
         out["m"] = mask
     return out
 
@@ -97,8 +106,10 @@ def torch_ms(batch, masked, precision, runs) -> float:
 
     dtype = torch.float16 if precision == "fp16" else torch.float32
     data = feeds(batch, masked)
-    q, k, v = (torch.from_numpy(data[n]).cuda().to(dtype).view(batch, SEQ, HEADS, DIM)
-               .transpose(1, 2) for n in ("q", "k", "v"))
+    q, k, v = (
+        torch.from_numpy(data[n]).cuda().to(dtype).view(batch, SEQ, HEADS, DIM).transpose(1, 2)
+        for n in ("q", "k", "v")
+    )
     mask = torch.from_numpy(data["m"]).cuda().to(dtype) if masked else None
     for _ in range(10):
         F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
@@ -114,12 +125,14 @@ def torch_ms(batch, masked, precision, runs) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--batches", default="1,32", help="comma-separated (default 1,32)")
     parser.add_argument("--precisions", default="fp16,fp32", help="fp16 and/or fp32")
-    parser.add_argument("--variants", default="0,2,3",
-                        help="Attention tuning variants to time (default 0,2,3)")
+    parser.add_argument(
+        "--variants", default="0,2,3", help="Attention tuning variants to time (default 0,2,3)"
+    )
     parser.add_argument("--runs", type=int, default=20, help="profiled runs (default 20)")
     args = parser.parse_args()
     if args.runs < 1:
@@ -128,8 +141,11 @@ def main() -> int:
         if p not in ("fp16", "fp32"):
             parser.error(f"--precisions: {p!r} is not fp16 or fp32")
     variants = [int(v) for v in args.variants.split(",")]
-    print("| case | " + " | ".join(f"gk variant {v} ms" for v in variants)
-          + " | torch sdpa ms | best gk / torch |")
+    print(
+        "| case | "
+        + " | ".join(f"gk variant {v} ms" for v in variants)
+        + " | torch sdpa ms | best gk / torch |"
+    )
     print("|" + " --- |" * (len(variants) + 3))
     for precision in args.precisions.split(","):
         for batch in (int(b) for b in args.batches.split(",")):

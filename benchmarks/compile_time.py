@@ -43,8 +43,11 @@ def measure(path: str, repeat: int) -> dict:
     stats = prog.stats()
     slowest = sorted(stats["passes"], key=lambda p: -p["ms"])[:3]
     row = {
-        "onnx_nodes": onnx_nodes, "import_s": import_s, "compile_s": statistics.median(times),
-        "kernels": stats["kernels"], "nodes_out": stats["nodes_out"],
+        "onnx_nodes": onnx_nodes,
+        "import_s": import_s,
+        "compile_s": statistics.median(times),
+        "kernels": stats["kernels"],
+        "nodes_out": stats["nodes_out"],
         "attention": sum(1 for n in prog.compiled_graph.nodes if n.op == "Attention"),
         "slowest": ", ".join(f"{p['name']} {p['ms']:.0f}" for p in slowest),
     }
@@ -59,22 +62,34 @@ def measure(path: str, repeat: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--dir", default="/work/models")
     parser.add_argument("--models", default="")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    names = args.models.split(",") if args.models else [
-        os.path.basename(p)[:-5] for p in sorted(glob.glob(os.path.join(args.dir, "*.onnx")))]
-    print(f"graphkiln {graphkiln.__version__}, full pipeline on ref, median of {args.repeat} compiles")
-    print("| model | ONNX nodes | import s | compile s | kernels | attention ops "
-          "| opt vs plain max abs | slowest passes (ms) |")
+    names = (
+        args.models.split(",")
+        if args.models
+        else [os.path.basename(p)[:-5] for p in sorted(glob.glob(os.path.join(args.dir, "*.onnx")))]
+    )
+    print(
+        f"graphkiln {graphkiln.__version__}, full pipeline on ref, median of {args.repeat} compiles"
+    )
+    print(
+        "| model | ONNX nodes | import s | compile s | kernels | attention ops "
+        "| opt vs plain max abs | slowest passes (ms) |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in names:
         r = measure(os.path.join(args.dir, name + ".onnx"), args.repeat)
-        print(f"| {name} | {r['onnx_nodes']} | {r['import_s']:.2f} | {r['compile_s']:.2f} | "
-              f"{r['kernels']} | {r['attention']} | {r.get('max_abs_diff', float('nan')):.2g} | "
-              f"{r['slowest']} |", flush=True)
+        print(
+            f"| {name} | {r['onnx_nodes']} | {r['import_s']:.2f} | {r['compile_s']:.2f} | "
+            f"{r['kernels']} | {r['attention']} | {r.get('max_abs_diff', float('nan')):.2g} | "
+            f"{r['slowest']} |",
+            flush=True,
+        )
     return 0
 
 

@@ -43,13 +43,21 @@ def model_and_feeds(name: str):
         import concurrency_models as cm
 
         if name == "resnet_like":
-            return cm.resnet_like(seed=0, batch=1, size=64).SerializeToString(), \
-                lambda i: cm.resnet_feeds(i, size=64)
-        return cm.bert_like(seed=0, batch=1, seq=64, hidden=128).SerializeToString(), \
-            lambda i: cm.bert_feeds(i, seq=64)
+            return cm.resnet_like(
+                seed=0, batch=1, size=64
+            ).SerializeToString(), lambda i: cm.resnet_feeds(i, size=64)
+        return cm.bert_like(
+            seed=0, batch=1, seq=64, hidden=128
+        ).SerializeToString(), lambda i: cm.bert_feeds(i, seq=64)
     if name == "resnet50_light":
-        name = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light",
-                            "light_resnet50.onnx")
+        name = os.path.join(
+            os.path.dirname(onnx.__file__),
+            "backend",
+            "test",
+            "data",
+            "light",
+            "light_resnet50.onnx",
+        )
     model = onnx.load(name)
     init = {t.name for t in model.graph.initializer}
     specs = []
@@ -69,6 +77,7 @@ def model_and_feeds(name: str):
             else:
                 out[n] = rng.standard_normal(dims).astype(dtype)
         return out
+
     return model.SerializeToString(), feeds_of
 
 
@@ -148,13 +157,18 @@ def bench_model(name: str, args) -> list[str]:
     counts = [int(t) for t in args.threads.split(",")]
     # correctness first: concurrent outputs equal the serial outputs of the same inputs
     _, outs = concurrent_runs(prog.run, feeds_of, max(counts), 3)
-    wrong = sum(not all(np.array_equal(a, b) for a, b in zip(got, prog.run(feeds)))
-                for feeds, got in outs.values())
-    lines = [f"### {os.path.basename(name)} on {args.target}",
-             f"concurrent outputs bit-identical to serial: {len(outs) - wrong} of {len(outs)}",
-             "", "| threads | graphkiln runs/s | scaling | onnxruntime runs/s | scaling "
-             "| gk/ort throughput |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    wrong = sum(
+        not all(np.array_equal(a, b) for a, b in zip(got, prog.run(feeds)))
+        for feeds, got in outs.values()
+    )
+    lines = [
+        f"### {os.path.basename(name)} on {args.target}",
+        f"concurrent outputs bit-identical to serial: {len(outs) - wrong} of {len(outs)}",
+        "",
+        "| threads | graphkiln runs/s | scaling | onnxruntime runs/s | scaling "
+        "| gk/ort throughput |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     base_gk = base_ort = None
     for t in counts:
         for _ in range(args.warmup):
@@ -162,17 +176,24 @@ def bench_model(name: str, args) -> list[str]:
             if peer:
                 peer(feeds_of(0))
         gk = t * args.runs / concurrent_runs(prog.run, feeds_of, t, args.runs)[0]
-        ort_rate = t * args.runs / concurrent_runs(peer, feeds_of, t, args.runs)[0] if peer else None
+        ort_rate = (
+            t * args.runs / concurrent_runs(peer, feeds_of, t, args.runs)[0] if peer else None
+        )
         base_gk = base_gk or gk
         base_ort = base_ort or ort_rate
-        peer_cells = (f"{ort_rate:.1f} | {ort_rate / base_ort:.2f}x | {gk / ort_rate:.2f}"
-                      if ort_rate else "- | - | -")
+        peer_cells = (
+            f"{ort_rate:.1f} | {ort_rate / base_ort:.2f}x | {gk / ort_rate:.2f}"
+            if ort_rate
+            else "- | - | -"
+        )
         lines.append(f"| {t} | {gk:.1f} | {gk / base_gk:.2f}x | {peer_cells} |")
     plan = prog.stats().get("plan", {})
     lines.append("")
-    lines.append(f"execution contexts created: {plan.get('contexts')} "
-                 f"(max_concurrency {plan.get('max_concurrency')}), "
-                 f"{plan.get('context_bytes')} bytes")
+    lines.append(
+        f"execution contexts created: {plan.get('contexts')} "
+        f"(max_concurrency {plan.get('max_concurrency')}), "
+        f"{plan.get('context_bytes')} bytes"
+    )
     if args.memory_runs:
         t = max(counts)
         per = max(1, args.memory_runs // (2 * t))
@@ -183,32 +204,49 @@ def bench_model(name: str, args) -> list[str]:
         concurrent_runs(prog.run, feeds_of, t, per)
         after = memory_now(args.target)
         what = "device memory in use" if args.target == "gpu" else "resident memory"
-        lines.append(f"{what} over {2 * per * t} runs from {t} threads: {before / 2**20:.1f} MiB "
-                     f"after warm-up, {middle / 2**20:.1f} MiB half-way, {after / 2**20:.1f} MiB "
-                     f"at the end ({(after - before) / 2**20:+.1f} MiB)")
+        lines.append(
+            f"{what} over {2 * per * t} runs from {t} threads: {before / 2**20:.1f} MiB "
+            f"after warm-up, {middle / 2**20:.1f} MiB half-way, {after / 2**20:.1f} MiB "
+            f"at the end ({(after - before) / 2**20:+.1f} MiB)"
+        )
     return lines
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--target", default="cpu", choices=["cpu", "gpu"])
-    parser.add_argument("--models", default="resnet_like,bert_like",
-                        help="comma-separated: resnet_like, bert_like, resnet50_light or ONNX "
-                             "file paths")
+    parser.add_argument(
+        "--models",
+        default="resnet_like,bert_like",
+        help="comma-separated: resnet_like, bert_like, resnet50_light or ONNX file paths",
+    )
     parser.add_argument("--threads", default="1,2,4,8", help="thread counts (default 1,2,4,8)")
     parser.add_argument("--runs", type=int, default=50, help="timed runs per thread")
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--max-concurrency", type=int, default=None,
-                        help="compile(..., max_concurrency=N) (default: the target's)")
-    parser.add_argument("--memory-runs", type=int, default=1000,
-                        help="concurrent runs of the memory check (0: skip)")
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=None,
+        help="compile(..., max_concurrency=N) (default: the target's)",
+    )
+    parser.add_argument(
+        "--memory-runs",
+        type=int,
+        default=1000,
+        help="concurrent runs of the memory check (0: skip)",
+    )
     parser.add_argument("--record", help="append the tables to this Markdown file")
     args = parser.parse_args()
-    header = [f"## {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-              f"{platform.node()}, {os.cpu_count()} cpus, "
-              f"GRAPHKILN_NUM_THREADS={os.environ.get('GRAPHKILN_NUM_THREADS', '(default)')}",
-              "", "command: " + " ".join([os.path.basename(sys.executable)] + sys.argv), ""]
+    header = [
+        f"## {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        f"{platform.node()}, {os.cpu_count()} cpus, "
+        f"GRAPHKILN_NUM_THREADS={os.environ.get('GRAPHKILN_NUM_THREADS', '(default)')}",
+        "",
+        "command: " + " ".join([os.path.basename(sys.executable)] + sys.argv),
+        "",
+    ]
     body = []
     for name in args.models.split(","):
         body += bench_model(name.strip(), args) + [""]

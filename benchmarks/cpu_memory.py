@@ -35,14 +35,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import graphkiln
 
-    lines = [f"# Resident memory over {args.runs} runs on the cpu target", "",
-             f"command: `{' '.join(['python', *sys.argv])}`", "",
-             "| model | after warm-up MiB | readings every 100 runs (MiB) | growth MiB | flat |",
-             "| --- | ---: | --- | ---: | --- |"]
+    lines = [
+        f"# Resident memory over {args.runs} runs on the cpu target",
+        "",
+        f"command: `{' '.join(['python', *sys.argv])}`",
+        "",
+        "| model | after warm-up MiB | readings every 100 runs (MiB) | growth MiB | flat |",
+        "| --- | ---: | --- | ---: | --- |",
+    ]
     ok = True
     for name in args.models.split(","):
         data = np.load(os.path.join(args.dir, name + ".npz"))
-        feeds = {k[len("input:"):]: data[k] for k in data.files if k.startswith("input:")}
+        feeds = {k[len("input:") :]: data[k] for k in data.files if k.startswith("input:")}
         program = graphkiln.parse_onnx(os.path.join(args.dir, name + ".onnx")).compile("cpu")
         for _ in range(20):
             program.run(feeds)
@@ -57,8 +61,10 @@ def main(argv=None) -> int:
         growth = readings[-1] - start
         flat = growth < 1.0
         ok &= flat
-        lines.append(f"| {name} | {start:.1f} | {', '.join(f'{r:.1f}' for r in readings)} | "
-                     f"{growth:+.2f} | {'yes' if flat else 'NO'} |")
+        lines.append(
+            f"| {name} | {start:.1f} | {', '.join(f'{r:.1f}' for r in readings)} | "
+            f"{growth:+.2f} | {'yes' if flat else 'NO'} |"
+        )
         print(lines[-1], flush=True)
         del program
     if args.record:

@@ -37,13 +37,22 @@ import time
 
 import numpy as np
 
-DEFAULT_MODELS = ["resnet50", "resnet50_b8", "mobilenet_v3_small", "efficientnet_b0",
-                  "densenet121", "convnext_tiny", "vit_b_16", "bert", "gpt2"]
+DEFAULT_MODELS = [
+    "resnet50",
+    "resnet50_b8",
+    "mobilenet_v3_small",
+    "efficientnet_b0",
+    "densenet121",
+    "convnext_tiny",
+    "vit_b_16",
+    "bert",
+    "gpt2",
+]
 
 
 def load_case(folder: str, name: str):
     data = np.load(os.path.join(folder, f"{name}.npz"))
-    feeds = {k[len("input:"):]: data[k] for k in data.files if k.startswith("input:")}
+    feeds = {k[len("input:") :]: data[k] for k in data.files if k.startswith("input:")}
     expected = [data[k] for k in data.files if k.startswith("output:")]
     return os.path.join(folder, f"{name}.onnx"), feeds, expected
 
@@ -78,7 +87,10 @@ def bench_model(folder, name, threads, runs, warmup, block, settle):
         program.run(feeds)
         session.run(None, feeds)
     gk_times, ort_times = [], []
-    engines = [(lambda: program.run(feeds), gk_times), (lambda: session.run(None, feeds), ort_times)]
+    engines = [
+        (lambda: program.run(feeds), gk_times),
+        (lambda: session.run(None, feeds), ort_times),
+    ]
     while len(gk_times) < runs:
         for run, times in engines:
             for _ in range(settle):
@@ -88,25 +100,45 @@ def bench_model(folder, name, threads, runs, warmup, block, settle):
                 run()
                 times.append(time.perf_counter() - t)
     gk_ms, ort_ms = 1e3 * float(np.median(gk_times)), 1e3 * float(np.median(ort_times))
-    return {"model": name, "graphkiln_ms": gk_ms, "onnxruntime_ms": ort_ms,
-            "ratio": gk_ms / ort_ms, "match": ok, "max_rel_err": err, "compile_s": compile_s}
+    return {
+        "model": name,
+        "graphkiln_ms": gk_ms,
+        "onnxruntime_ms": ort_ms,
+        "ratio": gk_ms / ort_ms,
+        "match": ok,
+        "max_rel_err": err,
+        "compile_s": compile_s,
+    }
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dir", default=os.environ.get("GRAPHKILN_MODELS", "models"),
-                        help="folder with NAME.onnx and NAME.npz (default: $GRAPHKILN_MODELS or models)")
-    parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                        help="comma-separated model names (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="threads for both (default: graphkiln's default, the physical cores)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--dir",
+        default=os.environ.get("GRAPHKILN_MODELS", "models"),
+        help="folder with NAME.onnx and NAME.npz (default: $GRAPHKILN_MODELS or models)",
+    )
+    parser.add_argument(
+        "--models",
+        default=",".join(DEFAULT_MODELS),
+        help="comma-separated model names (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads for both (default: graphkiln's default, the physical cores)",
+    )
     parser.add_argument("--runs", type=int, default=20, help="timed runs each (default 20)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs each (default 3)")
-    parser.add_argument("--block", type=int, default=5,
-                        help="timed runs of one engine before switching (default 5)")
-    parser.add_argument("--settle", type=int, default=2,
-                        help="untimed runs at the start of each block (default 2)")
+    parser.add_argument(
+        "--block", type=int, default=5, help="timed runs of one engine before switching (default 5)"
+    )
+    parser.add_argument(
+        "--settle", type=int, default=2, help="untimed runs at the start of each block (default 2)"
+    )
     parser.add_argument("--record", help="also write the table (markdown) to this file")
     args = parser.parse_args(argv)
     if args.threads is None:
@@ -118,38 +150,48 @@ def main(argv=None) -> int:
 
     import graphkiln
 
-    lines = [f"# graphkiln cpu vs onnxruntime {ort.__version__} (CPU provider)", "",
-             f"- date: {datetime.date.today()}; machine: {platform.processor() or platform.machine()}, "
-             f"{os.cpu_count()} logical CPUs; threads for both: {args.threads}",
-             f"- graphkiln {graphkiln.__version__}; median of {args.runs} timed runs each after "
-             f"{args.warmup} warm-up runs, interleaved in blocks of {args.block} (each after "
-             f"{args.settle} untimed runs)",
-             f"- command: `{' '.join(['python', *sys.argv])}`", "",
-             "| model | graphkiln ms | onnxruntime ms | ratio gk/ort | matches ort "
-             "| max err / max|out| | compile s |",
-             "| --- | ---: | ---: | ---: | --- | ---: | ---: |"]
+    lines = [
+        f"# graphkiln cpu vs onnxruntime {ort.__version__} (CPU provider)",
+        "",
+        f"- date: {datetime.date.today()}; machine: {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} logical CPUs; threads for both: {args.threads}",
+        f"- graphkiln {graphkiln.__version__}; median of {args.runs} timed runs each after "
+        f"{args.warmup} warm-up runs, interleaved in blocks of {args.block} (each after "
+        f"{args.settle} untimed runs)",
+        f"- command: `{' '.join(['python', *sys.argv])}`",
+        "",
+        "| model | graphkiln ms | onnxruntime ms | ratio gk/ort | matches ort "
+        "| max err / max|out| | compile s |",
+        "| --- | ---: | ---: | ---: | --- | ---: | ---: |",
+    ]
     for line in lines:
         print(line, flush=True)
     ratios, failures = [], 0
     for name in [m for m in args.models.split(",") if m]:
         try:
-            r = bench_model(args.dir, name, args.threads, args.runs, args.warmup,
-                            args.block, args.settle)
+            r = bench_model(
+                args.dir, name, args.threads, args.runs, args.warmup, args.block, args.settle
+            )
         except Exception as exc:  # noqa: BLE001 - report and go on with the next model
             failures += 1
             line = f"| {name} | failed: {type(exc).__name__}: {str(exc)[:200]} | | | | | |"
         else:
             ratios.append(r["ratio"])
             failures += not r["match"]
-            line = (f"| {name} | {r['graphkiln_ms']:.2f} | {r['onnxruntime_ms']:.2f} | "
-                    f"{r['ratio']:.3f} | {'yes' if r['match'] else 'NO'} | {r['max_rel_err']:.1e} | "
-                    f"{r['compile_s']:.2f} |")
+            line = (
+                f"| {name} | {r['graphkiln_ms']:.2f} | {r['onnxruntime_ms']:.2f} | "
+                f"{r['ratio']:.3f} | {'yes' if r['match'] else 'NO'} | {r['max_rel_err']:.1e} | "
+                f"{r['compile_s']:.2f} |"
+            )
         lines.append(line)
         print(line, flush=True)
     if ratios:
         geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        summary = ["", f"geomean ratio graphkiln / onnxruntime: {geomean:.3f} over {len(ratios)} models; "
-                        f"worst: {max(ratios):.3f}"]
+        summary = [
+            "",
+            f"geomean ratio graphkiln / onnxruntime: {geomean:.3f} over {len(ratios)} models; "
+            f"worst: {max(ratios):.3f}",
+        ]
         lines += summary
         for line in summary:
             print(line)

@@ -64,12 +64,19 @@ def bert_case(args, tiny: bool = False):
     """(model bytes, request shapes, feeds_of(i, length), shape name)."""
     import concurrency_models as cm
 
-    size = dict(hidden=16, heads=2, layers=1) if tiny else dict(
-        hidden=args.hidden, heads=args.heads, layers=args.layers)
+    size = (
+        dict(hidden=16, heads=2, layers=1)
+        if tiny
+        else dict(hidden=args.hidden, heads=args.heads, layers=args.layers)
+    )
     model = cm.bert_dynamic_seq(seed=0, vocab=1000, **size)
     lengths = np.random.default_rng(args.seed).integers(8, 129, args.requests).tolist()
-    return (model.SerializeToString(), lengths,
-            lambda i, s: cm.bert_feeds(i, seq=s, vocab=1000), "S")
+    return (
+        model.SerializeToString(),
+        lengths,
+        lambda i, s: cm.bert_feeds(i, seq=s, vocab=1000),
+        "S",
+    )
 
 
 def ocr_case(args, tiny: bool = False):
@@ -81,6 +88,7 @@ def ocr_case(args, tiny: bool = False):
     def feeds_of(i, w):
         rng = np.random.default_rng(i)
         return {"x": rng.standard_normal((1, 3, 48, w)).astype(np.float32)}
+
     return model.SerializeToString(), widths, feeds_of, "W"
 
 
@@ -132,17 +140,17 @@ def hit_overhead_us(prog, feeds: dict, runs: int) -> tuple[float, float] | None:
     prog.run(feeds)
     arrays = [np.ascontiguousarray(feeds[n]) for n in prog.get_parameter_names()]
     shapes = tuple(a.shape for a in arrays)
-    matching = [plan for key, plan in _plan_items(prog) or []
-                if key is None or key[0] == shapes]
+    matching = [plan for key, plan in _plan_items(prog) or [] if key is None or key[0] == shapes]
     executors = _executors(matching[0]) if len(matching) == 1 else []
-    if len(executors) != 1 or any(getattr(s, "ref_nodes", 0) for s in
-                                  (matching[0] if isinstance(matching[0], list) else [])):
+    if len(executors) != 1 or any(
+        getattr(s, "ref_nodes", 0) for s in (matching[0] if isinstance(matching[0], list) else [])
+    ):
         return None
     calls = (lambda: prog.run(feeds), lambda: executors[0].run(arrays))
     whole, inner = [], []
     for i in range(runs):
         times = [0.0, 0.0]
-        for which in ((0, 1) if i % 2 else (1, 0)):
+        for which in (0, 1) if i % 2 else (1, 0):
             start = time.perf_counter()
             calls[which]()
             times[which] = time.perf_counter() - start
@@ -167,9 +175,10 @@ def ort_session(data: bytes, target: str, threads: int):
 
 def matches(got, want) -> bool:
     return len(got) == len(want) and all(
-        g.shape == w.shape and np.allclose(g, w, rtol=1e-3,
-                                           atol=1e-4 * max(float(np.abs(w).max()), 1e-30))
-        for g, w in zip(got, want))
+        g.shape == w.shape
+        and np.allclose(g, w, rtol=1e-3, atol=1e-4 * max(float(np.abs(w).max()), 1e-30))
+        for g, w in zip(got, want)
+    )
 
 
 def timed(fn, feeds):
@@ -214,14 +223,24 @@ def measure(prog, compile_s: float, peer, shapes, feeds_of, args) -> dict:
     for i, s in enumerate(shapes):
         warm_ort.append(timed(peer, feeds_of(i, s))[0])
     plan = prog.stats().get("plan", {})
-    return {"distinct": len(seen), "compile": compile_s, "first": first_cost,
-            "first_compile": compile_s + first_cost,
-            "new_median": float(np.median(new_costs)) if new_costs else float("nan"),
-            "new_max": max(new_costs) if new_costs else float("nan"),
-            "overhead_us": hit_overhead_us(prog, feeds_of(0, min(shapes)), args.hit_runs),
-            "cold_gk": cold_gk, "cold_ort": cold_ort, "warm_gk": warm_gk, "warm_ort": warm_ort,
-            "mismatches": mismatches, "checked": checked, "rebuilds": rebuilds,
-            "ref_nodes": plan.get("ref_nodes", 0), "plans": plan.get("plans")}
+    return {
+        "distinct": len(seen),
+        "compile": compile_s,
+        "first": first_cost,
+        "first_compile": compile_s + first_cost,
+        "new_median": float(np.median(new_costs)) if new_costs else float("nan"),
+        "new_max": max(new_costs) if new_costs else float("nan"),
+        "overhead_us": hit_overhead_us(prog, feeds_of(0, min(shapes)), args.hit_runs),
+        "cold_gk": cold_gk,
+        "cold_ort": cold_ort,
+        "warm_gk": warm_gk,
+        "warm_ort": warm_ort,
+        "mismatches": mismatches,
+        "checked": checked,
+        "rebuilds": rebuilds,
+        "ref_nodes": plan.get("ref_nodes", 0),
+        "plans": plan.get("plans"),
+    }
 
 
 def tiny_overhead_us(name: str, args, options: dict) -> float | None:
@@ -231,8 +250,7 @@ def tiny_overhead_us(name: str, args, options: dict) -> float | None:
 
     data, shapes, feeds_of, _ = CASES[name](args, tiny=True)
     try:
-        prog = graphkiln.parse_onnx_buffer(data, default_dim=None).compile(args.target,
-                                                                           **options)
+        prog = graphkiln.parse_onnx_buffer(data, default_dim=None).compile(args.target, **options)
         return hit_overhead_us(prog, feeds_of(0, min(shapes)), args.hit_runs)
     except Exception as exc:  # noqa: BLE001 - the figure is "-", the model's run goes on
         print(f"tiny {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -278,10 +296,17 @@ def bench(name: str, args, threads: int) -> tuple[dict, list[str]]:
         mode = "fallback=ref" if extra else "native"
         if not extra and result["ref_nodes"]:
             mode = f"native, {result['ref_nodes']} ref nodes"
-        result.update(name=name, mode=mode, provider=provider, dim=dim, inputs=inputs,
-                      cache_size=getattr(prog._executable, "plan_cache_size", None)
-                      or getattr(getattr(prog._executable, "_plans", None), "limit", "?"),
-                      lo=min(shapes), hi=max(shapes))
+        result.update(
+            name=name,
+            mode=mode,
+            provider=provider,
+            dim=dim,
+            inputs=inputs,
+            cache_size=getattr(prog._executable, "plan_cache_size", None)
+            or getattr(getattr(prog._executable, "_plans", None), "limit", "?"),
+            lo=min(shapes),
+            hi=max(shapes),
+        )
         return result, notes
     return {"name": name, "mode": "error", "provider": provider, "dim": dim}, notes
 
@@ -291,26 +316,34 @@ def ms(x) -> str:
 
 
 def tables(results: list[dict]) -> list[str]:
-    lines = ["| model | mode | requests (distinct shapes) | compile() ms | first shape ms | "
-             "first compile ms | new shape ms, median (max) | new / first | "
-             "hit overhead µs: tiny (this model) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| model | mode | requests (distinct shapes) | compile() ms | first shape ms | "
+        "first compile ms | new shape ms, median (max) | new / first | "
+        "hit overhead µs: tiny (this model) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in results:
         if r["mode"] == "error":
             lines.append(f"| {r['name']} | error | - | - | - | - | - | - | - |")
             continue
         ratio = r["new_median"] / r["first_compile"]
         tiny, own = r["tiny_us"], r["overhead_us"]
-        over = (f"{'-' if tiny is None else f'{tiny[0]:.1f}'} "
-                f"({'-' if own is None else f'{own[1]:.1f}'})")
+        over = (
+            f"{'-' if tiny is None else f'{tiny[0]:.1f}'} "
+            f"({'-' if own is None else f'{own[1]:.1f}'})"
+        )
         lines.append(
             f"| {r['name']} ({r['dim']} {r['lo']}..{r['hi']}) | {r['mode']} | "
             f"{len(r['cold_gk'])} ({r['distinct']}) | {ms(r['compile'])} | {ms(r['first'])} | "
             f"{ms(r['first_compile'])} | {ms(r['new_median'])} ({ms(r['new_max'])}) | "
-            f"{ratio:.1%} | {over} |")
-    lines += ["", "| model | peer | warm median ms gk | ort | gk/ort | cold median ms gk | ort | "
-              "cold total s gk | ort | warm-pass rebuilds | mismatches |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+            f"{ratio:.1%} | {over} |"
+        )
+    lines += [
+        "",
+        "| model | peer | warm median ms gk | ort | gk/ort | cold median ms gk | ort | "
+        "cold total s gk | ort | warm-pass rebuilds | mismatches |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in results:
         if r["mode"] == "error":
             lines.append(f"| {r['name']} | {r['provider']} | - | - | - | - | - | - | - | - | - |")
@@ -320,52 +353,65 @@ def tables(results: list[dict]) -> list[str]:
             f"| {r['name']} | onnxruntime {r['provider']} | {ms(med['warm_gk'])} | "
             f"{ms(med['warm_ort'])} | {med['warm_gk'] / med['warm_ort']:.2f} | "
             f"{ms(med['cold_gk'])} | {ms(med['cold_ort'])} | {sum(r['cold_gk']):.2f} | "
-            f"{sum(r['cold_ort']):.2f} | {r['rebuilds']} | {r['mismatches']} of {r['checked']} |")
+            f"{sum(r['cold_ort']):.2f} | {r['rebuilds']} | {r['mismatches']} of {r['checked']} |"
+        )
     return lines
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--target", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--models", default="bert,ocr", help="comma-separated: bert, ocr")
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--hit-runs", type=int, default=200,
-                        help="runs per shape of the hit-overhead measure")
+    parser.add_argument(
+        "--hit-runs", type=int, default=200, help="runs per shape of the hit-overhead measure"
+    )
     parser.add_argument("--hidden", type=int, default=256, help="bert hidden size")
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--compile-options", default="",
-                        help="k=v,... passed to compile() (e.g. max_concurrency=1)")
+    parser.add_argument(
+        "--compile-options", default="", help="k=v,... passed to compile() (e.g. max_concurrency=1)"
+    )
     parser.add_argument("--record", help="append the tables to this Markdown file")
     args = parser.parse_args()
     for name in args.models.split(","):
         if name.strip() not in CASES:
-            parser.error(f"--models: unknown model {name.strip()!r}; accepted: "
-                         f"{', '.join(CASES)}")
+            parser.error(f"--models: unknown model {name.strip()!r}; accepted: {', '.join(CASES)}")
     try:
         import onnxruntime  # noqa: F401 - the peer and the oracle of every request
     except ImportError:
-        parser.error("onnxruntime is needed (the peer, and the outputs every request is "
-                     "checked against): pip install onnxruntime")
+        parser.error(
+            "onnxruntime is needed (the peer, and the outputs every request is "
+            "checked against): pip install onnxruntime"
+        )
     from graphkiln.targets.cpu.threads import num_threads, physical_cores
 
     # the cpu peer runs the same threads; on gpu a CPU peer (no onnxruntime-gpu) gets them all
     threads = num_threads() if args.target == "cpu" else physical_cores()
-    header = [f"## {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-              f"{platform.node()}, {os.cpu_count()} cpus, target {args.target}, "
-              f"GRAPHKILN_NUM_THREADS={os.environ.get('GRAPHKILN_NUM_THREADS', '(default)')} "
-              f"(onnxruntime intra_op_num_threads={threads})",
-              "", "command: " + " ".join([os.path.basename(sys.executable)] + sys.argv), ""]
+    header = [
+        f"## {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+        f"{platform.node()}, {os.cpu_count()} cpus, target {args.target}, "
+        f"GRAPHKILN_NUM_THREADS={os.environ.get('GRAPHKILN_NUM_THREADS', '(default)')} "
+        f"(onnxruntime intra_op_num_threads={threads})",
+        "",
+        "command: " + " ".join([os.path.basename(sys.executable)] + sys.argv),
+        "",
+    ]
     results, notes = [], []
     for name in args.models.split(","):
         result, model_notes = bench(name.strip(), args, threads)
         results.append(result)
         notes += model_notes
     body = tables(results) + [""]
-    body += [f"- {r['name']} inputs as imported: {r['inputs']}; plans held at the end: "
-             f"{r['plans']} (plan cache size {r['cache_size']})" for r in results if "inputs" in r]
+    body += [
+        f"- {r['name']} inputs as imported: {r['inputs']}; plans held at the end: "
+        f"{r['plans']} (plan cache size {r['cache_size']})"
+        for r in results
+        if "inputs" in r
+    ]
     body += [f"- failed: {n}" for n in notes]
     text = "\n".join(header + body) + "\n"
     print(text)

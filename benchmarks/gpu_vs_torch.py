@@ -65,7 +65,7 @@ def build_torch_model(name: str, batch: int):
 
         ids = torch.randint(0, config.vocab_size, (batch, SEQ), generator=gen)
         mask = torch.ones(batch, SEQ, dtype=torch.int64)
-        mask[:, SEQ - SEQ // 4:] = 0
+        mask[:, SEQ - SEQ // 4 :] = 0
         return Pooled(bert).eval(), (ids, mask), ["input_ids", "attention_mask"], "pooled"
     raise ValueError(f"unknown model {name!r}: accepted {sorted(BATCHES)}")
 
@@ -73,8 +73,16 @@ def build_torch_model(name: str, batch: int):
 def export(model, inputs, names, output, path):
     import torch
 
-    torch.onnx.export(model, inputs, path, input_names=names, output_names=[output],
-                      opset_version=17, dynamo=False, do_constant_folding=True)
+    torch.onnx.export(
+        model,
+        inputs,
+        path,
+        input_names=names,
+        output_names=[output],
+        opset_version=17,
+        dynamo=False,
+        do_constant_folding=True,
+    )
 
 
 def median_ms(fn, warmup: int, runs: int) -> float:
@@ -120,8 +128,14 @@ def graphkiln_side(path, device_inputs, precision, cache_root, warmup, runs, pro
     summary = executable.plan_summary()
     if profile:
         print_profile(executable.profile(device_inputs))
-    return {"ms": ms, "cold_s": cold, "warm_s": warm, "out": out,
-            "graph": summary.get("graph", "?"), "steps": summary.get("steps")}
+    return {
+        "ms": ms,
+        "cold_s": cold,
+        "warm_s": warm,
+        "out": out,
+        "graph": summary.get("graph", "?"),
+        "steps": summary.get("steps"),
+    }
 
 
 def torch_side(model, device_inputs, compiled: bool, warmup, runs):
@@ -148,16 +162,23 @@ def run_case(name, batch, precision, args, cache_root, folder):
         reference = model(*[t.cuda() for t in inputs]).float().cpu().numpy()
     if precision == "fp16":
         model = model.half()
-    torch_inputs = [(t.half() if precision == "fp16" and t.is_floating_point() else t).cuda()
-                    for t in inputs]
+    torch_inputs = [
+        (t.half() if precision == "fp16" and t.is_floating_point() else t).cuda() for t in inputs
+    ]
     gk_inputs = [t.cuda().contiguous() for t in inputs]  # graphkiln takes fp32 in either mode
     row = {"case": f"{name} b{batch} {precision}"}
     try:
-        gk = graphkiln_side(path, gk_inputs, precision, cache_root, args.warmup, args.runs,
-                            args.profile)
+        gk = graphkiln_side(
+            path, gk_inputs, precision, cache_root, args.warmup, args.runs, args.profile
+        )
         scale = float(np.abs(reference).max()) or 1.0
-        row.update(gk=gk["ms"], gk_cold=gk["cold_s"], gk_warm=gk["warm_s"],
-                   err=float(np.abs(gk["out"] - reference).max()) / scale, graph=gk["graph"])
+        row.update(
+            gk=gk["ms"],
+            gk_cold=gk["cold_s"],
+            gk_warm=gk["warm_s"],
+            err=float(np.abs(gk["out"] - reference).max()) / scale,
+            graph=gk["graph"],
+        )
     except Exception as exc:  # noqa: BLE001 - report the case and go on
         traceback.print_exc()
         row["gk_error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
@@ -186,23 +207,37 @@ def ratio(row, key):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default="resnet50,bert_base",
-                        help=f"comma-separated, from {sorted(BATCHES)} (default both)")
-    parser.add_argument("--batches", default="", help="comma-separated batch sizes "
-                        "(default: resnet50 1,64; bert_base 1,32)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--models",
+        default="resnet50,bert_base",
+        help=f"comma-separated, from {sorted(BATCHES)} (default both)",
+    )
+    parser.add_argument(
+        "--batches",
+        default="",
+        help="comma-separated batch sizes (default: resnet50 1,64; bert_base 1,32)",
+    )
     parser.add_argument("--precisions", default="fp32,fp16", help="fp32 and/or fp16")
     parser.add_argument("--runs", type=int, default=50, help="timed runs per side (default 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs first (default 10)")
-    parser.add_argument("--no-torch-compile", action="store_true",
-                        help="skip torch.compile (it takes about a minute per case)")
-    parser.add_argument("--profile", action="store_true",
-                        help="also print graphkiln's device time per kernel type")
-    parser.add_argument("--torch-tf32", action="store_true",
-                        help="leave PyTorch's TF32 convolutions on (its default) in fp32 cases; "
-                        "by default TF32 is off on both sides, as graphkiln uses none unless "
-                        "compiled with fast_math=True")
+    parser.add_argument(
+        "--no-torch-compile",
+        action="store_true",
+        help="skip torch.compile (it takes about a minute per case)",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="also print graphkiln's device time per kernel type"
+    )
+    parser.add_argument(
+        "--torch-tf32",
+        action="store_true",
+        help="leave PyTorch's TF32 convolutions on (its default) in fp32 cases; "
+        "by default TF32 is off on both sides, as graphkiln uses none unless "
+        "compiled with fast_math=True",
+    )
     args = parser.parse_args()
     if args.runs < 1 or args.warmup < 0:
         parser.error("--runs must be >= 1 and --warmup >= 0")
@@ -215,12 +250,17 @@ def main() -> int:
     if not args.torch_tf32:
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
-    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}; "
-          f"torch TF32: matmul {torch.backends.cuda.matmul.allow_tf32}, "
-          f"cudnn {torch.backends.cudnn.allow_tf32}; graphkiln TF32 off", flush=True)
-    header = ("| case | graphkiln ms | eager ms | torch.compile ms | gk/eager | gk/compile "
-              "| gk compile cold s | gk compile warm s | torch.compile s | max err / max|ref| "
-              "| graph |")
+    print(
+        f"torch {torch.__version__} on {torch.cuda.get_device_name()}; "
+        f"torch TF32: matmul {torch.backends.cuda.matmul.allow_tf32}, "
+        f"cudnn {torch.backends.cudnn.allow_tf32}; graphkiln TF32 off",
+        flush=True,
+    )
+    header = (
+        "| case | graphkiln ms | eager ms | torch.compile ms | gk/eager | gk/compile "
+        "| gk compile cold s | gk compile warm s | torch.compile s | max err / max|ref| "
+        "| graph |"
+    )
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         cache_root = os.path.join(folder, "kernel-caches")
@@ -231,18 +271,26 @@ def main() -> int:
                 for precision in args.precisions.split(","):
                     row = run_case(name, batch, precision, args, cache_root, folder)
                     rows.append(row)
-                    print(f"[{row['case']}] " + ", ".join(
-                        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                        for k, v in row.items() if k != "case"), flush=True)
+                    print(
+                        f"[{row['case']}] "
+                        + ", ".join(
+                            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                            for k, v in row.items()
+                            if k != "case"
+                        ),
+                        flush=True,
+                    )
     print()
     print(header)
     print("| --- " * 11 + "|")
     for row in rows:
-        print(f"| {row['case']} | {fmt(row, 'gk', '.3f')} | {fmt(row, 'eager', '.3f')} "
-              f"| {fmt(row, 'compile', '.3f')} | {ratio(row, 'eager')} | {ratio(row, 'compile')} "
-              f"| {fmt(row, 'gk_cold', '.1f')} | {fmt(row, 'gk_warm', '.1f')} "
-              f"| {fmt(row, 'compile_s', '.1f')} | {fmt(row, 'err', '.2e')} "
-              f"| {row.get('graph', row.get('gk_error', '-'))} |")
+        print(
+            f"| {row['case']} | {fmt(row, 'gk', '.3f')} | {fmt(row, 'eager', '.3f')} "
+            f"| {fmt(row, 'compile', '.3f')} | {ratio(row, 'eager')} | {ratio(row, 'compile')} "
+            f"| {fmt(row, 'gk_cold', '.1f')} | {fmt(row, 'gk_warm', '.1f')} "
+            f"| {fmt(row, 'compile_s', '.1f')} | {fmt(row, 'err', '.2e')} "
+            f"| {row.get('graph', row.get('gk_error', '-'))} |"
+        )
     return 0 if all("gk" in r for r in rows) else 1
 
 

@@ -75,8 +75,9 @@ def patch(target: str, timers: Timers) -> None:
         timers.wrap(tuning_gpu, "tune_plan")
         timers.wrap(load_core(), "GpuExecutor")
         for module in list(sys.modules.values()):  # every importer of pointwise_source
-            if getattr(module, "pointwise_source", None) is codegen.pointwise_source \
-                    and module.__name__.startswith("graphkiln"):
+            if getattr(
+                module, "pointwise_source", None
+            ) is codegen.pointwise_source and module.__name__.startswith("graphkiln"):
                 timers.wrap(module, "pointwise_source")
 
 
@@ -85,9 +86,13 @@ def main(argv=None) -> int:
     parser.add_argument("--target", default="cpu", choices=("cpu", "gpu"))
     parser.add_argument("--models", default="ocr,bert")
     parser.add_argument("--shapes", type=int, default=8, help="new shapes per model")
-    parser.add_argument("--start", type=int, default=None,
-                        help="the first size (ocr width, default 160; bert length, default "
-                             "16); the next ones follow by 16 (ocr) or 8 (bert)")
+    parser.add_argument(
+        "--start",
+        type=int,
+        default=None,
+        help="the first size (ocr width, default 160; bert length, default "
+        "16); the next ones follow by 16 (ocr) or 8 (bert)",
+    )
     args = parser.parse_args(argv)
 
     import concurrency_models as cm
@@ -109,6 +114,7 @@ def main(argv=None) -> int:
 
             def feeds(i, s):
                 return cm.bert_feeds(i, seq=s, vocab=1000)
+
         prog = graphkiln.parse_onnx_buffer(model.SerializeToString(), default_dim=None)
         start = time.perf_counter()
         prog.compile(args.target)
@@ -128,13 +134,17 @@ def main(argv=None) -> int:
             row.update({"run 1": runs[0], "run 2": runs[1], "hit": runs[2]})
             rows.append(row)
         first, rest = rows[0], rows[1:]
-        print(f"## {name} on {args.target}: compile() {compile_ms:.1f} ms, first shape "
-              f"(run 1 + run 2 - 2 hits) {first['run 1'] + first['run 2'] - 2 * first['hit']:.1f} ms")
+        print(
+            f"## {name} on {args.target}: compile() {compile_ms:.1f} ms, first shape "
+            f"(run 1 + run 2 - 2 hits) {first['run 1'] + first['run 2'] - 2 * first['hit']:.1f} ms"
+        )
         keys = sorted({key for row in rest for key in row})
         for key in keys:
             values = [row.get(key, 0.0) for row in rest]
-            print(f"  {key:28s} median {statistics.median(values):9.2f}  "
-                  f"(first shape {first.get(key, 0.0):9.2f})")
+            print(
+                f"  {key:28s} median {statistics.median(values):9.2f}  "
+                f"(first shape {first.get(key, 0.0):9.2f})"
+            )
         new = [row["run 1"] + row["run 2"] - 2 * row["hit"] for row in rest]
         print(f"  {'new shape (runs 1+2 - 2 hits)':28s} median {statistics.median(new):9.2f}")
     return 0

@@ -51,8 +51,7 @@ def build_model(name: str) -> bytes:
     if name == "cnn":
         model = cm.resnet_like(seed=0, batch="N", size=64, widths=(32, 64, 128, 256))
     else:
-        model = cm.bert_like(seed=0, batch="N", seq=64, hidden=256, heads=4, layers=4,
-                             vocab=1000)
+        model = cm.bert_like(seed=0, batch="N", seq=64, hidden=256, heads=4, layers=4, vocab=1000)
     model.ir_version = 8  # onnxruntime releases that predate newer IR versions load it
     return model.SerializeToString()
 
@@ -62,7 +61,7 @@ def make_inputs(name: str, i: int) -> dict:
     if name == "cnn":
         return {"x": rng.standard_normal((1, 3, 64, 64)).astype(np.float32)}
     mask = np.ones((1, 64), np.int64)
-    mask[:, 64 - 1 - i % 32:] = 0
+    mask[:, 64 - 1 - i % 32 :] = 0
     return {"input_ids": rng.integers(0, 1000, (1, 64), dtype=np.int64), "attention_mask": mask}
 
 
@@ -109,24 +108,45 @@ def serve_main(args) -> int:
         prog = load_program(args.serve, "cpu", max_concurrency=args.instances)
     else:
         prog = OrtProgram(args.serve, threads)
-    backend = LocalBackend([ServedModel("model", prog)], max_batch=args.max_batch,
-                           max_delay_s=args.max_delay_ms / 1e3, instances=args.instances)
-    serve(backend, host="127.0.0.1", port=0,
-          on_listening=lambda h, p: print(f"listening on {p}", flush=True))
+    backend = LocalBackend(
+        [ServedModel("model", prog)],
+        max_batch=args.max_batch,
+        max_delay_s=args.max_delay_ms / 1e3,
+        instances=args.instances,
+    )
+    serve(
+        backend,
+        host="127.0.0.1",
+        port=0,
+        on_listening=lambda h, p: print(f"listening on {p}", flush=True),
+    )
     return 0
 
 
 # -- the load generator ----------------------------------------------------------------------
 def request_bytes(feeds: dict, datatypes: dict) -> bytes:
-    head = json.dumps({"inputs": [{"name": n, "datatype": datatypes[n], "shape": list(v.shape),
-                                   "parameters": {"binary_data_size": v.nbytes}}
-                                  for n, v in feeds.items()],
-                       "parameters": {"binary_data_output": True}}).encode()
+    head = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": n,
+                    "datatype": datatypes[n],
+                    "shape": list(v.shape),
+                    "parameters": {"binary_data_size": v.nbytes},
+                }
+                for n, v in feeds.items()
+            ],
+            "parameters": {"binary_data_output": True},
+        }
+    ).encode()
     body = head + b"".join(np.ascontiguousarray(v).tobytes() for v in feeds.values())
-    return (b"POST /v2/models/model/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            b"Content-Type: application/octet-stream\r\n"
-            + f"Inference-Header-Content-Length: {len(head)}\r\n"
-              f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    return (
+        b"POST /v2/models/model/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/octet-stream\r\n"
+        + f"Inference-Header-Content-Length: {len(head)}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
 
 
 async def read_response(reader) -> tuple[int, dict, bytes]:
@@ -146,11 +166,12 @@ def first_output(headers: dict, body: bytes) -> np.ndarray:
     n = int(headers["inference-header-content-length"])
     out = json.loads(body[:n])["outputs"][0]
     size = out["parameters"]["binary_data_size"]
-    return np.frombuffer(body[n:n + size], np.float32).reshape(out["shape"])
+    return np.frombuffer(body[n : n + size], np.float32).reshape(out["shape"])
 
 
-async def load(port: int, requests: list[bytes], refs: list, clients: int, seconds: float,
-               max_requests: int) -> dict:
+async def load(
+    port: int, requests: list[bytes], refs: list, clients: int, seconds: float, max_requests: int
+) -> dict:
     stats = {"latencies": [], "errors": 0, "wrong": 0, "sent": 0}
     deadline = time.perf_counter() + seconds
 
@@ -172,8 +193,9 @@ async def load(port: int, requests: list[bytes], refs: list, clients: int, secon
                     continue
                 got, want = first_output(headers, body), refs[i]
                 scale = float(np.abs(want).max()) or 1.0
-                if got.shape != want.shape or not np.allclose(got, want, rtol=1e-3,
-                                                              atol=1e-4 * scale):
+                if got.shape != want.shape or not np.allclose(
+                    got, want, rtol=1e-3, atol=1e-4 * scale
+                ):
                     stats["wrong"] += 1
         finally:
             writer.close()
@@ -217,9 +239,20 @@ def histogram_delta(before: dict, after: dict) -> str:
 def start_server(args, engine: str, path: str):
     """(process, port) of a server process for `engine` serving `path`."""
     env = dict(os.environ, GRAPHKILN_NUM_THREADS=str(args.threads))
-    cmd = [sys.executable, os.path.abspath(__file__), "--serve", path, "--engine", engine,
-           "--instances", str(args.instances), "--max-batch", str(args.max_batch),
-           "--max-delay-ms", str(args.max_delay_ms)]
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--serve",
+        path,
+        "--engine",
+        engine,
+        "--instances",
+        str(args.instances),
+        "--max-batch",
+        str(args.max_batch),
+        "--max-delay-ms",
+        str(args.max_delay_ms),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     line = proc.stdout.readline()
     found = re.search(r"listening on (\d+)", line)
@@ -237,18 +270,28 @@ def run_model(args, model: str, engines: list[str], path: str, refs: list, feeds
     datatypes = {n: "FP32" if v.dtype == np.float32 else "INT64" for n, v in feeds[0].items()}
     requests = [request_bytes(f, datatypes) for f in feeds]
     servers = {}
-    acc = {e: {"latencies": [], "errors": 0, "wrong": 0, "wall": 0.0, "runs": 0.0,
-               "server_cpu": 0.0, "client_cpu": 0.0, "hist": {}} for e in engines}
+    acc = {
+        e: {
+            "latencies": [],
+            "errors": 0,
+            "wrong": 0,
+            "wall": 0.0,
+            "runs": 0.0,
+            "server_cpu": 0.0,
+            "client_cpu": 0.0,
+            "hist": {},
+        }
+        for e in engines
+    }
     try:
         for engine in engines:
             servers[engine] = start_server(args, engine, path)
         time.sleep(1.0)  # the lifespans start the workers
         for engine in engines:  # every batch size's plan is built here
-            asyncio.run(load(servers[engine][1], requests, refs, args.clients, args.warmup,
-                             10 ** 9))
+            asyncio.run(load(servers[engine][1], requests, refs, args.clients, args.warmup, 10**9))
         block = args.duration / args.rounds
         for r in range(args.rounds):
-            for engine in (engines if r % 2 == 0 else engines[::-1]):
+            for engine in engines if r % 2 == 0 else engines[::-1]:
                 proc, port = servers[engine]
                 a = acc[engine]
                 before, runs0 = scrape(port)
@@ -272,34 +315,61 @@ def run_model(args, model: str, engines: list[str], path: str, refs: list, feeds
     for engine in engines:
         a = acc[engine]
         lat = np.array(a["latencies"]) * 1e3
-        out.append({"model": model, "engine": engine, "requests": len(lat),
-                    "rps": len(lat) / a["wall"], "p50": float(np.percentile(lat, 50)),
-                    "p99": float(np.percentile(lat, 99)), "errors": a["errors"],
-                    "wrong": a["wrong"], "batches": histogram_delta({}, a["hist"]),
-                    "in_runs": a["runs"] / a["wall"], "server_cpu": a["server_cpu"] / a["wall"],
-                    "client_cpu": a["client_cpu"] / a["wall"]})
+        out.append(
+            {
+                "model": model,
+                "engine": engine,
+                "requests": len(lat),
+                "rps": len(lat) / a["wall"],
+                "p50": float(np.percentile(lat, 50)),
+                "p99": float(np.percentile(lat, 99)),
+                "errors": a["errors"],
+                "wrong": a["wrong"],
+                "batches": histogram_delta({}, a["hist"]),
+                "in_runs": a["runs"] / a["wall"],
+                "server_cpu": a["server_cpu"] / a["wall"],
+                "client_cpu": a["client_cpu"] / a["wall"],
+            }
+        )
     return out
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default="cnn,bert", help="cnn, bert or both (default both)")
-    p.add_argument("--engines", default="graphkiln,onnxruntime",
-                   help="graphkiln, onnxruntime (the peer) or both (default both)")
+    p.add_argument(
+        "--engines",
+        default="graphkiln,onnxruntime",
+        help="graphkiln, onnxruntime (the peer) or both (default both)",
+    )
     p.add_argument("--clients", type=int, default=64, help="concurrent clients (default 64)")
     p.add_argument("--duration", type=float, default=60.0, help="timed seconds (default 60)")
-    p.add_argument("--max-requests", type=int, default=500_000,
-                   help="stop the timed load after this many requests (default 500000)")
+    p.add_argument(
+        "--max-requests",
+        type=int,
+        default=500_000,
+        help="stop the timed load after this many requests (default 500000)",
+    )
     p.add_argument("--warmup", type=float, default=5.0, help="untimed seconds first (default 5)")
-    p.add_argument("--rounds", type=int, default=4,
-                   help="blocks the timed load is cut into, the engines taking turns (default 4)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="GRAPHKILN_NUM_THREADS and onnxruntime's intra_op_num_threads (default 1)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="blocks the timed load is cut into, the engines taking turns (default 4)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="GRAPHKILN_NUM_THREADS and onnxruntime's intra_op_num_threads (default 1)",
+    )
     p.add_argument("--instances", type=int, default=2, help="batches run at once (default 2)")
-    p.add_argument("--max-batch", type=int, default=16,
-                   help="the server's --max-batch (default 16)")
-    p.add_argument("--max-delay-ms", type=float, default=2.0,
-                   help="the server's --max-delay-ms (default 2)")
+    p.add_argument(
+        "--max-batch", type=int, default=16, help="the server's --max-batch (default 16)"
+    )
+    p.add_argument(
+        "--max-delay-ms", type=float, default=2.0, help="the server's --max-delay-ms (default 2)"
+    )
     p.add_argument("--record", metavar="FILE.md", help="write the results as Markdown")
     p.add_argument("--serve", metavar="MODEL.onnx", help=argparse.SUPPRESS)
     p.add_argument("--engine", default="graphkiln", help=argparse.SUPPRESS)
@@ -325,12 +395,14 @@ def main(argv=None) -> int:
                 ort_version = onnxruntime.__version__
             for r in run_model(args, model, engines, path, refs, feeds):
                 results.append(r)
-                print(f"{model:5} {r['engine']:12} {r['requests']:7d} requests  "
-                      f"{r['rps']:8.1f} req/s  "
-                      f"p50 {r['p50']:7.2f} ms  p99 {r['p99']:7.2f} ms  errors {r['errors']}  "
-                      f"wrong {r['wrong']}  batches: {r['batches']}  in runs {r['in_runs']:.2f}  "
-                      f"server cpu {r['server_cpu']:.2f}  client cpu {r['client_cpu']:.2f}",
-                      flush=True)
+                print(
+                    f"{model:5} {r['engine']:12} {r['requests']:7d} requests  "
+                    f"{r['rps']:8.1f} req/s  "
+                    f"p50 {r['p50']:7.2f} ms  p99 {r['p99']:7.2f} ms  errors {r['errors']}  "
+                    f"wrong {r['wrong']}  batches: {r['batches']}  in runs {r['in_runs']:.2f}  "
+                    f"server cpu {r['server_cpu']:.2f}  client cpu {r['client_cpu']:.2f}",
+                    flush=True,
+                )
     ratios = {}
     for model in args.models.split(","):
         by = {r["engine"]: r for r in results if r["model"] == model}
@@ -367,15 +439,21 @@ def write_record(args, results, ratios, ort_version) -> None:
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
     for r in results:
-        lines.append(f"| {r['model']} | {r['engine']} | {r['requests']} | {r['rps']:.1f} | "
-                     f"{r['p50']:.2f} | {r['p99']:.2f} | {r['errors']} | {r['wrong']} | "
-                     f"{r['batches']} | {r['in_runs']:.2f} | {r['server_cpu']:.2f} | "
-                     f"{r['client_cpu']:.2f} |")
-    lines += ["", "`in runs`: seconds the server's instances spent in Program.run (or the "
-              "session's run) per second of load, summed over instances (at most "
-              f"{args.instances}); `server CPU` / `client CPU`: CPU seconds per second of the "
-              "server process and of the load generator (the machine has "
-              f"{os.cpu_count()}).", ""]
+        lines.append(
+            f"| {r['model']} | {r['engine']} | {r['requests']} | {r['rps']:.1f} | "
+            f"{r['p50']:.2f} | {r['p99']:.2f} | {r['errors']} | {r['wrong']} | "
+            f"{r['batches']} | {r['in_runs']:.2f} | {r['server_cpu']:.2f} | "
+            f"{r['client_cpu']:.2f} |"
+        )
+    lines += [
+        "",
+        "`in runs`: seconds the server's instances spent in Program.run (or the "
+        "session's run) per second of load, summed over instances (at most "
+        f"{args.instances}); `server CPU` / `client CPU`: CPU seconds per second of the "
+        "server process and of the load generator (the machine has "
+        f"{os.cpu_count()}).",
+        "",
+    ]
     for model, ratio in ratios.items():
         lines.append(f"- {model}: graphkiln / onnxruntime throughput **{ratio:.3f}**")
     lines.append("")

@@ -68,18 +68,31 @@ def measure(path: str, rounds: int, runs: int) -> dict:
     _, exhaustive_s, exhaustive_c = timed_compile(path, feeds, exhaustive_tune=True)
     tuned, warm_s, warm_c = timed_compile(path, feeds)
     untuned_ms, tuned_ms = latency([untuned, tuned], feeds, rounds, runs)
+
     def diff(prog):
         return max(float(np.max(np.abs(a - b))) for a, b in zip(prog.run(feeds), expected))
-    solutions = [json.loads(r["solution"])["attrs"]
-                 for r in tuning.TuningDB(tuning.default_path()).rows()]
+
+    solutions = [
+        json.loads(r["solution"])["attrs"] for r in tuning.TuningDB(tuning.default_path()).rows()
+    ]
     changed = sum(1 for a in solutions if a)
     fewer_threads = sum(1 for a in solutions if "num_threads" in a)
     other_impl = sum(1 for a in solutions if "impl_index" in a)
-    return {"untuned_s": untuned_s, "exhaustive_s": exhaustive_s, "warm_s": warm_s,
-            "exhaustive": exhaustive_c, "warm": warm_c, "untuned_ms": untuned_ms,
-            "tuned_ms": tuned_ms, "diff_untuned": diff(untuned), "diff_tuned": diff(tuned),
-            "rows": len(solutions), "changed": changed, "fewer_threads": fewer_threads,
-            "other_impl": other_impl}
+    return {
+        "untuned_s": untuned_s,
+        "exhaustive_s": exhaustive_s,
+        "warm_s": warm_s,
+        "exhaustive": exhaustive_c,
+        "warm": warm_c,
+        "untuned_ms": untuned_ms,
+        "tuned_ms": tuned_ms,
+        "diff_untuned": diff(untuned),
+        "diff_tuned": diff(tuned),
+        "rows": len(solutions),
+        "changed": changed,
+        "fewer_threads": fewer_threads,
+        "other_impl": other_impl,
+    }
 
 
 def main() -> int:
@@ -95,26 +108,33 @@ def main() -> int:
     import warnings
 
     warnings.simplefilter("ignore", tuning.TuningWarning)  # the load is printed instead
-    print(f"cpu target, {num_threads()} threads, ISA {cpu_tuning.device()}, "
-          f"versions {cpu_tuning.versions()}, load average {os.getloadavg()[0]:.1f}")
-    print("| model | compile untuned s | exhaustive s (benchmarks) | warm s (benchmarks, hits) "
-          "| warm speed-up | rows (changed: fewer threads, other impl) | untuned ms median (p20) "
-          "| tuned ms median (p20) | tuned gain median (p20) | max abs diff untuned / tuned |")
+    print(
+        f"cpu target, {num_threads()} threads, ISA {cpu_tuning.device()}, "
+        f"versions {cpu_tuning.versions()}, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "| model | compile untuned s | exhaustive s (benchmarks) | warm s (benchmarks, hits) "
+        "| warm speed-up | rows (changed: fewer threads, other impl) | untuned ms median (p20) "
+        "| tuned ms median (p20) | tuned gain median (p20) | max abs diff untuned / tuned |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.models.split(","):
         with tempfile.TemporaryDirectory() as folder:
             os.environ["GRAPHKILN_TUNING_DB"] = os.path.join(folder, "tuning.sqlite")
             r = measure(os.path.join(args.dir, name + ".onnx"), args.rounds, args.runs)
-        print(f"| {name} | {r['untuned_s']:.2f} | {r['exhaustive_s']:.2f} "
-              f"({r['exhaustive']['benchmarks']}) | {r['warm_s']:.2f} "
-              f"({r['warm']['benchmarks']}, {r['warm']['hits']}) | "
-              f"{r['exhaustive_s'] / r['warm_s']:.1f}x | {r['rows']} "
-              f"({r['changed']}: {r['fewer_threads']}, {r['other_impl']}) | "
-              f"{r['untuned_ms'][0]:.2f} ({r['untuned_ms'][1]:.2f}) | "
-              f"{r['tuned_ms'][0]:.2f} ({r['tuned_ms'][1]:.2f}) | "
-              f"{(r['untuned_ms'][0] / r['tuned_ms'][0] - 1) * 100:+.1f}% "
-              f"({(r['untuned_ms'][1] / r['tuned_ms'][1] - 1) * 100:+.1f}%) | "
-              f"{r['diff_untuned']:.2e} / {r['diff_tuned']:.2e} |", flush=True)
+        print(
+            f"| {name} | {r['untuned_s']:.2f} | {r['exhaustive_s']:.2f} "
+            f"({r['exhaustive']['benchmarks']}) | {r['warm_s']:.2f} "
+            f"({r['warm']['benchmarks']}, {r['warm']['hits']}) | "
+            f"{r['exhaustive_s'] / r['warm_s']:.1f}x | {r['rows']} "
+            f"({r['changed']}: {r['fewer_threads']}, {r['other_impl']}) | "
+            f"{r['untuned_ms'][0]:.2f} ({r['untuned_ms'][1]:.2f}) | "
+            f"{r['tuned_ms'][0]:.2f} ({r['tuned_ms'][1]:.2f}) | "
+            f"{(r['untuned_ms'][0] / r['tuned_ms'][0] - 1) * 100:+.1f}% "
+            f"({(r['untuned_ms'][1] / r['tuned_ms'][1] - 1) * 100:+.1f}%) | "
+            f"{r['diff_untuned']:.2e} / {r['diff_tuned']:.2e} |",
+            flush=True,
+        )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -61,35 +61,51 @@ def print_rows(rows) -> None:
     the heuristic's and the winner's per-step time."""
     for row in rows:
         detail, solution = json.loads(row["detail"]), json.loads(row["solution"])
-        shapes = " ".join("x".join(map(str, t["dims"])) if t else "-"
-                          for t in detail["inputs"] if isinstance(t, dict) or t is None)
+        shapes = " ".join(
+            "x".join(map(str, t["dims"])) if t else "-"
+            for t in detail["inputs"]
+            if isinstance(t, dict) or t is None
+        )
         dtype = next((t.get("dtype") for t in detail["inputs"] if t), "?")
-        print(f"    row {row['kernel']:<9} {dtype:<8} {shapes:<44} variant "
-              f"{solution.get('variant', 0)} of {solution.get('candidates', '?')}: "
-              f"{solution.get('heuristic_ms', float('nan')):.4f} -> {row['ms']:.4f} ms",
-              flush=True)
+        print(
+            f"    row {row['kernel']:<9} {dtype:<8} {shapes:<44} variant "
+            f"{solution.get('variant', 0)} of {solution.get('candidates', '?')}: "
+            f"{solution.get('heuristic_ms', float('nan')):.4f} -> {row['ms']:.4f} ms",
+            flush=True,
+        )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default="resnet50:64,bert_base:32",
-                        help="name:batch, comma-separated (names of gpu_vs_torch.py)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--models",
+        default="resnet50:64,bert_base:32",
+        help="name:batch, comma-separated (names of gpu_vs_torch.py)",
+    )
     parser.add_argument("--fp16", action="store_true", help="compile with fp16=True")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--rows", action="store_true",
-                        help="also list every stored row: kernel, shapes, variant, times")
+    parser.add_argument(
+        "--rows",
+        action="store_true",
+        help="also list every stored row: kernel, shapes, variant, times",
+    )
     args = parser.parse_args()
     from graphkiln import tuning
     from graphkiln.tuning import gpu as gpu_tuning
 
     extra = {"fp16": True} if args.fp16 else {}
-    print(f"gpu target on {gpu_tuning.device()}, versions {gpu_tuning.versions()}, "
-          f"{'fp16' if args.fp16 else 'fp32'}")
-    print("| model | untuned compile s | exhaustive s (benchmarks) | warm s (benchmarks, hits) "
-          "| warm speed-up | rows (changed) | untuned ms | tuned ms | tuned gain "
-          "| max abs diff tuned vs untuned |")
+    print(
+        f"gpu target on {gpu_tuning.device()}, versions {gpu_tuning.versions()}, "
+        f"{'fp16' if args.fp16 else 'fp32'}"
+    )
+    print(
+        "| model | untuned compile s | exhaustive s (benchmarks) | warm s (benchmarks, hits) "
+        "| warm speed-up | rows (changed) | untuned ms | tuned ms | tuned gain "
+        "| max abs diff tuned vs untuned |"
+    )
     print("| --- " * 10 + "|")
     with tempfile.TemporaryDirectory() as folder:
         for item in args.models.split(","):
@@ -102,18 +118,23 @@ def main() -> int:
             untuned, untuned_s, _ = timed_compile(path, tuning=False, **extra)
             _, exhaustive_s, exhaustive_c = timed_compile(path, exhaustive_tune=True, **extra)
             tuned, warm_s, warm_c = timed_compile(path, **extra)
-            untuned_ms, tuned_ms = latency([untuned, tuned], device_inputs, args.rounds,
-                                           args.runs)
-            diff = float(np.max(np.abs(untuned.run(device_inputs)[0]
-                                       - tuned.run(device_inputs)[0])))
-            rows = [json.loads(r["solution"])
-                    for r in tuning.TuningDB(tuning.default_path()).rows("gpu")]
+            untuned_ms, tuned_ms = latency([untuned, tuned], device_inputs, args.rounds, args.runs)
+            diff = float(
+                np.max(np.abs(untuned.run(device_inputs)[0] - tuned.run(device_inputs)[0]))
+            )
+            rows = [
+                json.loads(r["solution"])
+                for r in tuning.TuningDB(tuning.default_path()).rows("gpu")
+            ]
             changed = sum(1 for r in rows if r.get("variant"))
-            print(f"| {name} b{batch} | {untuned_s:.2f} | {exhaustive_s:.2f} "
-                  f"({exhaustive_c['benchmarks']}) | {warm_s:.2f} ({warm_c['benchmarks']}, "
-                  f"{warm_c['hits']}) | {exhaustive_s / warm_s:.1f}x | {len(rows)} ({changed}) "
-                  f"| {untuned_ms:.3f} | {tuned_ms:.3f} | {(untuned_ms / tuned_ms - 1) * 100:+.1f}% "
-                  f"| {diff:.2e} |", flush=True)
+            print(
+                f"| {name} b{batch} | {untuned_s:.2f} | {exhaustive_s:.2f} "
+                f"({exhaustive_c['benchmarks']}) | {warm_s:.2f} ({warm_c['benchmarks']}, "
+                f"{warm_c['hits']}) | {exhaustive_s / warm_s:.1f}x | {len(rows)} ({changed}) "
+                f"| {untuned_ms:.3f} | {tuned_ms:.3f} | {(untuned_ms / tuned_ms - 1) * 100:+.1f}% "
+                f"| {diff:.2e} |",
+                flush=True,
+            )
             if args.rows:
                 print_rows(tuning.TuningDB(tuning.default_path()).rows("gpu"))
     return 0

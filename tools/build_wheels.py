@@ -34,18 +34,40 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # The supported lists of GPU_TARGETS=all; keep in sync with cmake/GpuTargets.cmake (tested).
-AMD_ALL = ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1102",
-           "gfx1200", "gfx1201")
+AMD_ALL = (
+    "gfx908",
+    "gfx90a",
+    "gfx942",
+    "gfx950",
+    "gfx1030",
+    "gfx1100",
+    "gfx1101",
+    "gfx1102",
+    "gfx1200",
+    "gfx1201",
+)
 NVIDIA_ALL = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
 # Provided by the machine's driver or ROCm / CUDA install, never bundled into a wheel.
 # Shipped by a dependency wheel (onednn-cpu-gomp puts it in <prefix>/lib; graphkiln._core's
 # RPATH and graphkiln/_native.py find it there): never bundled. libgomp neither: libdnnl uses
 # the system's GNU OpenMP, and a second, bundled copy would give two thread pools.
 DEPENDENCY_LIBS = ("libdnnl.so*", "libgomp.so*")
-SYSTEM_GPU_LIBS = ("libamdhip64.so*", "libhsa-runtime64.so*", "libhiprtc.so*", "libamd_comgr.so*",
-                   "librocblas.so*", "libhipblas.so*", "libhipblaslt.so*", "librocm_smi64.so*",
-                   "libcuda.so*", "libcudart.so*", "libcublas.so*", "libcublasLt.so*",
-                   "libnvrtc.so*", "libnvJitLink.so*")
+SYSTEM_GPU_LIBS = (
+    "libamdhip64.so*",
+    "libhsa-runtime64.so*",
+    "libhiprtc.so*",
+    "libamd_comgr.so*",
+    "librocblas.so*",
+    "libhipblas.so*",
+    "libhipblaslt.so*",
+    "librocm_smi64.so*",
+    "libcuda.so*",
+    "libcudart.so*",
+    "libcublas.so*",
+    "libcublasLt.so*",
+    "libnvrtc.so*",
+    "libnvJitLink.so*",
+)
 
 
 @dataclass(frozen=True)
@@ -65,7 +87,9 @@ class Flavor:
         """The local version label: None, rocm6, rocm6.gfx90a, cu13.sm90."""
         if self.backend == "cpu":
             return None
-        return ".".join([self.backend, *([] if self.fat else [a.replace("_", "") for a in self.archs])])
+        return ".".join(
+            [self.backend, *([] if self.fat else [a.replace("_", "") for a in self.archs])]
+        )
 
     @property
     def expected_isas(self) -> tuple[str, ...]:
@@ -79,8 +103,10 @@ class Flavor:
         if self.backend == "cpu" or self.fat:
             return self.backend
         if len(self.archs) != 1:
-            raise ValueError(f"a wheel for {', '.join(self.archs)} belongs to no index: "
-                             "publish one ISA per wheel, or the fat wheel")
+            raise ValueError(
+                f"a wheel for {', '.join(self.archs)} belongs to no index: "
+                "publish one ISA per wheel, or the fat wheel"
+            )
         return f"{self.backend}/{self.archs[0]}"
 
 
@@ -108,8 +134,13 @@ def toolkit_major(platform: str) -> str:
     else:
         argv, pattern = ["nvcc", "--version"], r"release (\d+)\."
     try:
-        out = subprocess.run(argv, capture_output=True, text=True, check=True,
-                             env={**os.environ, "HIP_PLATFORM": platform}).stdout
+        out = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "HIP_PLATFORM": platform},
+        ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
         raise SystemExit(f"build_wheels: cannot ask {argv[0]} for its version ({exc})") from exc
     found = re.search(pattern, out, re.MULTILINE)
@@ -126,11 +157,15 @@ def flavor_for(gpu_targets: str | None) -> Flavor:
         archs: tuple[str, ...] = ()
     else:
         archs = tuple(a for a in re.split(r"[;,]", gpu_targets) if a)
-        kinds = {"amd" if a.startswith("gfx") else "nvidia" if a.startswith("sm_") else "?"
-                 for a in archs}
+        kinds = {
+            "amd" if a.startswith("gfx") else "nvidia" if a.startswith("sm_") else "?"
+            for a in archs
+        }
         if len(kinds) != 1 or "?" in kinds:
-            raise SystemExit(f"build_wheels: --gpu-targets {gpu_targets!r}: give gfx* ISAs, sm_* "
-                             "ISAs (one platform) or `all`")
+            raise SystemExit(
+                f"build_wheels: --gpu-targets {gpu_targets!r}: give gfx* ISAs, sm_* "
+                "ISAs (one platform) or `all`"
+            )
         platform = kinds.pop()
     prefix = "rocm" if platform == "amd" else "cu"
     return Flavor(f"{prefix}{toolkit_major(platform)}", archs, fat=not archs)
@@ -145,7 +180,7 @@ def relabel(wheel: Path, label: str | None) -> Path:
     """Rewrite a wheel's version to carry `label`: METADATA, dist-info folder, RECORD, name."""
     if not label:
         return wheel
-    name, version, *tags = wheel.name[:-len(".whl")].split("-")
+    name, version, *tags = wheel.name[: -len(".whl")].split("-")
     new_version = f"{version.split('+')[0]}+{label}"
     old_info, new_info = f"{name}-{version}.dist-info/", f"{name}-{new_version}.dist-info/"
     target = wheel.with_name("-".join([name, new_version, *tags]) + ".whl")
@@ -157,8 +192,13 @@ def relabel(wheel: Path, label: str | None) -> Path:
                 continue
             data = src.read(item)
             if arcname == new_info + "METADATA":
-                data = re.sub(rb"^Version: .*$", f"Version: {new_version}".encode(), data,
-                              count=1, flags=re.MULTILINE)
+                data = re.sub(
+                    rb"^Version: .*$",
+                    f"Version: {new_version}".encode(),
+                    data,
+                    count=1,
+                    flags=re.MULTILINE,
+                )
             info = zipfile.ZipInfo(arcname, item.date_time)
             info.external_attr, info.compress_type = item.external_attr, zipfile.ZIP_DEFLATED
             dst.writestr(info, data)
@@ -195,9 +235,12 @@ def build(flavor: Flavor, gpu_targets: str | None, python: str, isolation: bool,
     argv = [python, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-w", str(tmp)]
     if not isolation:
         argv.append("--no-build-isolation")
-    print(f"+ GPU_TARGETS={env['GPU_TARGETS']!r} "
-          f"SKBUILD_BUILD_DIR={env.get('SKBUILD_BUILD_DIR', '')}",
-          " ".join(argv), flush=True)
+    print(
+        f"+ GPU_TARGETS={env['GPU_TARGETS']!r} "
+        f"SKBUILD_BUILD_DIR={env.get('SKBUILD_BUILD_DIR', '')}",
+        " ".join(argv),
+        flush=True,
+    )
     subprocess.run(argv, check=True, env=env, cwd=ROOT)
     (wheel,) = tmp.glob("graphkiln-*.whl")
     return wheel
@@ -205,26 +248,34 @@ def build(flavor: Flavor, gpu_targets: str | None, python: str, isolation: bool,
 
 def compiled_isas(wheel: Path, flavor: Flavor) -> list[str]:
     """The ISAs CMake resolved for this fat build (GRAPHKILN_GPU_ISAS in its cache)."""
-    tag = "-".join(wheel.name[:-len(".whl")].split("-")[2:])
+    tag = "-".join(wheel.name[: -len(".whl")].split("-")[2:])
     cache = ROOT / "build" / f"{tag}-{flavor.label}" / "CMakeCache.txt"
     found = re.search(r"^GRAPHKILN_GPU_ISAS:INTERNAL=(.*)$", cache.read_text(), re.MULTILINE)
     isas = [a for a in (found.group(1) if found else "").split(";") if a]
     left_out = [a for a in flavor.expected_isas if a not in isas]
     if left_out:
-        print(f"build_wheels: WARNING: this toolchain cannot compile {', '.join(left_out)}; "
-              f"the fat wheel carries {', '.join(isas)} only (release fat wheels need all of "
-              f"{', '.join(flavor.expected_isas)})")
+        print(
+            f"build_wheels: WARNING: this toolchain cannot compile {', '.join(left_out)}; "
+            f"the fat wheel carries {', '.join(isas)} only (release fat wheels need all of "
+            f"{', '.join(flavor.expected_isas)})"
+        )
     return isas
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gpu-targets", help="gfx90a | sm_90 | 'gfx90a;gfx942' | all (fat); "
-                        "none: the CPU wheel. `all` means AMD unless HIP_PLATFORM=nvidia")
+    parser.add_argument(
+        "--gpu-targets",
+        help="gfx90a | sm_90 | 'gfx90a;gfx942' | all (fat); "
+        "none: the CPU wheel. `all` means AMD unless HIP_PLATFORM=nvidia",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "dist", help="where the wheel goes")
     parser.add_argument("--python", default=sys.executable, help="the interpreter to build for")
-    parser.add_argument("--build-isolation", action="store_true",
-                        help="let pip fetch the build requirements (default: use this environment's)")
+    parser.add_argument(
+        "--build-isolation",
+        action="store_true",
+        help="let pip fetch the build requirements (default: use this environment's)",
+    )
     parser.add_argument("--no-repair", action="store_true", help="skip auditwheel")
     parser.add_argument("--no-check", action="store_true", help="skip tools/check_wheel.py")
     args = parser.parse_args(argv)

@@ -43,16 +43,22 @@ def compare(got, expected: np.ndarray, rtol: float) -> tuple[bool, float, float,
     got = np.asarray(got)
     nan = float("nan")
     if got.shape != expected.shape or got.dtype != expected.dtype:
-        return False, nan, nan, nan, (f"got {got.dtype}{list(got.shape)}, expected "
-                                      f"{expected.dtype}{list(expected.shape)}")
+        return (
+            False,
+            nan,
+            nan,
+            nan,
+            (f"got {got.dtype}{list(got.shape)}, expected {expected.dtype}{list(expected.shape)}"),
+        )
     if expected.dtype.kind in "biu":
         bad = int(np.count_nonzero(got != expected))
         diff = float(np.max(np.abs(got.astype(np.float64) - expected))) if got.size else 0.0
         return bad == 0, diff, diff, float(bad > 0), f"{bad} elements differ" if bad else ""
     got64, exp64 = got.astype(np.float64), expected.astype(np.float64)
     finite = np.isfinite(exp64)
-    if not np.array_equal(got64[~finite], exp64[~finite], equal_nan=True) \
-            or not np.all(np.isfinite(got64[finite])):
+    if not np.array_equal(got64[~finite], exp64[~finite], equal_nan=True) or not np.all(
+        np.isfinite(got64[finite])
+    ):
         return False, nan, nan, nan, "NaN/inf differ"
     err = np.abs(got64[finite] - exp64[finite])
     ref = np.abs(exp64)[finite]
@@ -79,14 +85,23 @@ def parse_option(text: str) -> tuple[str, object]:
         return key, value
 
 
-def check(name: str, folder: str, target: str, options: dict, rtol: float, repeat: int,
-          verbose: bool) -> dict:
+def check(
+    name: str, folder: str, target: str, options: dict, rtol: float, repeat: int, verbose: bool
+) -> dict:
     """Check one model; the row has model, status, the errors, load_s, run_s and detail."""
     nan = float("nan")
-    row = {"model": name, "status": "FAIL", "max_abs": nan, "max_rel": nan, "tol_used": nan,
-           "load_s": nan, "run_s": nan, "detail": ""}
+    row = {
+        "model": name,
+        "status": "FAIL",
+        "max_abs": nan,
+        "max_rel": nan,
+        "tol_used": nan,
+        "load_s": nan,
+        "run_s": nan,
+        "detail": "",
+    }
     data = np.load(os.path.join(folder, f"{name}.npz"))
-    feeds = {k[len("input:"):]: data[k] for k in data.files if k.startswith("input:")}
+    feeds = {k[len("input:") :]: data[k] for k in data.files if k.startswith("input:")}
     expected = [data[f"output:{n}"] for n in data["output_names"]]
     try:
         start = time.perf_counter()
@@ -109,8 +124,10 @@ def check(name: str, folder: str, target: str, options: dict, rtol: float, repea
     if len(outputs) != len(expected):
         row["detail"] = f"{len(outputs)} outputs, expected {len(expected)}"
         return row
-    results = [(n, *compare(got, exp, rtol))
-               for n, got, exp in zip(data["output_names"], outputs, expected)]
+    results = [
+        (n, *compare(got, exp, rtol))
+        for n, got, exp in zip(data["output_names"], outputs, expected)
+    ]
     row["max_abs"] = float(np.max([r[2] for r in results]))  # nan if any output is nan
     row["max_rel"] = float(np.max([r[3] for r in results]))
     row["tol_used"] = float(np.max([r[4] for r in results]))
@@ -124,36 +141,57 @@ def fmt(value: float, spec: str) -> str:
 
 
 def table(rows: list[dict], target: str, options: dict, rtol: float) -> str:
-    lines = [f"Target `{target}` {json.dumps(options)}, "
-             f"pass = np.allclose(rtol={rtol:g}, atol={rtol:g}*max|expected|) "
-             "against onnxruntime CPU.", "",
-             "| model | result | max abs err | max rel err | tol used | load s | run s | detail |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"Target `{target}` {json.dumps(options)}, "
+        f"pass = np.allclose(rtol={rtol:g}, atol={rtol:g}*max|expected|) "
+        "against onnxruntime CPU.",
+        "",
+        "| model | result | max abs err | max rel err | tol used | load s | run s | detail |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
         detail = r["detail"].replace("|", "\\|")
-        lines.append(f"| {r['model']} | {r['status']} | {fmt(r['max_abs'], '.3g')} "
-                     f"| {fmt(r['max_rel'], '.3g')} | {fmt(r['tol_used'], '.3g')} "
-                     f"| {fmt(r['load_s'], '.2f')} "
-                     f"| {fmt(r['run_s'], '.3f')} | {detail} |")
+        lines.append(
+            f"| {r['model']} | {r['status']} | {fmt(r['max_abs'], '.3g')} "
+            f"| {fmt(r['max_rel'], '.3g')} | {fmt(r['tol_used'], '.3g')} "
+            f"| {fmt(r['load_s'], '.2f')} "
+            f"| {fmt(r['run_s'], '.3f')} | {detail} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dir", default="/work/models", help="exported models (default %(default)s)")
-    parser.add_argument("--models", default="", help="comma-separated names (default: all in --dir)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--dir", default="/work/models", help="exported models (default %(default)s)"
+    )
+    parser.add_argument(
+        "--models", default="", help="comma-separated names (default: all in --dir)"
+    )
     parser.add_argument("--target", default="ref")
-    parser.add_argument("--option", action="append", type=parse_option, default=[],
-                        metavar="KEY=VALUE", help="compile option, repeatable")
+    parser.add_argument(
+        "--option",
+        action="append",
+        type=parse_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="compile option, repeatable",
+    )
     parser.add_argument("--rtol", type=float, default=1e-4)
-    parser.add_argument("--repeat", type=int, default=1, help="runs per model; the fastest is shown")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per model; the fastest is shown"
+    )
     parser.add_argument("--record", help="write a markdown table of the results to this file")
     parser.add_argument("-v", "--verbose", action="store_true", help="print tracebacks")
     args = parser.parse_args()
 
-    found = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(args.dir, "*.onnx"))
-                   if os.path.exists(p[:-5] + ".npz"))
+    found = sorted(
+        os.path.basename(p)[:-5]
+        for p in glob.glob(os.path.join(args.dir, "*.onnx"))
+        if os.path.exists(p[:-5] + ".npz")
+    )
     names = [m for m in args.models.split(",") if m] or found
     missing = [m for m in names if m not in found]
     if missing:
@@ -161,13 +199,23 @@ def main() -> int:
     rows = []
     for name in names:
         print(f"{name:22s} ...", end=" ", flush=True)
-        row = check(name, args.dir, args.target, dict(args.option), args.rtol,
-                    max(1, args.repeat), args.verbose)
+        row = check(
+            name,
+            args.dir,
+            args.target,
+            dict(args.option),
+            args.rtol,
+            max(1, args.repeat),
+            args.verbose,
+        )
         rows.append(row)
-        print(f"{row['status']}  max_abs={fmt(row['max_abs'], '.3g')} "
-              f"max_rel={fmt(row['max_rel'], '.3g')} tol_used={fmt(row['tol_used'], '.3g')} "
-              f"load={fmt(row['load_s'], '.2f')}s "
-              f"run={fmt(row['run_s'], '.3f')}s  {row['detail']}", flush=True)
+        print(
+            f"{row['status']}  max_abs={fmt(row['max_abs'], '.3g')} "
+            f"max_rel={fmt(row['max_rel'], '.3g')} tol_used={fmt(row['tol_used'], '.3g')} "
+            f"load={fmt(row['load_s'], '.2f')}s "
+            f"run={fmt(row['run_s'], '.3f')}s  {row['detail']}",
+            flush=True,
+        )
     failed = [r["model"] for r in rows if r["status"] != "PASS"]
     print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
     if args.record:

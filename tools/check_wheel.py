@@ -40,31 +40,33 @@ def elf_sections(data: bytes) -> dict[str, bytes]:
     """The named sections of a 64-bit little-endian ELF file ({} for anything else)."""
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         return {}
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
     names_offset = headers[shstrndx][4]
 
     def name(offset: int) -> str:
         start = names_offset + offset
-        return data[start:data.index(b"\0", start)].decode()
+        return data[start : data.index(b"\0", start)].decode()
 
-    return {name(h[0]): data[h[4]:h[4] + h[5]] for h in headers if h[1] != 8}  # 8: NOBITS
+    return {name(h[0]): data[h[4] : h[4] + h[5]] for h in headers if h[1] != 8}  # 8: NOBITS
 
 
 def amd_isas(section: bytes) -> set[str]:
     """ISAs of every clang offload bundle in a .hip_fatbin section."""
     if COMPRESSED_BUNDLE_MAGIC in section and BUNDLE_MAGIC not in section:
-        raise ValueError("compressed code objects (--offload-compress): list them with "
-                         "clang-offload-bundler --list")
+        raise ValueError(
+            "compressed code objects (--offload-compress): list them with "
+            "clang-offload-bundler --list"
+        )
     isas = set()
     start = section.find(BUNDLE_MAGIC)
     while start >= 0:
-        count, = struct.unpack_from("<Q", section, start + len(BUNDLE_MAGIC))
+        (count,) = struct.unpack_from("<Q", section, start + len(BUNDLE_MAGIC))
         entry = start + len(BUNDLE_MAGIC) + 8
         for _ in range(count):
             _offset, _size, id_size = struct.unpack_from("<QQQ", section, entry)
-            bundle_id = section[entry + 24:entry + 24 + id_size].decode()
+            bundle_id = section[entry + 24 : entry + 24 + id_size].decode()
             entry += 24 + id_size
             found = re.fullmatch(r"hipv4-amdgcn-amd-amdhsa-[^-]*-(gfx[0-9a-f]+)(:.*)?", bundle_id)
             if found:
@@ -84,7 +86,7 @@ def nvidia_isas(section: bytes) -> set[str]:
         entry, end = start + header_size, start + header_size + fat_size
         while entry < end:
             kind, _, entry_header, payload = struct.unpack_from("<HHIQ", section, entry)
-            sm, = struct.unpack_from("<I", section, entry + 28)
+            (sm,) = struct.unpack_from("<I", section, entry + 28)
             if kind == NV_KIND_SASS:
                 isas.add(f"sm_{sm}")
             entry += entry_header + payload
@@ -121,13 +123,16 @@ def metadata_problems(path: Path) -> list[str]:
         if f"{info}/METADATA" not in names:
             return [f"{info}/METADATA is missing"]
         message = email.parser.HeaderParser().parsestr(
-            wheel.read(f"{info}/METADATA").decode("utf-8", "replace"))
+            wheel.read(f"{info}/METADATA").decode("utf-8", "replace")
+        )
         license_path = f"{info}/licenses/{LICENSE_FILE}"
         license_text = wheel.read(license_path) if license_path in names else None
     problems = []
     if message.get("License-Expression") != LICENSE_EXPRESSION:
-        problems.append(f"License-Expression is {message.get('License-Expression')!r}, "
-                        f"not {LICENSE_EXPRESSION!r}")
+        problems.append(
+            f"License-Expression is {message.get('License-Expression')!r}, "
+            f"not {LICENSE_EXPRESSION!r}"
+        )
     if LICENSE_FILE not in (message.get_all("License-File") or []):
         problems.append(f"no License-File: {LICENSE_FILE} in METADATA")
     if license_text is None:
@@ -159,29 +164,41 @@ def check(path: Path, expect: list[str] | None, max_mb: float | None) -> tuple[b
     carried = wheel_isas(path)
     isas = set().union(*carried.values()) if carried else set()
     size_mb = path.stat().st_size / 1e6
-    budget = max_mb or BUDGET_MB["cpu" if flavor.backend == "cpu" else "fat" if flavor.fat else "arch"]
+    budget = (
+        max_mb or BUDGET_MB["cpu" if flavor.backend == "cpu" else "fat" if flavor.fat else "arch"]
+    )
     problems = []
     if isas != asked:
-        problems.append(f"ISAs differ: missing {_join(asked - isas) or 'none'}, "
-                        f"unexpected {_join(isas - asked) or 'none'}")
+        problems.append(
+            f"ISAs differ: missing {_join(asked - isas) or 'none'}, "
+            f"unexpected {_join(isas - asked) or 'none'}"
+        )
     if size_mb > budget:
         problems.append(f"{size_mb:.2f} MB is over the {budget:g} MB budget")
     problems += metadata_problems(path)
     where = "; ".join(f"{name}: {_join(v)}" for name, v in sorted(carried.items()))
-    lines = [f"{path.name}: {size_mb:.2f} MB (budget {budget:g} MB)",
-             f"  asked:   {_join(asked) or 'no GPU code (CPU wheel)'}",
-             f"  carries: {_join(isas) or 'no GPU code'}" + (f" [{where}]" if where else ""),
-             "  " + ("OK" if not problems else "FAIL: " + "; ".join(problems))]
+    lines = [
+        f"{path.name}: {size_mb:.2f} MB (budget {budget:g} MB)",
+        f"  asked:   {_join(asked) or 'no GPU code (CPU wheel)'}",
+        f"  carries: {_join(isas) or 'no GPU code'}" + (f" [{where}]" if where else ""),
+        "  " + ("OK" if not problems else "FAIL: " + "; ".join(problems)),
+    ]
     return not problems, "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("wheels", nargs="+", type=Path)
-    parser.add_argument("--expect", help="comma-separated ISAs to expect instead of the label's "
-                        "('' for none)")
-    parser.add_argument("--max-mb", type=float, help="size budget per wheel in MB (default: "
-                        + ", ".join(f"{k} {v:g}" for k, v in BUDGET_MB.items()) + ")")
+    parser.add_argument(
+        "--expect", help="comma-separated ISAs to expect instead of the label's ('' for none)"
+    )
+    parser.add_argument(
+        "--max-mb",
+        type=float,
+        help="size budget per wheel in MB (default: "
+        + ", ".join(f"{k} {v:g}" for k, v in BUDGET_MB.items())
+        + ")",
+    )
     args = parser.parse_args(argv)
     expect = None if args.expect is None else [a for a in args.expect.split(",") if a]
     ok = True

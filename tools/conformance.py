@@ -3,9 +3,9 @@
 # Copyright graphkiln authors
 """Run the ONNX backend node cases on a target; print the pass count and failures by op.
 
-    python tools/conformance.py --target ref                  # summary
-    python tools/conformance.py --target ref --filter conv    # only cases whose name has 'conv'
-    python tools/conformance.py --target ref --write-expected # rewrite the expected-failure list
+python tools/conformance.py --target ref                  # summary
+python tools/conformance.py --target ref --filter conv    # only cases whose name has 'conv'
+python tools/conformance.py --target ref --write-expected # rewrite the expected-failure list
 """
 
 from __future__ import annotations
@@ -24,14 +24,22 @@ from node_cases import HERE as CASES_DIR, all_cases, expected_failures, run_case
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--target", default="ref")
     parser.add_argument("--filter", default="", help="only cases whose name contains this")
-    parser.add_argument("--write-expected", action="store_true",
-                        help="rewrite tests/conformance/expected_failures_<target>.txt, keeping "
-                             "reasons already written for cases that still fail")
-    parser.add_argument("--optimize", action="store_true",
-                        help="ref: run the full optimization pipeline before each case")
+    parser.add_argument(
+        "--write-expected",
+        action="store_true",
+        help="rewrite tests/conformance/expected_failures_<target>.txt, keeping "
+        "reasons already written for cases that still fail",
+    )
+    parser.add_argument(
+        "--optimize",
+        action="store_true",
+        help="ref: run the full optimization pipeline before each case",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every failure")
     args = parser.parse_args()
 
@@ -61,8 +69,10 @@ def main() -> int:
         path = os.path.join(CASES_DIR, f"expected_failures_{args.target}.txt")
         with open(path, "w", encoding="utf-8") as f:
             f.write(f"# ONNX node cases expected to fail on target {args.target}: name  # reason\n")
-            f.write("# Regenerate with: python tools/conformance.py --target "
-                    f"{args.target} --write-expected\n")
+            f.write(
+                "# Regenerate with: python tools/conformance.py --target "
+                f"{args.target} --write-expected\n"
+            )
             for name in sorted(failures):
                 f.write(f"{name}  # {old.get(name) or failures[name]}\n")
         print(f"wrote {path}")

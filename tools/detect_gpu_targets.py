@@ -31,8 +31,12 @@ def load_device_module():
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="also print each device and the probe that found it (on stderr)")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print each device and the probe that found it (on stderr)",
+    )
     args = parser.parse_args(argv)
     devices = load_device_module().detect_devices()
     if args.verbose:
@@ -40,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{d.arch}\t{d.name}\t({d.source})", file=sys.stderr)
     archs = list(dict.fromkeys(d.arch for d in devices))
     if not archs:
-        print("no GPU found (tried hip-python, offload-arch, rocminfo, nvidia-smi)", file=sys.stderr)
+        print(
+            "no GPU found (tried hip-python, offload-arch, rocminfo, nvidia-smi)", file=sys.stderr
+        )
         return 1
     print(";".join(archs))
     return 0

@@ -58,8 +58,9 @@ def build(name: str):
             self.qkv = nn.Linear(dim, dim * 3)
             self.proj = nn.Linear(dim, dim)
             self.table = nn.Parameter(torch.randn((2 * window - 1) ** 2, heads) * 0.5)
-            coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window),
-                                                indexing="ij")).flatten(1)
+            coords = torch.stack(
+                torch.meshgrid(torch.arange(window), torch.arange(window), indexing="ij")
+            ).flatten(1)
             rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + window - 1
             self.register_buffer("index", rel[..., 0] * (2 * window - 1) + rel[..., 1])
 
@@ -129,8 +130,10 @@ def build(name: str):
             super().__init__()
             res = image // patch
             self.embed = nn.Conv2d(3, dim, patch, stride=patch)
-            self.blocks = nn.Sequential(SwinBlock(dim, res, window, 0, heads),
-                                        SwinBlock(dim, res, window, window // 2, heads))
+            self.blocks = nn.Sequential(
+                SwinBlock(dim, res, window, 0, heads),
+                SwinBlock(dim, res, window, window // 2, heads),
+            )
             self.norm = nn.LayerNorm(dim)
             self.head = nn.Linear(dim, classes)
 
@@ -143,9 +146,15 @@ def build(name: str):
         def __init__(self, classes=5):
             super().__init__()
             self.encoder = nn.Sequential(
-                nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-                nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
-                nn.Conv2d(32, 32, 3, padding=1), nn.ReLU())
+                nn.Conv2d(3, 16, 3, stride=2, padding=1),
+                nn.BatchNorm2d(16),
+                nn.ReLU(),
+                nn.Conv2d(16, 32, 3, stride=2, padding=1),
+                nn.BatchNorm2d(32),
+                nn.ReLU(),
+                nn.Conv2d(32, 32, 3, padding=1),
+                nn.ReLU(),
+            )
             self.head = nn.Conv2d(32, classes, 1)
 
         def forward(self, x):
@@ -155,11 +164,16 @@ def build(name: str):
     class Cnn(nn.Module):
         def __init__(self, classes=10):
             super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16),
-                                      nn.ReLU(), nn.MaxPool2d(2))
-            self.block = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.BatchNorm2d(16),
-                                       nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1),
-                                       nn.BatchNorm2d(16))
+            self.stem = nn.Sequential(
+                nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2)
+            )
+            self.block = nn.Sequential(
+                nn.Conv2d(16, 16, 3, padding=1),
+                nn.BatchNorm2d(16),
+                nn.ReLU(),
+                nn.Conv2d(16, 16, 3, padding=1),
+                nn.BatchNorm2d(16),
+            )
             self.fc = nn.Linear(16, classes)
 
         def forward(self, x):
@@ -235,8 +249,16 @@ def export(names: list[str], folder: str) -> None:
         feeds = [make_inputs(name, s, rng) for s in SHAPES[name]]
         args = tuple(torch.from_numpy(feeds[0][k]) for k in inputs)
         path = os.path.join(folder, name + ".onnx")
-        torch.onnx.export(model, args, path, input_names=inputs, output_names=outputs,
-                          dynamic_axes=axes, opset_version=17, dynamo=False)
+        torch.onnx.export(
+            model,
+            args,
+            path,
+            input_names=inputs,
+            output_names=outputs,
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
         arrays = {f"input:{j}:{k}": v for j, feed in enumerate(feeds) for k, v in feed.items()}
         np.savez_compressed(os.path.join(folder, name + ".npz"), **arrays)
         print(f"{name}: {os.path.getsize(path)} bytes, shapes {SHAPES[name]}")
@@ -248,13 +270,13 @@ def record(names: list[str], folder: str) -> None:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     for name in names:
-        session = ort.InferenceSession(os.path.join(folder, name + ".onnx"), options,
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            os.path.join(folder, name + ".onnx"), options, providers=["CPUExecutionProvider"]
+        )
         npz = os.path.join(folder, name + ".npz")
         arrays = {k: v for k, v in np.load(npz).items() if k.startswith("input:")}
         for j in range(len(SHAPES[name])):
-            feed = {k.split(":", 2)[2]: v for k, v in arrays.items()
-                    if k.startswith(f"input:{j}:")}
+            feed = {k.split(":", 2)[2]: v for k, v in arrays.items() if k.startswith(f"input:{j}:")}
             results = session.run(None, feed)
             for out, value in zip(session.get_outputs(), results):
                 arrays[f"output:{j}:{out.name}"] = value
@@ -265,8 +287,9 @@ def record(names: list[str], folder: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("step", choices=["export", "record"])
-    parser.add_argument("--models", default=",".join(SHAPES),
-                        help=f"comma-separated, from {', '.join(SHAPES)}")
+    parser.add_argument(
+        "--models", default=",".join(SHAPES), help=f"comma-separated, from {', '.join(SHAPES)}"
+    )
     parser.add_argument("--out", default=DEFAULT_DIR)
     args = parser.parse_args(argv)
     names = [n for n in args.models.split(",") if n]

@@ -38,8 +38,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-VISION = ["resnet50", "mobilenet_v3_small", "efficientnet_b0", "densenet121", "convnext_tiny",
-          "vit_b_16"]
+VISION = [
+    "resnet50",
+    "mobilenet_v3_small",
+    "efficientnet_b0",
+    "densenet121",
+    "convnext_tiny",
+    "vit_b_16",
+]
 TEXT = ["bert", "gpt2", "all_minilm_l6_v2"]
 
 
@@ -94,11 +100,11 @@ def text_inputs(vocab: int, seq: int, names: list[str]) -> dict:
     feeds = {"input_ids": torch.randint(0, vocab, (1, seq), generator=gen, dtype=torch.int64)}
     if "attention_mask" in names:
         mask = torch.ones(1, seq, dtype=torch.int64)
-        mask[:, seq - seq // 4:] = 0
+        mask[:, seq - seq // 4 :] = 0
         feeds["attention_mask"] = mask
     if "token_type_ids" in names:
         types = torch.zeros(1, seq, dtype=torch.int64)
-        types[:, seq // 2:] = 1
+        types[:, seq // 2 :] = 1
         feeds["token_type_ids"] = types
     return {n: feeds[n] for n in names}
 
@@ -135,13 +141,29 @@ def export(model, feeds: dict, output_names: list[str], path: str) -> str:
     """Legacy exporter at opset 17; dynamo exporter at opset 18 if that fails. Returns which."""
     args = tuple(feeds.values())
     try:
-        torch.onnx.export(model, args, path, input_names=list(feeds), output_names=output_names,
-                          opset_version=17, dynamo=False, do_constant_folding=True)
+        torch.onnx.export(
+            model,
+            args,
+            path,
+            input_names=list(feeds),
+            output_names=output_names,
+            opset_version=17,
+            dynamo=False,
+            do_constant_folding=True,
+        )
         return "legacy/opset17"
     except Exception as exc:  # noqa: BLE001 - any exporter failure moves on to dynamo
         print(f"    legacy exporter failed: {type(exc).__name__}: {str(exc)[:300]}")
-    torch.onnx.export(model, args, path, input_names=list(feeds), output_names=output_names,
-                      opset_version=18, dynamo=True, external_data=False)
+    torch.onnx.export(
+        model,
+        args,
+        path,
+        input_names=list(feeds),
+        output_names=output_names,
+        opset_version=18,
+        dynamo=True,
+        external_data=False,
+    )
     return "dynamo/opset18"
 
 
@@ -177,21 +199,30 @@ def do_model(name: str, out_dir: str) -> dict:
     record["output_names"] = np.array(names)
     np.savez(os.path.join(out_dir, f"{name}.npz"), **record)
     diffs = [float(np.max(np.abs(t.numpy() - o))) for t, o in zip(torch_out, ort_out)]
-    info = {"model": name, "status": "ok", "exporter": how,
-            "onnx_mb": round(os.path.getsize(path) / 2**20, 1),
-            "inputs": {k: list(v.shape) for k, v in np_feeds.items()},
-            "outputs": {n: list(o.shape) for n, o in zip(names, ort_out)},
-            "output_std": [float(f"{np.std(o):.3g}") for o in ort_out],
-            "max_abs_torch_vs_ort": diffs, "seconds": round(time.perf_counter() - start, 1)}
+    info = {
+        "model": name,
+        "status": "ok",
+        "exporter": how,
+        "onnx_mb": round(os.path.getsize(path) / 2**20, 1),
+        "inputs": {k: list(v.shape) for k, v in np_feeds.items()},
+        "outputs": {n: list(o.shape) for n, o in zip(names, ort_out)},
+        "output_std": [float(f"{np.std(o):.3g}") for o in ort_out],
+        "max_abs_torch_vs_ort": diffs,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
     return info
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", default="/work/models", help="output folder (default %(default)s)")
-    parser.add_argument("--models", default="", help="comma-separated subset of: "
-                        + ",".join(VISION + TEXT + ["resnet50_b8"]))
+    parser.add_argument(
+        "--models",
+        default="",
+        help="comma-separated subset of: " + ",".join(VISION + TEXT + ["resnet50_b8"]),
+    )
     parser.add_argument("--batch", action="store_true", help="also export resnet50 at batch 8")
     args = parser.parse_args()
 
@@ -209,8 +240,10 @@ def main() -> int:
             info = {"model": name, "status": "failed"}
             failed.append(name)
         print(f"[{name}] {json.dumps(info)}", flush=True)
-    print(f"done: {len(names) - len(failed)}/{len(names)} exported to {args.out}"
-          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    print(
+        f"done: {len(names) - len(failed)}/{len(names)} exported to {args.out}"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
     return 1 if failed else 0
 
 

@@ -43,10 +43,16 @@ def run_case(data: bytes, max_tensor_bytes: int) -> tuple[str, str, str]:
         cause = exc.__cause__
         if isinstance(cause, (MemoryError, RecursionError)):  # refused too late: a bug
             where = _raised_at(cause)
-            return ("failure", f"{type(cause).__name__} at {where} (inside a {type(exc).__name__})",
-                    "".join(traceback.format_exception(exc))[-3000:])
-        wrapped = "" if cause is None or isinstance(cause, graphkiln.GraphkilnError) else \
-            f" wrapping {type(cause).__name__}"
+            return (
+                "failure",
+                f"{type(cause).__name__} at {where} (inside a {type(exc).__name__})",
+                "".join(traceback.format_exception(exc))[-3000:],
+            )
+        wrapped = (
+            ""
+            if cause is None or isinstance(cause, graphkiln.GraphkilnError)
+            else f" wrapping {type(cause).__name__}"
+        )
         return "expected", type(exc).__name__ + wrapped, str(exc)[:300]
     except BaseException as exc:  # noqa: BLE001  (everything else is a bug)
         where = _raised_at(exc)
@@ -83,7 +89,8 @@ class Worker:
         self.args = args
         self.conn, child = mp.get_context("fork").Pipe()
         self.process = mp.get_context("fork").Process(
-            target=_worker, args=(child, args.max_tensor_bytes, args.memory_limit), daemon=True)
+            target=_worker, args=(child, args.max_tensor_bytes, args.memory_limit), daemon=True
+        )
         self.process.start()
         child.close()
         self.case = None  # (number, seed name, mutations, started)
@@ -193,12 +200,16 @@ def fuzz(args) -> Report:
 
 def print_report(report: Report, args) -> bool:
     print(f"executions: {report.executions}")
-    print(f"outcomes: imported={report.outcomes['ok']} "
-          f"documented errors={report.outcomes['expected']} "
-          f"failures={report.outcomes['failure']} hangs={len(report.hangs)} "
-          f"crashes={len(report.crashes)}")
-    print("documented errors by class: " +
-          ", ".join(f"{k}={v}" for k, v in report.expected.most_common()))
+    print(
+        f"outcomes: imported={report.outcomes['ok']} "
+        f"documented errors={report.outcomes['expected']} "
+        f"failures={report.outcomes['failure']} hangs={len(report.hangs)} "
+        f"crashes={len(report.crashes)}"
+    )
+    print(
+        "documented errors by class: "
+        + ", ".join(f"{k}={v}" for k, v in report.expected.most_common())
+    )
     if args.show_errors:
         print(f"most common documented error messages (of {len(report.messages)} shapes):")
         for shape, count in report.messages.most_common(args.show_errors):
@@ -219,10 +230,12 @@ def print_report(report: Report, args) -> bool:
     print(f"crashes: {len(report.crashes)}")
     ok = not (report.failures or report.hangs or report.crashes)
     rate = report.executions / report.seconds if report.seconds else 0.0
-    print(f"summary: {'PASS' if ok else 'FAIL'}: {report.executions} executions in "
-          f"{report.seconds:.1f} s ({rate:.0f}/s) on {args.workers} workers, "
-          f"{len(report.failures)} distinct failures, {len(report.hangs)} hangs, "
-          f"{len(report.crashes)} crashes")
+    print(
+        f"summary: {'PASS' if ok else 'FAIL'}: {report.executions} executions in "
+        f"{report.seconds:.1f} s ({rate:.0f}/s) on {args.workers} workers, "
+        f"{len(report.failures)} distinct failures, {len(report.hangs)} hangs, "
+        f"{len(report.crashes)} crashes"
+    )
     return ok
 
 
@@ -243,19 +256,40 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=1000, help="fuzz cases to run")
     parser.add_argument("--seed", type=int, default=0, help="seed of the mutations")
-    parser.add_argument("--timeout-per-case", type=float, default=10.0,
-                        help="seconds after which a case counts as a hang")
+    parser.add_argument(
+        "--timeout-per-case",
+        type=float,
+        default=10.0,
+        help="seconds after which a case counts as a hang",
+    )
     parser.add_argument("--workers", type=int, default=max(1, min(8, os.cpu_count() or 1)))
-    parser.add_argument("--node-cases", type=int, default=40,
-                        help="ONNX backend node cases among the seeds (0: none, faster start)")
-    parser.add_argument("--max-tensor-bytes", type=int, default=256 << 20,
-                        help="graphkiln's tensor limit during the fuzz")
-    parser.add_argument("--memory-limit", type=int, default=4 << 30,
-                        help="address-space limit of each worker, bytes")
+    parser.add_argument(
+        "--node-cases",
+        type=int,
+        default=40,
+        help="ONNX backend node cases among the seeds (0: none, faster start)",
+    )
+    parser.add_argument(
+        "--max-tensor-bytes",
+        type=int,
+        default=256 << 20,
+        help="graphkiln's tensor limit during the fuzz",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        type=int,
+        default=4 << 30,
+        help="address-space limit of each worker, bytes",
+    )
     parser.add_argument("--replay", type=int, help="run one case in this process and show it")
     parser.add_argument("--save", help="with --replay: write the case's bytes here")
-    parser.add_argument("--show-errors", type=int, default=0, metavar="N",
-                        help="list the N most common documented error messages")
+    parser.add_argument(
+        "--show-errors",
+        type=int,
+        default=0,
+        metavar="N",
+        help="list the N most common documented error messages",
+    )
     parser.add_argument("--progress", action="store_true", help="print progress every 1000 cases")
     parser.add_argument("-v", "--verbose", action="store_true", help="tracebacks of failures")
     args = parser.parse_args(argv)
@@ -263,9 +297,11 @@ def main(argv=None) -> int:
         parser.error("--iterations >= 0, --workers >= 1 and --timeout-per-case > 0")
     if args.replay is not None:
         return replay(args)
-    print(f"fuzz_import: iterations={args.iterations} seed={args.seed} workers={args.workers} "
-          f"timeout-per-case={args.timeout_per_case}s max-tensor-bytes={args.max_tensor_bytes}",
-          flush=True)
+    print(
+        f"fuzz_import: iterations={args.iterations} seed={args.seed} workers={args.workers} "
+        f"timeout-per-case={args.timeout_per_case}s max-tensor-bytes={args.max_tensor_bytes}",
+        flush=True,
+    )
     return 0 if print_report(fuzz(args), args) else 1
 
 

@@ -13,12 +13,27 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
-INTERESTING_INTS = [0, 1, -1, 2, 3, 7, 255, -2**31, 2**31 - 1, 2**32, 2**40, 2**62,
-                    2**63 - 1, -2**63]
+INTERESTING_INTS = [
+    0,
+    1,
+    -1,
+    2,
+    3,
+    7,
+    255,
+    -(2**31),
+    2**31 - 1,
+    2**32,
+    2**40,
+    2**62,
+    2**63 - 1,
+    -(2**63),
+]
 OPS = sorted({s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain == ""})
 
 
 # -- byte level ------------------------------------------------------------------------
+
 
 def flip_bits(data: bytearray, rng: random.Random) -> str:
     for _ in range(rng.randint(1, 8)):
@@ -28,27 +43,34 @@ def flip_bits(data: bytearray, rng: random.Random) -> str:
 
 
 def truncate(data: bytearray, rng: random.Random) -> str:
-    del data[rng.randrange(len(data)):]
+    del data[rng.randrange(len(data)) :]
     return "truncate"
 
 
 def insert_bytes(data: bytearray, rng: random.Random) -> str:
     i = rng.randrange(len(data) + 1)
-    choice = rng.choice([b"\xff" * 10, b"\x80" * 9 + b"\x01", bytes(rng.randrange(256) for _ in range(rng.randint(1, 16))),
-                         b"\x0a\xff\xff\xff\xff\x0f", b"\x00"])
+    choice = rng.choice(
+        [
+            b"\xff" * 10,
+            b"\x80" * 9 + b"\x01",
+            bytes(rng.randrange(256) for _ in range(rng.randint(1, 16))),
+            b"\x0a\xff\xff\xff\xff\x0f",
+            b"\x00",
+        ]
+    )
     data[i:i] = choice
     return "insert_bytes"
 
 
 def delete_bytes(data: bytearray, rng: random.Random) -> str:
     i = rng.randrange(len(data))
-    del data[i:i + rng.randint(1, 32)]
+    del data[i : i + rng.randint(1, 32)]
     return "delete_bytes"
 
 
 def duplicate_bytes(data: bytearray, rng: random.Random) -> str:
     i = rng.randrange(len(data))
-    chunk = data[i:i + rng.randint(1, 256)]
+    chunk = data[i : i + rng.randint(1, 256)]
     j = rng.randrange(len(data) + 1)
     data[j:j] = chunk
     return "duplicate_bytes"
@@ -58,6 +80,7 @@ BYTE_MUTATIONS = [flip_bits, truncate, insert_bytes, delete_bytes, duplicate_byt
 
 
 # -- protobuf aware --------------------------------------------------------------------
+
 
 def _graphs(g: onnx.GraphProto):
     yield g
@@ -87,7 +110,9 @@ def _tensors(m):
 
 
 def _value_infos(m):
-    return [v for g in _graphs(m.graph) for v in list(g.input) + list(g.output) + list(g.value_info)]
+    return [
+        v for g in _graphs(m.graph) for v in list(g.input) + list(g.output) + list(g.value_info)
+    ]
 
 
 def _dims(m):
@@ -170,7 +195,14 @@ def dangling_input(m, rng):
     if not nodes:
         return False
     n = rng.choice(nodes)
-    n.input[rng.randrange(len(n.input))] = rng.choice(["nowhere", "", "x" * 1000, "\udcff".encode("utf-8", "surrogatepass").decode("utf-8", "replace")])
+    n.input[rng.randrange(len(n.input))] = rng.choice(
+        [
+            "nowhere",
+            "",
+            "x" * 1000,
+            "\udcff".encode("utf-8", "surrogatepass").decode("utf-8", "replace"),
+        ]
+    )
     return True
 
 
@@ -241,8 +273,11 @@ def change_domain(m, rng):
 
 def delete_things(m, rng):
     g = rng.choice(list(_graphs(m.graph)))
-    fields = [f for f in ("node", "initializer", "input", "output", "sparse_initializer",
-                          "value_info") if len(getattr(g, f))]
+    fields = [
+        f
+        for f in ("node", "initializer", "input", "output", "sparse_initializer", "value_info")
+        if len(getattr(g, f))
+    ]
     if not fields:
         return False
     items = getattr(g, rng.choice(fields))
@@ -287,8 +322,10 @@ def external_data(m, rng):
         return False
     t = rng.choice(ts)
     t.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", rng.choice(["w.bin", "../w.bin", "/etc/passwd", "a\0b", ""])),
-                       ("length", rng.choice(["12", "-1", str(2**62), "x"]))):
+    for key, value in (
+        ("location", rng.choice(["w.bin", "../w.bin", "/etc/passwd", "a\0b", ""])),
+        ("length", rng.choice(["12", "-1", str(2**62), "x"])),
+    ):
         entry = t.external_data.add()
         entry.key, entry.value = key, value
     return True
@@ -366,7 +403,7 @@ def deep_nesting(m, rng):
 def long_chain(m, rng):
     """Thousands of Identity nodes, in reverse order, ending in an output."""
     g = m.graph
-    start = (list(g.input) or list(g.output))
+    start = list(g.input) or list(g.output)
     if not start:
         return False
     n = rng.choice([1000, 5000, 20000])
@@ -390,11 +427,28 @@ def sparse_indices(m, rng):
     return True
 
 
-PROTO_MUTATIONS = [change_dim, change_tensor_dims, change_dtype, change_attribute,
-                   dangling_input, self_loop, cycle, swap_op, change_outputs, change_opset,
-                   change_domain, delete_things, shuffle_nodes, change_raw_data,
-                   external_data, huge_shape_constant, huge_initializer, deep_nesting,
-                   long_chain, sparse_indices]
+PROTO_MUTATIONS = [
+    change_dim,
+    change_tensor_dims,
+    change_dtype,
+    change_attribute,
+    dangling_input,
+    self_loop,
+    cycle,
+    swap_op,
+    change_outputs,
+    change_opset,
+    change_domain,
+    delete_things,
+    shuffle_nodes,
+    change_raw_data,
+    external_data,
+    huge_shape_constant,
+    huge_initializer,
+    deep_nesting,
+    long_chain,
+    sparse_indices,
+]
 
 
 def mutate(seed_bytes: bytes, rng: random.Random) -> tuple[bytes, list[str]]:

@@ -28,9 +28,14 @@ def minilm_arch():
     import transformers as tf
 
     ex.torch.manual_seed(0)
-    config = tf.BertConfig(vocab_size=30522, hidden_size=384, num_hidden_layers=6,
-                           num_attention_heads=12, intermediate_size=1536,
-                           max_position_embeddings=512)
+    config = tf.BertConfig(
+        vocab_size=30522,
+        hidden_size=384,
+        num_hidden_layers=6,
+        num_attention_heads=12,
+        intermediate_size=1536,
+        max_position_embeddings=512,
+    )
     model = tf.BertModel(config)
     ex.perturb_constants(model)
     model.eval()
@@ -41,8 +46,9 @@ def minilm_arch():
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", required=True)
     parser.add_argument("--models", required=True, help="comma-separated names")
     args = parser.parse_args()

@@ -27,8 +27,10 @@ def main() -> int:
     parser.add_argument("--dir", required=True)
     parser.add_argument("--models", required=True)
     args = parser.parse_args()
-    print("| model | compile s | load s | compile/load | saved MiB | gpu arch "
-          "| outputs bit-identical |")
+    print(
+        "| model | compile s | load s | compile/load | saved MiB | gpu arch "
+        "| outputs bit-identical |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     failed = 0
     for name in args.models.split(","):
@@ -42,11 +44,16 @@ def main() -> int:
         loaded = graphkiln.load_buffer(blob)
         load_s = time.perf_counter() - start
         arch = getattr(loaded._executable, "arch", None) or "?"
-        same = all(np.asarray(a).tobytes() == np.asarray(b).tobytes()
-                   for a, b in zip(program.run(feeds), loaded.run(feeds)))
+        same = all(
+            np.asarray(a).tobytes() == np.asarray(b).tobytes()
+            for a, b in zip(program.run(feeds), loaded.run(feeds))
+        )
         failed += not same
-        print(f"| {name} | {compile_s:.3f} | {load_s:.3f} | {compile_s / load_s:.1f}x | "
-              f"{len(blob) / 2**20:.1f} | {arch} | {'yes' if same else 'NO'} |", flush=True)
+        print(
+            f"| {name} | {compile_s:.3f} | {load_s:.3f} | {compile_s / load_s:.1f}x | "
+            f"{len(blob) / 2**20:.1f} | {arch} | {'yes' if same else 'NO'} |",
+            flush=True,
+        )
     return 1 if failed else 0
 
 

@@ -19,12 +19,18 @@ import time
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-for sub in ("python", os.path.join("tests", "targets", "gpu"), os.path.join("tests", "conformance")):
+for sub in (
+    "python",
+    os.path.join("tests", "targets", "gpu"),
+    os.path.join("tests", "conformance"),
+):
     sys.path.insert(0, os.path.join(HERE, "..", sub))
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--filter", default="", help="only cases whose name contains this")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every failure")
     args = parser.parse_args()
@@ -53,10 +59,16 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001 - a report of every kind of failure
             failures[name] = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
     op = lambda c: c.model.graph.node[-1].op_type if c.model.graph.node else "?"  # noqa: E731
-    print(f"emulated gpu: {len(selected) - len(failures)} of {len(selected)} node cases pass "
-          f"({time.perf_counter() - start:.1f} s)")
-    print("failures by last op:", ", ".join(
-        f"{o} {k}" for o, k in collections.Counter(op(cases[n]) for n in failures).most_common()))
+    print(
+        f"emulated gpu: {len(selected) - len(failures)} of {len(selected)} node cases pass "
+        f"({time.perf_counter() - start:.1f} s)"
+    )
+    print(
+        "failures by last op:",
+        ", ".join(
+            f"{o} {k}" for o, k in collections.Counter(op(cases[n]) for n in failures).most_common()
+        ),
+    )
     if args.verbose:
         for name, msg in failures.items():
             print(f"  {name}: {msg}")

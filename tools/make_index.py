@@ -31,11 +31,14 @@ PROJECT = "graphkiln"
 
 
 def _page(title: str, links: list[tuple[str, str]]) -> str:
-    body = "\n".join(f'    <a href="{html.escape(href)}">{html.escape(text)}</a><br/>'
-                     for href, text in links)
-    return (f"<!DOCTYPE html>\n<html>\n  <head><meta name=\"pypi:repository-version\" "
-            f"content=\"1.0\"><title>{html.escape(title)}</title></head>\n  <body>\n"
-            f"    <h1>{html.escape(title)}</h1>\n{body}\n  </body>\n</html>\n")
+    body = "\n".join(
+        f'    <a href="{html.escape(href)}">{html.escape(text)}</a><br/>' for href, text in links
+    )
+    return (
+        f'<!DOCTYPE html>\n<html>\n  <head><meta name="pypi:repository-version" '
+        f'content="1.0"><title>{html.escape(title)}</title></head>\n  <body>\n'
+        f"    <h1>{html.escape(title)}</h1>\n{body}\n  </body>\n</html>\n"
+    )
 
 
 def group_wheels(wheels: list[Path]) -> dict[str, list[Path]]:
@@ -55,8 +58,9 @@ def write_index(out: Path, folder: str, wheels: list[Path]) -> None:
         digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
         links.append((f"{wheel.name}#sha256={digest}", wheel.name))
     (project_dir / "index.html").write_text(_page(f"Links for {PROJECT}", links))
-    (out / folder / "index.html").write_text(_page(f"graphkiln {folder} index",
-                                                   [(f"{PROJECT}/", PROJECT)]))
+    (out / folder / "index.html").write_text(
+        _page(f"graphkiln {folder} index", [(f"{PROJECT}/", PROJECT)])
+    )
 
 
 def make_index(wheel_dir: Path, out: Path) -> dict[str, list[Path]]:
@@ -66,8 +70,12 @@ def make_index(wheel_dir: Path, out: Path) -> dict[str, list[Path]]:
     groups = group_wheels(wheels)
     for folder, members in groups.items():
         write_index(out, folder, members)
-    (out / "index.html").write_text(_page("graphkiln wheel indexes (pip --index-url <this>/<folder>/)",
-                                          [(f"{folder}/", folder) for folder in groups]))
+    (out / "index.html").write_text(
+        _page(
+            "graphkiln wheel indexes (pip --index-url <this>/<folder>/)",
+            [(f"{folder}/", folder) for folder in groups],
+        )
+    )
     return groups
 
 

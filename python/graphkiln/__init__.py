@@ -2,26 +2,38 @@
 # Copyright graphkiln authors
 """graphkiln: import an ONNX model, compile it for a target, run it with numpy arrays.
 
-    import graphkiln
-    prog = graphkiln.parse_onnx("model.onnx")
-    prog.compile("cpu")                      # or "gpu", or "ref" (numpy: the oracle, slowest)
-    outputs = prog.run({"x": x})
-    graphkiln.save(prog, "model.gkp")        # later: graphkiln.load("model.gkp").run(...)
+import graphkiln
+prog = graphkiln.parse_onnx("model.onnx")
+prog.compile("cpu")                      # or "gpu", or "ref" (numpy: the oracle, slowest)
+outputs = prog.run({"x": x})
+graphkiln.save(prog, "model.gkp")        # later: graphkiln.load("model.gkp").run(...)
 """
 
 from __future__ import annotations
 
 from .device import GpuCompatibilityError, check_gpu_compatibility
-from .errors import (CompileError, FormatError, GraphError, GraphkilnError, ModelError,
-                     ParseError, UnsupportedOperatorError)
+from .errors import (
+    CompileError,
+    FormatError,
+    GraphError,
+    GraphkilnError,
+    ModelError,
+    ParseError,
+    UnsupportedOperatorError,
+)
 from .program import Program
 from .targets import available_targets, get_target
 from .targets.native.lower import LoweringError
 from .version import __version__
 
 
-def parse_onnx(model, input_shapes: dict | None = None, default_dim: int | None = None, *,
-               max_tensor_bytes: int | None = None) -> Program:
+def parse_onnx(
+    model,
+    input_shapes: dict | None = None,
+    default_dim: int | None = None,
+    *,
+    max_tensor_bytes: int | None = None,
+) -> Program:
     """Import an ONNX model: a path (str or os.PathLike; external data is read from beside
     it), the serialized model (bytes, bytearray or memoryview) or an onnx.ModelProto (not
     changed); anything else is a TypeError.
@@ -39,20 +51,28 @@ def parse_onnx(model, input_shapes: dict | None = None, default_dim: int | None 
     ModelError."""
     from .frontends.onnx.importer import import_model, read_model
 
-    return Program(import_model(read_model(model, max_tensor_bytes), input_shapes, default_dim,
-                                max_tensor_bytes))
+    return Program(
+        import_model(
+            read_model(model, max_tensor_bytes), input_shapes, default_dim, max_tensor_bytes
+        )
+    )
 
 
-def parse_onnx_buffer(data: bytes, input_shapes: dict | None = None,
-                      default_dim: int | None = None, *,
-                      max_tensor_bytes: int | None = None) -> Program:
+def parse_onnx_buffer(
+    data: bytes,
+    input_shapes: dict | None = None,
+    default_dim: int | None = None,
+    *,
+    max_tensor_bytes: int | None = None,
+) -> Program:
     """Import a serialized ONNX model (external data is refused); `input_shapes`,
     `default_dim` (symbolic dims stay symbolic unless an int is given) and `max_tensor_bytes`
     as for `parse_onnx`."""
     from .frontends.onnx.importer import import_model, model_from_bytes
 
-    return Program(import_model(model_from_bytes(data), input_shapes, default_dim,
-                                max_tensor_bytes))
+    return Program(
+        import_model(model_from_bytes(data), input_shapes, default_dim, max_tensor_bytes)
+    )
 
 
 def save(program: Program, path, format: str | None = None) -> None:
@@ -87,9 +107,24 @@ def load_buffer(data: bytes, **kwargs) -> Program:
 
 
 __all__ = [
-    "CompileError", "FormatError", "GpuCompatibilityError", "GraphError", "GraphkilnError",
-    "LoweringError", "ModelError", "ParseError",
-    "Program", "UnsupportedOperatorError", "__version__", "available_targets",
-    "check_gpu_compatibility", "get_target",
-    "load", "load_buffer", "parse_onnx", "parse_onnx_buffer", "save", "save_buffer",
+    "CompileError",
+    "FormatError",
+    "GpuCompatibilityError",
+    "GraphError",
+    "GraphkilnError",
+    "LoweringError",
+    "ModelError",
+    "ParseError",
+    "Program",
+    "UnsupportedOperatorError",
+    "__version__",
+    "available_targets",
+    "check_gpu_compatibility",
+    "get_target",
+    "load",
+    "load_buffer",
+    "parse_onnx",
+    "parse_onnx_buffer",
+    "save",
+    "save_buffer",
 ]

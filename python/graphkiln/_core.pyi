@@ -13,9 +13,16 @@ def gpu_probe_info() -> dict[str, object]:
 class Executor:
     """A cpu plan built into kernels (targets/native/plan.py writes its arguments)."""
 
-    def __init__(self, steps: list[dict], constants: list, arena_bytes: int,
-                 inputs: list[tuple], outputs: list[tuple], num_threads: int,
-                 max_contexts: int = 1) -> None: ...
+    def __init__(
+        self,
+        steps: list[dict],
+        constants: list,
+        arena_bytes: int,
+        inputs: list[tuple],
+        outputs: list[tuple],
+        num_threads: int,
+        max_contexts: int = 1,
+    ) -> None: ...
     def run(self, inputs: list) -> list:
         """C-contiguous arrays of the planned dtypes and shapes in; new arrays out. The GIL
         is released while the kernels run. Safe from several threads at once: each run takes
@@ -71,9 +78,17 @@ class GpuExecutor:
     and returns numpy arrays. With use_graphs, a context's second run is captured into a
     HIP/CUDA graph that its later runs replay."""
 
-    def __init__(self, steps: list[dict], constants: list, arena_bytes: int,
-                 inputs: list[tuple], outputs: list[tuple], builtin_blas: bool = False,
-                 use_graphs: bool = True, max_contexts: int = 1) -> None: ...
+    def __init__(
+        self,
+        steps: list[dict],
+        constants: list,
+        arena_bytes: int,
+        inputs: list[tuple],
+        outputs: list[tuple],
+        builtin_blas: bool = False,
+        use_graphs: bool = True,
+        max_contexts: int = 1,
+    ) -> None: ...
     def run(self, inputs: list) -> list: ...
     def profile(self, inputs: list) -> list[tuple[str, float]]:
         """One run kernel by kernel, each step timed on the device: [(step, ms)]."""

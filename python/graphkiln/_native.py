@@ -72,5 +72,7 @@ def load_core():
         try:
             return importlib.import_module("graphkiln._core")
         except ImportError as second:
-            raise ImportError(f"graphkiln's C++ core needs {_LIBRARY} from the onednn-cpu-gomp "
-                              f"package: pip install onednn-cpu-gomp ({second})") from second
+            raise ImportError(
+                f"graphkiln's C++ core needs {_LIBRARY} from the onednn-cpu-gomp "
+                f"package: pip install onednn-cpu-gomp ({second})"
+            ) from second

@@ -29,8 +29,9 @@ def compile_graph(graph: Graph, target: Target, options: dict, trace, verify_pas
 VERIFY_RTOL, VERIFY_ATOL = 1e-4, 1e-5  # verify_passes: how close a pass must keep results
 
 
-def _pass_checker(original: Graph, seed: int = 0, rtol: float = VERIFY_RTOL,
-                  atol: float = VERIFY_ATOL):
+def _pass_checker(
+    original: Graph, seed: int = 0, rtol: float = VERIFY_RTOL, atol: float = VERIFY_ATOL
+):
     """After each pass, run the graph on ref with the same random inputs as the original."""
     from .targets.ref.evaluator import run_graph
     from .targets.ref.table import KERNELS
@@ -48,18 +49,24 @@ def _pass_checker(original: Graph, seed: int = 0, rtol: float = VERIFY_RTOL,
     try:
         expected = run_graph(original, inputs, KERNELS)
     except RuntimeError as exc:
-        raise CompileError(f"verify_passes: the model does not run on random inputs: {exc}") from exc
+        raise CompileError(
+            f"verify_passes: the model does not run on random inputs: {exc}"
+        ) from exc
 
     def check(name: str, graph: Graph) -> None:
         got = run_graph(graph, inputs, KERNELS)
         for i, (g, e) in enumerate(zip(got, expected)):
             g, e = np.asarray(g), np.asarray(e)
             same = g.shape == e.shape and (
-                np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=True) if e.dtype.kind in "fc"
-                else np.array_equal(g, e))
+                np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+                if e.dtype.kind in "fc"
+                else np.array_equal(g, e)
+            )
             if not same:
-                raise CompileError(f"pass {name} changed output {i} ({original.outputs[i].name}): "
-                                   f"max abs difference {_max_diff(g, e)}")
+                raise CompileError(
+                    f"pass {name} changed output {i} ({original.outputs[i].name}): "
+                    f"max abs difference {_max_diff(g, e)}"
+                )
 
     return check
 

@@ -23,7 +23,7 @@ FAKE_ARCH_VARIABLE = "GRAPHKILN_FAKE_GPU_ARCH"
 @dataclass(frozen=True)
 class Device:
     name: str
-    arch: str    # the ISA: gfx90a, gfx1100, sm_90
+    arch: str  # the ISA: gfx90a, gfx1100, sm_90
     source: str  # which probe found it
 
     @property
@@ -65,8 +65,9 @@ def parse_nvidia_smi(text: str) -> list[Device]:
     for i, line in enumerate(row for row in text.splitlines() if row.strip()):
         *names, cap = (part.strip() for part in line.split(","))
         if re.fullmatch(r"\d+\.\d+", cap):
-            devices.append(Device(names[0] if names else f"GPU {i}", normalize_arch(cap),
-                                  "nvidia-smi"))
+            devices.append(
+                Device(names[0] if names else f"GPU {i}", normalize_arch(cap), "nvidia-smi")
+            )
     return devices
 
 
@@ -91,8 +92,9 @@ def _hip_python_devices() -> list[Device]:
         for i in range(count if err == hip.hipError_t.hipSuccess else 0):
             props = hip.hipDeviceProp_t()
             hip.hipGetDeviceProperties(props, i)
-            arch, name = (v.decode() if isinstance(v, bytes) else v
-                          for v in (props.gcnArchName, props.name))
+            arch, name = (
+                v.decode() if isinstance(v, bytes) else v for v in (props.gcnArchName, props.name)
+            )
             devices.append(Device(name, normalize_arch(arch), "hip-python"))
         return devices
     except Exception:  # noqa: BLE001 - any hip-python API difference: fall back to the tools
@@ -103,8 +105,12 @@ PROBES = (
     ("hip-python", lambda: _hip_python_devices()),
     ("offload-arch", lambda: parse_offload_arch(_run(["offload-arch"]) or "")),
     ("rocminfo", lambda: parse_rocminfo(_run(["rocminfo"]) or "")),
-    ("nvidia-smi", lambda: parse_nvidia_smi(
-        _run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"]) or "")),
+    (
+        "nvidia-smi",
+        lambda: parse_nvidia_smi(
+            _run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"]) or ""
+        ),
+    ),
 )
 
 
@@ -152,6 +158,7 @@ class Verdict:
 try:  # loaded by path (tools/detect_gpu_targets.py, at CMake time) it has no package
     from .errors import GraphkilnError as _GraphkilnError
 except ImportError:
+
     class _GraphkilnError(Exception):  # type: ignore[no-redef]
         """Stands in for graphkiln.GraphkilnError outside the package."""
 
@@ -190,18 +197,25 @@ def _fixes(device: Device, build: dict) -> str:
         "  3. a source build for the GPUs of this machine: "
         "GPU_TARGETS=native pip install --no-binary graphkiln graphkiln "
         "(from a checkout: GPU_TARGETS=native pip install .)\n"
-        "The CPU targets keep working with the installed wheel.")
+        "The CPU targets keep working with the installed wheel."
+    )
 
 
-def _explain(devices_seen: list[Device], missing: list[Device], build: dict,
-             distribution: str) -> str:
+def _explain(
+    devices_seen: list[Device], missing: list[Device], build: dict, distribution: str
+) -> str:
     isas = ", ".join(build["gpu_targets"]) or "none (a CPU-only build)"
-    lines = [f"GPU {devices_seen.index(d)} '{d.name}' ({d.arch}, found by {d.source}) has no code "
-             f"in the installed wheel {distribution}, whose ISAs are: {isas}." for d in missing]
+    lines = [
+        f"GPU {devices_seen.index(d)} '{d.name}' ({d.arch}, found by {d.source}) has no code "
+        f"in the installed wheel {distribution}, whose ISAs are: {isas}."
+        for d in missing
+    ]
     covered = [d for d in devices_seen if d not in missing]
     if covered:
-        lines.append("Or hide the uncovered GPUs (HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES) "
-                     "to use " + ", ".join(f"'{d.name}' ({d.arch})" for d in covered) + ".")
+        lines.append(
+            "Or hide the uncovered GPUs (HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES) "
+            "to use " + ", ".join(f"'{d.name}' ({d.arch})" for d in covered) + "."
+        )
     return "\n".join(lines + [_fixes(missing[0], build)])
 
 
@@ -213,9 +227,11 @@ def has_gpu_code(build: dict) -> bool:
 
 def _no_gpu_code(devices_seen: list[Device], build: dict, distribution: str) -> str:
     """Why the gpu target cannot run on a build without GPU code, and how to get one."""
-    lines = [f"this graphkiln build ({distribution}) has no GPU code (GPU platform "
-             f"{build.get('gpu_platform') or 'none'}, no GPU ISAs: the CPU-only wheel, or a "
-             "source build with GPU_TARGETS empty), so the gpu target cannot run here."]
+    lines = [
+        f"this graphkiln build ({distribution}) has no GPU code (GPU platform "
+        f"{build.get('gpu_platform') or 'none'}, no GPU ISAs: the CPU-only wheel, or a "
+        "source build with GPU_TARGETS empty), so the gpu target cannot run here."
+    ]
     if not devices_seen:
         lines.append("No GPU was found on this machine either.")
         lines.append(
@@ -224,7 +240,8 @@ def _no_gpu_code(devices_seen: list[Device], build: dict, distribution: str) -> 
             "<ISA>/ (one folder per ISA: cu<major>/sm_90/, rocm<major>/gfx942/, ...; or "
             "<backend>/ alone for every supported GPU), or a source build, GPU_TARGETS=sm_90 "
             "pip install . (a list such as 'gfx90a;gfx942', or native on the GPU's machine). "
-            "See the Install section of graphkiln's README.")
+            "See the Install section of graphkiln's README."
+        )
         lines.append("The CPU targets (cpu, ref) run.")
         return "\n".join(lines)
     return "\n".join(lines + [_explain(devices_seen, devices_seen, build, distribution)])
@@ -240,24 +257,47 @@ def check_gpu_compatibility() -> Verdict:
 
         _core = load_core()
     except ImportError as exc:
-        return Verdict("no-core", found, {}, distribution,
-                       message=f"graphkiln._core is not importable ({exc}): only `ref` runs "
-                               "(a ROCm wheel needs the ROCm runtime, libamdhip64, installed)")
+        return Verdict(
+            "no-core",
+            found,
+            {},
+            distribution,
+            message=f"graphkiln._core is not importable ({exc}): only `ref` runs "
+            "(a ROCm wheel needs the ROCm runtime, libamdhip64, installed)",
+        )
     build = _core.build_info()
     if not has_gpu_code(build):
-        return Verdict("cpu-build", found, build, distribution,
-                       message=_no_gpu_code(found, build, distribution))
+        return Verdict(
+            "cpu-build",
+            found,
+            build,
+            distribution,
+            message=_no_gpu_code(found, build, distribution),
+        )
     if not found:
-        return Verdict("no-gpu", found, build, distribution,
-                       message="no GPU found: the CPU targets run")
+        return Verdict(
+            "no-gpu", found, build, distribution, message="no GPU found: the CPU targets run"
+        )
     usable = [d for d in found if d.arch in build["gpu_targets"]]
     missing = [d for d in found if d not in usable]
     if not missing:
         isas = ", ".join(build["gpu_targets"])
-        return Verdict("compatible", found, build, distribution, usable,
-                       f"every GPU is covered by the ISAs compiled in ({isas})")
-    return Verdict("mismatch", found, build, distribution, usable,
-                   _explain(found, missing, build, distribution))
+        return Verdict(
+            "compatible",
+            found,
+            build,
+            distribution,
+            usable,
+            f"every GPU is covered by the ISAs compiled in ({isas})",
+        )
+    return Verdict(
+        "mismatch",
+        found,
+        build,
+        distribution,
+        usable,
+        _explain(found, missing, build, distribution),
+    )
 
 
 def require_gpu() -> Verdict:

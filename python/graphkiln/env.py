@@ -15,48 +15,48 @@ import os
 
 VARIABLES = {
     "GRAPHKILN_NUM_THREADS": "threads for the cpu target, an integer >= 1 (default: physical "
-                             "cores; more than the CPUs this process may run on is lowered "
-                             "to that count, with a warning)",
+    "cores; more than the CPUs this process may run on is lowered "
+    "to that count, with a warning)",
     "GRAPHKILN_MAX_CONCURRENCY": "how many runs of one compiled program may execute at once "
-                                 "(execution contexts per program; default: the physical "
-                                 "cores on cpu, 4 on gpu; compile(..., max_concurrency=N) "
-                                 "wins); callers beyond it wait",
+    "(execution contexts per program; default: the physical "
+    "cores on cpu, 4 on gpu; compile(..., max_concurrency=N) "
+    "wins); callers beyond it wait",
     "GRAPHKILN_PLAN_CACHE_SIZE": "how many plans (one per input shape) a compiled cpu or "
-                                 "gpu program keeps, least recently used dropped first "
-                                 "(default 32; compile(..., plan_cache_size=N) wins)",
+    "gpu program keeps, least recently used dropped first "
+    "(default 32; compile(..., plan_cache_size=N) wins)",
     "GRAPHKILN_CORE_DIR": "development: load graphkiln._core from this CMake build folder",
     "GRAPHKILN_ONEDNN_IMPL": "1 prints the oneDNN implementation each cpu kernel chose when "
-                             "it is built (read by the C++ core)",
+    "it is built (read by the C++ core)",
     "GRAPHKILN_TRACE_COMPILE": "1 prints the IR after each compiler pass, with its time",
     "GRAPHKILN_DISABLE_PASSES": "comma-separated pass names the pass manager skips",
     "GRAPHKILN_TUNING_DB": "path of the kernel-tuning database (default: "
-                           "$XDG_CACHE_HOME/graphkiln/tuning.sqlite, XDG_CACHE_HOME "
-                           "defaulting to ~/.cache; see graphkiln/tuning/README.md)",
+    "$XDG_CACHE_HOME/graphkiln/tuning.sqlite, XDG_CACHE_HOME "
+    "defaulting to ~/.cache; see graphkiln/tuning/README.md)",
     "GRAPHKILN_GPU_DUMP_SRC": "folder where generated GPU kernel sources are written",
     # read by the C++ core's gpu kernels (src/gpu) when a plan is built
     "GRAPHKILN_KERNEL_CACHE": "folder of compiled generated GPU kernels (default "
-                              "$XDG_CACHE_HOME/graphkiln/kernels; 'off' disables the cache)",
+    "$XDG_CACHE_HOME/graphkiln/kernels; 'off' disables the cache)",
     "GRAPHKILN_GPU_JIT": "0: Pointwise steps run the register-program interpreter instead of "
-                         "kernels generated and compiled with NVRTC / hipRTC",
+    "kernels generated and compiled with NVRTC / hipRTC",
     "GRAPHKILN_GPU_FLASH": "0: Attention steps run the unfused kernel (two products and a "
-                           "softmax) instead of the fused one",
+    "softmax) instead of the fused one",
     "GRAPHKILN_GPU_MMA_ATTENTION": "0: Attention steps run the scalar fused kernel instead of "
-                                   "the tensor-core ones (float16 / bfloat16, and large "
-                                   "float32 steps; NVIDIA)",
+    "the tensor-core ones (float16 / bfloat16, and large "
+    "float32 steps; NVIDIA)",
     "GRAPHKILN_GPU_CUDNN": "0: Conv steps do not use cuDNN (im2col + GEMM instead)",
     "GRAPHKILN_GPU_NHWC": "0: half-precision convolutions stay NCHW (default: channels-last "
-                          "where cuDNN runs Conv steps)",
+    "where cuDNN runs Conv steps)",
     "GRAPHKILN_GPU_CUDNN_VERBOSE": "1 prints each Conv step's cuDNN choice when it is built",
     "GRAPHKILN_GPU_CUDNN_CANDIDATES": "how many of cuDNN's heuristic algorithms an untuned "
-                                      "Conv step times when it is built, keeping the "
-                                      "fastest (1-8; default 1: none timed, the first that "
-                                      "runs is kept, the same on every build)",
+    "Conv step times when it is built, keeping the "
+    "fastest (1-8; default 1: none timed, the first that "
+    "runs is kept, the same on every build)",
     "GRAPHKILN_CUDNN_LIBRARY": "path of libcudnn.so.9 to load (default: the library path, "
-                               "then beside libcublas and in pip's nvidia/cudnn/lib)",
+    "then beside libcublas and in pip's nvidia/cudnn/lib)",
     "GRAPHKILN_FAKE_GPU_ARCH": "tests: the device check sees GPUs of these ISAs "
-                               "(gfx1100,sm_90; none)",
+    "(gfx1100,sm_90; none)",
     "GRAPHKILN_MAX_TENSOR_BYTES": "largest tensor (bytes) an imported model may declare or "
-                                  "infer; larger ones are refused (default 4 GiB)",
+    "infer; larger ones are refused (default 4 GiB)",
 }
 
 

@@ -14,8 +14,9 @@ class ModelError(GraphkilnError, ValueError):
 class UnsupportedOperatorError(GraphkilnError):
     """An operator graphkiln cannot import or run."""
 
-    def __init__(self, op: str, node: str = "", domain: str = "", opset: int | None = None,
-                 detail: str = ""):
+    def __init__(
+        self, op: str, node: str = "", domain: str = "", opset: int | None = None, detail: str = ""
+    ):
         self.op, self.node, self.domain, self.opset = op, node, domain, opset
         where = f"node {node!r}" if node else "a node"
         dom = domain or "ai.onnx"

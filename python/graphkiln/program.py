@@ -17,7 +17,7 @@ class Program:
     """An imported model. `compile(target)` prepares it to `run(feeds)`."""
 
     def __init__(self, graph: Graph):
-        self.graph = graph                      # as imported
+        self.graph = graph  # as imported
         self.compiled_graph: Graph | None = None  # after the target's passes
         self.target: Target | None = None
         self.options: dict = {}
@@ -26,8 +26,9 @@ class Program:
         self._executable: Executable | None = None
 
     # -- compiling ----------------------------------------------------------------------
-    def compile(self, target="ref", *, trace: bool | None = None, verify_passes: bool = False,
-                **options) -> Program:
+    def compile(
+        self, target="ref", *, trace: bool | None = None, verify_passes: bool = False, **options
+    ) -> Program:
         """Compile for `target` (a name or a Target): run its pass pipeline on a copy of the
         graph, then lower it. `trace=True` prints the IR after each pass (default: the
         GRAPHKILN_TRACE_COMPILE variable); `verify_passes=True` runs ref after every pass on
@@ -72,7 +73,8 @@ class Program:
             raise GraphkilnError(
                 f"the program is not compiled: call program.compile({default_target()!r}) "
                 f"before run() (targets: {', '.join(available_targets())}; 'ref' is the "
-                "numpy oracle, the slowest)")
+                "numpy oracle, the slowest)"
+            )
         inputs = check_feeds(self.graph, feeds)
         return self._executable.run(inputs)
 
@@ -113,8 +115,7 @@ class Program:
 
         if self.compiled_graph is None:
             raise GraphkilnError("the program is not compiled")
-        stats = compile_stats(self.graph, self.compiled_graph, self.pass_records,
-                              self.compile_ms)
+        stats = compile_stats(self.graph, self.compiled_graph, self.pass_records, self.compile_ms)
         plan_summary = getattr(self._executable, "plan_summary", None)
         if plan_summary is not None:
             stats["plan"] = plan = plan_summary()
@@ -130,8 +131,10 @@ class Program:
             raise GraphkilnError("the program is not compiled")
         printer = getattr(self._executable, "print_plan", None)
         if printer is None:
-            raise GraphkilnError(f"the {self.target.name} target makes no plans: print_plan() "
-                                 "needs a program compiled for cpu or gpu")
+            raise GraphkilnError(
+                f"the {self.target.name} target makes no plans: print_plan() "
+                "needs a program compiled for cpu or gpu"
+            )
         printer(file=file)
 
 
@@ -160,48 +163,65 @@ def _check_one(name: str, expected, data, bound: dict[str, tuple]):
         return None if data is None else _check_one(name, expected.elem, data, bound)
     if isinstance(expected, SequenceType):
         if not isinstance(data, (list, tuple)):
-            raise TypeError(f"input {name!r}: expected a list for {expected}, got {type(data).__name__}")
+            raise TypeError(
+                f"input {name!r}: expected a list for {expected}, got {type(data).__name__}"
+            )
         # elements may differ in shape: each binds the element type's symbols on its own
-        return [_check_one(f"{name}[{i}]", expected.elem, x, dict(bound))
-                for i, x in enumerate(data)]
+        return [
+            _check_one(f"{name}[{i}]", expected.elem, x, dict(bound)) for i, x in enumerate(data)
+        ]
     if isinstance(data, np.generic):  # a numpy scalar: a 0-d array of its own dtype
         data = np.asarray(data)
     elif not isinstance(data, np.ndarray):
         data = _python_scalar(name, expected, data)
     if isinstance(data, np.ma.MaskedArray):
-        raise TypeError(f"input {name!r}: masked arrays are not supported (the mask would be "
-                        "ignored); pass array.filled(value)")
+        raise TypeError(
+            f"input {name!r}: masked arrays are not supported (the mask would be "
+            "ignored); pass array.filled(value)"
+        )
     if not isinstance(expected, TensorType):
         return data
     want = expected.dtype.numpy
     if data.dtype != want and not (want == np.dtype(object) and data.dtype.kind in "OU"):
-        raise ValueError(f"input {name!r}: expected dtype {expected.dtype.value} "
-                         f"({want}), got {data.dtype}")
+        raise ValueError(
+            f"input {name!r}: expected dtype {expected.dtype.value} ({want}), got {data.dtype}"
+        )
     if want == np.dtype(object) and data.dtype.kind == "O":
         wrong = next((x for x in data.flat if not isinstance(x, str)), None)
         if wrong is not None:
-            raise TypeError(f"input {name!r}: expected str elements for {expected}, got an "
-                            f"element of type {type(wrong).__name__}")
+            raise TypeError(
+                f"input {name!r}: expected str elements for {expected}, got an "
+                f"element of type {type(wrong).__name__}"
+            )
     if expected.dims is None:
         return data
     if data.ndim != len(expected.dims):
-        raise ValueError(f"input {name!r}: expected rank {len(expected.dims)} {expected}, "
-                         f"got shape {list(data.shape)}")
+        raise ValueError(
+            f"input {name!r}: expected rank {len(expected.dims)} {expected}, "
+            f"got shape {list(data.shape)}"
+        )
     for axis, (want_dim, got) in enumerate(zip(expected.dims, data.shape)):
         if isinstance(want_dim, str):
             first = bound.setdefault(want_dim, (got, name, axis))
             if first[0] != got:
                 _, where, at = first
-                by = (f"dim {at} of the same input" if where == name else f"input {where!r}")
-                raise ValueError(f"input {name!r}: dim {axis} is {want_dim!r}, which {by} set "
-                                 f"to {first[0]}; got {got} (shape {list(data.shape)}, "
-                                 f"expected {expected})")
+                by = f"dim {at} of the same input" if where == name else f"input {where!r}"
+                raise ValueError(
+                    f"input {name!r}: dim {axis} is {want_dim!r}, which {by} set "
+                    f"to {first[0]}; got {got} (shape {list(data.shape)}, "
+                    f"expected {expected})"
+                )
         elif want_dim != got:
-            hint = (" (a dim declared 0 is an empty axis; if the model means 'any size' "
-                    "there, set it with parse_onnx(..., input_shapes=...))"
-                    if want_dim == 0 else "")
-            raise ValueError(f"input {name!r}: dim {axis} is fixed at {want_dim}; got {got} "
-                             f"(shape {list(data.shape)}, expected {expected}){hint}")
+            hint = (
+                " (a dim declared 0 is an empty axis; if the model means 'any size' "
+                "there, set it with parse_onnx(..., input_shapes=...))"
+                if want_dim == 0
+                else ""
+            )
+            raise ValueError(
+                f"input {name!r}: dim {axis} is fixed at {want_dim}; got {got} "
+                f"(shape {list(data.shape)}, expected {expected}){hint}"
+            )
     return data
 
 
@@ -212,16 +232,24 @@ def _python_scalar(name: str, expected, data) -> np.ndarray:
     """A Python bool / int / float / complex / str fed to a rank-0 tensor parameter, as an
     array of the parameter's dtype when that loses nothing of its kind."""
     kinds = _SCALAR_KINDS.get(type(data))
-    if (kinds is None or not isinstance(expected, TensorType) or expected.rank != 0
-            or expected.dtype.numpy.kind not in kinds):
-        raise TypeError(f"input {name!r}: expected a numpy array of {expected}, "
-                        f"got {type(data).__name__}")
+    if (
+        kinds is None
+        or not isinstance(expected, TensorType)
+        or expected.rank != 0
+        or expected.dtype.numpy.kind not in kinds
+    ):
+        raise TypeError(
+            f"input {name!r}: expected a numpy array of {expected}, got {type(data).__name__}"
+        )
     want = expected.dtype.numpy
     try:
         # numpy before 2.0 wraps an int out of an integer dtype's range (with a warning):
         # check it here, so every numpy we support refuses it alike
-        if type(data) is int and want.kind in "iu" and not (
-                np.iinfo(want).min <= data <= np.iinfo(want).max):
+        if (
+            type(data) is int
+            and want.kind in "iu"
+            and not (np.iinfo(want).min <= data <= np.iinfo(want).max)
+        ):
             raise OverflowError
         return np.asarray(data, dtype=want)
     except OverflowError:

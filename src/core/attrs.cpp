@@ -47,8 +47,7 @@ std::vector<int64_t> Attrs::get_ints(const std::string& name) const {
   if (auto p = std::get_if<std::vector<std::string>>(&v); p && p->empty()) return {};
   throw std::invalid_argument("kernel attribute '" + name + "' is not a list of ints");
 }
-std::vector<int64_t> Attrs::get_ints(const std::string& name,
-                                     std::vector<int64_t> fallback) const {
+std::vector<int64_t> Attrs::get_ints(const std::string& name, std::vector<int64_t> fallback) const {
   return has(name) ? get_ints(name) : fallback;
 }
 

@@ -185,7 +185,8 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
   templates_.reserve(steps.size());
   for (auto& s : steps) {
     if (s.inputs.size() != s.spec.inputs.size() || s.outputs.size() != s.spec.outputs.size())
-      throw std::invalid_argument("step '" + s.spec.name + "': tensor references and "
+      throw std::invalid_argument("step '" + s.spec.name +
+                                  "': tensor references and "
                                   "descriptions differ in number");
     for (size_t i = 0; i < s.inputs.size(); ++i) {
       const TensorRef& r = s.inputs[i];
@@ -200,7 +201,8 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
       if (r.storage == Storage::constant || r.storage == Storage::input)
         throw std::invalid_argument("step '" + s.spec.name + "' writes a constant or an input");
     for (size_t i = 0; i < s.inputs.size(); ++i)
-      if (s.spec.has_input(i)) check_reference(s, s.spec.inputs[i], s.inputs[i], sizes, arena_bytes_);
+      if (s.spec.has_input(i))
+        check_reference(s, s.spec.inputs[i], s.inputs[i], sizes, arena_bytes_);
     for (size_t i = 0; i < s.outputs.size(); ++i)
       check_reference(s, s.spec.outputs[i], s.outputs[i], sizes, arena_bytes_);
     StepTemplate t;
@@ -350,8 +352,8 @@ std::unique_ptr<Executor::Context> Executor::build_context(
     context->steps.push_back(std::move(step));
   }
   if (arena_bytes_ > 0) {
-    const size_t size = (static_cast<size_t>(arena_bytes_) + kArenaAlign - 1) / kArenaAlign *
-                        kArenaAlign;
+    const size_t size =
+        (static_cast<size_t>(arena_bytes_) + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
     context->arena = static_cast<unsigned char*>(std::aligned_alloc(kArenaAlign, size));
     if (!context->arena) throw std::bad_alloc();
   }
@@ -438,8 +440,8 @@ void Executor::run_in(Context& context, const std::vector<const void*>& inputs,
     } else {
       const auto start = std::chrono::steady_clock::now();
       step.kernel->run(step.in_ptrs.data(), step.out_ptrs.data());
-      times[s] = std::chrono::duration<double, std::milli>(
-                     std::chrono::steady_clock::now() - start).count();
+      times[s] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count();
     }
     if (own_threads) set_num_threads(num_threads_);
   }

@@ -74,9 +74,8 @@ struct StorageBytes {
 class Executor {
  public:
   // constants[i] must stay valid for the executor's life (the binding keeps them).
-  Executor(std::vector<StepSpec> steps, std::vector<const void*> constants,
-           int64_t arena_bytes, int num_threads, const StorageBytes& sizes = {},
-           int max_contexts = 1);
+  Executor(std::vector<StepSpec> steps, std::vector<const void*> constants, int64_t arena_bytes,
+           int num_threads, const StorageBytes& sizes = {}, int max_contexts = 1);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;

@@ -52,4 +52,5 @@ std::vector<std::string> registered_kernels();
 #define GK_CONCAT(a, b) GK_CONCAT_INNER(a, b)
 // GRAPHKILN_REGISTER_KERNEL("Relu", make_relu);  at namespace scope in a src/cpu file
 #define GRAPHKILN_REGISTER_KERNEL(NAME, FACTORY) \
-  static const bool GK_CONCAT(gk_registered_, __LINE__) = ::graphkiln::register_kernel(NAME, FACTORY)
+  static const bool GK_CONCAT(gk_registered_, __LINE__) = \
+      ::graphkiln::register_kernel(NAME, FACTORY)

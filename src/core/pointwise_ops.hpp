@@ -22,15 +22,15 @@ enum PwOp : int32_t {
 // Use inside the back end's namespace, after GK_PW_FN (the function qualifiers: `inline`, or
 // `__device__ __forceinline__`) and the gk_* math the expressions call.
 #define GK_POINTWISE_FUNCTOR(Name, arity, ir_op, p0_attr, p1_attr, result, ...) \
-  struct PwFn##Name {                                                            \
-    static constexpr int kArity = arity;                                         \
-    template <typename T>                                                        \
-    static GK_PW_FN T eval(T a, T b, T c, T p0, T p1) {                          \
-      (void)a;                                                                   \
-      (void)b;                                                                   \
-      (void)c;                                                                   \
-      (void)p0;                                                                  \
-      (void)p1;                                                                  \
-      return (__VA_ARGS__);                                                      \
-    }                                                                            \
+  struct PwFn##Name { \
+    static constexpr int kArity = arity; \
+    template <typename T> \
+    static GK_PW_FN T eval(T a, T b, T c, T p0, T p1) { \
+      (void)a; \
+      (void)b; \
+      (void)c; \
+      (void)p0; \
+      (void)p1; \
+      return (__VA_ARGS__); \
+    } \
   };

@@ -7,12 +7,16 @@
 namespace graphkiln {
 
 namespace {
-struct DTypeRow { DType dtype; const char* name; size_t size; };
+struct DTypeRow {
+  DType dtype;
+  const char* name;
+  size_t size;
+};
 constexpr DTypeRow kDTypes[] = {
-    {DType::f32, "f32", 4}, {DType::f64, "f64", 8},  {DType::f16, "f16", 2},
-    {DType::bf16, "bf16", 2}, {DType::i8, "i8", 1},  {DType::i16, "i16", 2},
-    {DType::i32, "i32", 4}, {DType::i64, "i64", 8},  {DType::u8, "u8", 1},
-    {DType::u16, "u16", 2}, {DType::u32, "u32", 4},  {DType::u64, "u64", 8},
+    {DType::f32, "f32", 4},      {DType::f64, "f64", 8}, {DType::f16, "f16", 2},
+    {DType::bf16, "bf16", 2},    {DType::i8, "i8", 1},   {DType::i16, "i16", 2},
+    {DType::i32, "i32", 4},      {DType::i64, "i64", 8}, {DType::u8, "u8", 1},
+    {DType::u16, "u16", 2},      {DType::u32, "u32", 4}, {DType::u64, "u64", 8},
     {DType::boolean, "bool", 1},
 };
 }  // namespace

@@ -67,7 +67,8 @@ __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
   __m256 y = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   __m256i ni = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000));
-  __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(ni, _mm256_set1_epi32(127)), 23));
+  __m256 scale =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(ni, _mm256_set1_epi32(127)), 23));
   return _mm256_andnot_ps(under, _mm256_mul_ps(y, scale));
 }
 
@@ -100,7 +101,8 @@ __attribute__((target("avx2,fma"))) void softmax_row_avx2(float* row, int64_t n)
     total += row[j];
   }
   const __m256 vinv = _mm256_set1_ps(1.0f / total);
-  for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(row + j, _mm256_mul_ps(_mm256_loadu_ps(row + j), vinv));
+  for (j = 0; j + 8 <= n; j += 8)
+    _mm256_storeu_ps(row + j, _mm256_mul_ps(_mm256_loadu_ps(row + j), vinv));
   const float inv = 1.0f / total;
   for (; j < n; ++j) row[j] *= inv;
 }
@@ -175,16 +177,16 @@ class AttentionKernel : public Kernel {
       int64_t b = bh / q_heads_, h = bh % q_heads_, hk = h / group;
       int tid = omp_get_thread_num();
       float* s = scores_.data() + static_cast<size_t>(tid) * block_ * kv_seq_;
-      block(q + b * qs_[0] + h * qs_[1], k + b * ks_[0] + hk * ks_[1],
-            v + b * vs_[0] + hk * vs_[1], mask, b, h, y + b * ys_[0] + h * ys_[1],
-            blk * block_, std::min(q_seq_, (blk + 1) * block_), s);
+      block(q + b * qs_[0] + h * qs_[1], k + b * ks_[0] + hk * ks_[1], v + b * vs_[0] + hk * vs_[1],
+            mask, b, h, y + b * ys_[0] + h * ys_[1], blk * block_,
+            std::min(q_seq_, (blk + 1) * block_), s);
     }
   }
 
  private:
   // Query rows [i0, i1) of one (batch, head); s holds (i1 - i0) x kv_seq scores.
-  void block(const float* q, const float* k, const float* v, const void* mask, int64_t b,
-             int64_t h, float* y, int64_t i0, int64_t i1, float* s) const {
+  void block(const float* q, const float* k, const float* v, const void* mask, int64_t b, int64_t h,
+             float* y, int64_t i0, int64_t i1, float* s) const {
     const int64_t rows = i1 - i0;
     // keys any row of the block may attend
     int64_t k0 = 0, k1 = kv_seq_;
@@ -198,8 +200,8 @@ class AttentionKernel : public Kernel {
         for (int64_t d = 0; d < v_head_; ++d) y[(i0 + i) * ys_[2] + d] = 0.0f;
       return;
     }
-    dnnl_sgemm('N', 'T', rows, n, head_, scale_, q + i0 * qs_[2], qs_[2], k + k0 * ks_[2],
-               ks_[2], 0.0f, s, n);
+    dnnl_sgemm('N', 'T', rows, n, head_, scale_, q + i0 * qs_[2], qs_[2], k + k0 * ks_[2], ks_[2],
+               0.0f, s, n);
     const float neg_inf = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < rows; ++i) {
       float* row = s + i * n;

@@ -96,12 +96,14 @@ class TopKKernel : public Kernel {
 };
 
 std::unique_ptr<Kernel> make_topk(const KernelSpec& spec) {
-  if (spec.inputs.empty() || spec.outputs.size() != 2) spec_error(spec, "takes X -> Values, Indices");
+  if (spec.inputs.empty() || spec.outputs.size() != 2)
+    spec_error(spec, "takes X -> Values, Indices");
   const TensorInfo& x = spec.inputs[0];
   const TensorInfo& vals = spec.outputs[0];
   if (!x.is_contiguous() || !vals.is_contiguous() || !spec.outputs[1].is_contiguous())
     spec_error(spec, "plain data only");
-  if (vals.dtype != x.dtype || spec.outputs[1].dtype != DType::i64) spec_error(spec, "bad output dtypes");
+  if (vals.dtype != x.dtype || spec.outputs[1].dtype != DType::i64)
+    spec_error(spec, "bad output dtypes");
   AxisView v = axis_view(spec, x);
   const int64_t k = vals.dims[spec.attrs.get_int("axis")];
   if (k > v.n || vals.dims != spec.outputs[1].dims) spec_error(spec, "k out of range");
@@ -168,7 +170,8 @@ class LpNormKernel : public Kernel {
         acc += l1 ? std::fabs(e) : e * e;
       }
       const T norm = l1 ? static_cast<T>(acc) : static_cast<T>(std::sqrt(static_cast<T>(acc)));
-      for (int64_t j = 0; j < v.n; ++j) dst[j * v.inner] = norm != T(0) ? src[j * v.inner] / norm : T(0);
+      for (int64_t j = 0; j < v.n; ++j)
+        dst[j * v.inner] = norm != T(0) ? src[j * v.inner] / norm : T(0);
     }
   }
 
@@ -178,10 +181,12 @@ class LpNormKernel : public Kernel {
 };
 
 void check_unary_float(const KernelSpec& spec) {
-  if (spec.inputs.size() != 1 || spec.outputs.size() != 1) spec_error(spec, "takes one input and one output");
+  if (spec.inputs.size() != 1 || spec.outputs.size() != 1)
+    spec_error(spec, "takes one input and one output");
   const TensorInfo& x = spec.inputs[0];
   if (!x.is_contiguous() || !spec.outputs[0].is_contiguous()) spec_error(spec, "plain data only");
-  if (x.dtype != spec.outputs[0].dtype || x.dims != spec.outputs[0].dims) spec_error(spec, "x and y differ");
+  if (x.dtype != spec.outputs[0].dtype || x.dims != spec.outputs[0].dims)
+    spec_error(spec, "x and y differ");
   if (x.dtype != DType::f32 && x.dtype != DType::f64) spec_error(spec, "float32 / float64 only");
 }
 

@@ -67,12 +67,9 @@ Broadcast make_broadcast(const KernelSpec& spec) {
     const int shift_axes = rank - t.rank();
     for (int j = 0; j < t.rank(); ++j) {
       const int64_t d = t.dims[j], od = out.dims[j + shift_axes];
-      if (d == od)
-        st[k][j + shift_axes] = d == 1 ? 0 : rm[j];
-      else if (d == 1)
-        st[k][j + shift_axes] = 0;
-      else
-        spec_error(spec, "input " + std::to_string(k) + " does not broadcast to the output");
+      if (d == od) st[k][j + shift_axes] = d == 1 ? 0 : rm[j];
+      else if (d == 1) st[k][j + shift_axes] = 0;
+      else spec_error(spec, "input " + std::to_string(k) + " does not broadcast to the output");
     }
   }
   Broadcast bc;
@@ -145,8 +142,14 @@ void check_plain_ints(const KernelSpec& spec, size_t num_inputs) {
     spec_error(spec, "takes " + std::to_string(num_inputs) + " inputs and one output");
   const DType dt = spec.outputs[0].dtype;
   switch (dt) {
-    case DType::i8: case DType::i16: case DType::i32: case DType::i64:
-    case DType::u8: case DType::u16: case DType::u32: case DType::u64: break;
+    case DType::i8:
+    case DType::i16:
+    case DType::i32:
+    case DType::i64:
+    case DType::u8:
+    case DType::u16:
+    case DType::u32:
+    case DType::u64: break;
     default: spec_error(spec, "integer tensors only");
   }
   for (size_t i = 0; i < num_inputs; ++i) {

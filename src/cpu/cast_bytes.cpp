@@ -39,7 +39,8 @@ class LookupKernel : public Kernel {
       : n_(n), index_bytes_(index_bytes), entry_bytes_(entry_bytes) {}
 
   void run(const void* const* inputs, void* const* outputs) override {
-    if (index_bytes_ == 1) return dispatch(static_cast<const uint8_t*>(inputs[0]), inputs[1], outputs[0]);
+    if (index_bytes_ == 1)
+      return dispatch(static_cast<const uint8_t*>(inputs[0]), inputs[1], outputs[0]);
     dispatch(static_cast<const uint16_t*>(inputs[0]), inputs[1], outputs[0]);
   }
 
@@ -102,7 +103,8 @@ class StepsKernel : public Kernel {
       const bool neg = (bits & kSign) != 0;
       const std::vector<U>& br = neg ? nb_ : pb_;
       const std::vector<uint8_t>& codes = neg ? nc_ : pc_;
-      const size_t k = static_cast<size_t>(std::upper_bound(br.begin(), br.end(), mag) - br.begin());
+      const size_t k =
+          static_cast<size_t>(std::upper_bound(br.begin(), br.end(), mag) - br.begin());
       y[i] = codes[k];
     }
   }
@@ -123,7 +125,8 @@ std::vector<U> to_bits(const std::vector<int64_t>& v) {
   return out;
 }
 
-std::vector<uint8_t> to_codes(const KernelSpec& spec, const std::vector<int64_t>& v, size_t breaks) {
+std::vector<uint8_t> to_codes(const KernelSpec& spec, const std::vector<int64_t>& v,
+                              size_t breaks) {
   if (v.size() != breaks + 1) spec_error(spec, "codes must hold one more entry than breaks");
   std::vector<uint8_t> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<uint8_t>(v[i]);
@@ -142,9 +145,11 @@ std::unique_ptr<Kernel> make_steps(const KernelSpec& spec) {
   if (!std::is_sorted(pb.begin(), pb.end()) || !std::is_sorted(nb.begin(), nb.end()))
     spec_error(spec, "breaks must be sorted");
   if (spec.inputs[0].dtype == DType::f32)
-    return std::make_unique<StepsKernel<float, uint32_t>>(n, to_bits<uint32_t>(pb), pc, to_bits<uint32_t>(nb), nc, nan_code);
+    return std::make_unique<StepsKernel<float, uint32_t>>(n, to_bits<uint32_t>(pb), pc,
+                                                          to_bits<uint32_t>(nb), nc, nan_code);
   if (spec.inputs[0].dtype == DType::f64)
-    return std::make_unique<StepsKernel<double, uint64_t>>(n, to_bits<uint64_t>(pb), pc, to_bits<uint64_t>(nb), nc, nan_code);
+    return std::make_unique<StepsKernel<double, uint64_t>>(n, to_bits<uint64_t>(pb), pc,
+                                                           to_bits<uint64_t>(nb), nc, nan_code);
   spec_error(spec, "x must be float32 or float64");
 }
 

@@ -51,8 +51,8 @@ class ConvKernel : public Kernel {
       wdims[1] /= group;
     }
     dnnl::memory::desc w_user = onednn_desc(w.dtype, wdims, row_major_strides(wdims));
-    dnnl::memory::desc w_any(dnnl::memory::dims(wdims.begin(), wdims.end()),
-                             onednn_type(w.dtype), tag::any);
+    dnnl::memory::desc w_any(dnnl::memory::dims(wdims.begin(), wdims.end()), onednn_type(w.dtype),
+                             tag::any);
     bool has_bias = spec.has_input(2);
     dnnl::memory::desc b_md;
     if (has_bias) b_md = onednn_desc(spec.inputs[2]);
@@ -68,9 +68,8 @@ class ConvKernel : public Kernel {
             dnnl::algorithm::convolution_direct, src, w_any, b_md, dst, d_strides, d_dil, d_pb,
             d_pe, attr);
       return dnnl::convolution_forward::primitive_desc(
-          onednn_engine(), dnnl::prop_kind::forward_inference,
-          dnnl::algorithm::convolution_direct, src, w_any, dst, d_strides, d_dil, d_pb, d_pe,
-          attr);
+          onednn_engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+          src, w_any, dst, d_strides, d_dil, d_pb, d_pe, attr);
     };
 
     dnnl::memory::desc src_user = onednn_desc(x), dst_user = onednn_desc(y);

@@ -35,11 +35,9 @@ class CumSumKernel : public Kernel {
  public:
   CumSumKernel(const KernelSpec& spec, int axis)
       : exclusive_(spec.attrs.get_int("exclusive", 0) != 0),
-        reverse_(spec.attrs.get_int("reverse", 0) != 0),
-        dims_(spec.inputs[0].dims),
+        reverse_(spec.attrs.get_int("reverse", 0) != 0), dims_(spec.inputs[0].dims),
         runtime_axis_(axis < 0),
-        axis64_(spec.inputs.size() > 1 && spec.inputs[1].dtype == DType::i64),
-        name_(spec.name) {
+        axis64_(spec.inputs.size() > 1 && spec.inputs[1].dtype == DType::i64), name_(spec.name) {
     if (!runtime_axis_) set_axis(axis);
   }
   void run(const void* const* inputs, void* const* outputs) override {

@@ -97,9 +97,8 @@ class DeconvKernel : public Kernel {
     }
     post_->add_args(args_);
     if (std::getenv("GRAPHKILN_ONEDNN_IMPL"))
-      std::fprintf(stderr, "ConvTranspose %s: %s%s%s (direct: %s; x %s, y %s)\n",
-                   spec.name.c_str(), pd.impl_info_str(),
-                   src_md != src_user ? " +src reorder" : "",
+      std::fprintf(stderr, "ConvTranspose %s: %s%s%s (direct: %s; x %s, y %s)\n", spec.name.c_str(),
+                   pd.impl_info_str(), src_md != src_user ? " +src reorder" : "",
                    dst_md != dst_user ? " +dst reorder" : "", direct.c_str(),
                    x.is_channels_last() ? "channels-last" : "plain",
                    y.is_channels_last() ? "channels-last" : "plain");

@@ -11,8 +11,12 @@
 namespace graphkiln {
 namespace fastmath {
 
-__attribute__((always_inline)) static inline float as_float(int32_t i) { return __builtin_bit_cast(float, i); }
-__attribute__((always_inline)) static inline int32_t as_int(float f) { return __builtin_bit_cast(int32_t, f); }
+__attribute__((always_inline)) static inline float as_float(int32_t i) {
+  return __builtin_bit_cast(float, i);
+}
+__attribute__((always_inline)) static inline int32_t as_int(float f) {
+  return __builtin_bit_cast(int32_t, f);
+}
 
 // exp(x): exact-ish to ~1 ulp on [-86.5, 88.7]; 0 below, inf above, NaN stays NaN.
 __attribute__((always_inline)) static inline float exp(float x) {
@@ -38,7 +42,9 @@ __attribute__((always_inline)) static inline float exp(float x) {
   return result;
 }
 
-__attribute__((always_inline)) static inline float sigmoid(float x) { return 1.0f / (1.0f + exp(-x)); }
+__attribute__((always_inline)) static inline float sigmoid(float x) {
+  return 1.0f / (1.0f + exp(-x));
+}
 
 __attribute__((always_inline)) static inline float tanh(float x) {
   float ax = x < 0 ? -x : x;
@@ -82,7 +88,9 @@ __attribute__((always_inline)) static inline float erf(float x) {
   return x != x ? x : result;
 }
 
-__attribute__((always_inline)) static inline float gelu(float x) { return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f)); }
+__attribute__((always_inline)) static inline float gelu(float x) {
+  return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f));
+}
 
 __attribute__((always_inline)) static inline float gelu_tanh(float x) {
   float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);

@@ -50,8 +50,7 @@ class GatherKernel : public Kernel {
   void run(const void* const* inputs, void* const* outputs) override {
     if (idx64_)
       wrap_indices(static_cast<const int64_t*>(inputs[1]), nidx_, size_, idx_.data(), name_);
-    else
-      wrap_indices(static_cast<const int32_t*>(inputs[1]), nidx_, size_, idx_.data(), name_);
+    else wrap_indices(static_cast<const int32_t*>(inputs[1]), nidx_, size_, idx_.data(), name_);
     switch (es_) {
       case 1: copy<uint8_t>(inputs[0], outputs[0]); break;
       case 2: copy<uint16_t>(inputs[0], outputs[0]); break;
@@ -98,8 +97,7 @@ std::unique_ptr<Kernel> make_gather(const KernelSpec& spec) {
     spec_error(spec, "takes data and indices");
   const TensorInfo& data = spec.inputs[0];
   if (!index_dtype(spec.inputs[1].dtype)) spec_error(spec, "indices must be i32 or i64");
-  if (!data.is_contiguous() || !spec.inputs[1].is_contiguous() ||
-      !spec.outputs[0].is_contiguous())
+  if (!data.is_contiguous() || !spec.inputs[1].is_contiguous() || !spec.outputs[0].is_contiguous())
     spec_error(spec, "plain tensors only");
   int64_t axis = spec.attrs.get_int("axis");
   if (axis < 0) axis += data.rank();
@@ -132,8 +130,10 @@ class GatherElementsKernel : public Kernel {
     if (idx64_) bad = typed_idx<int64_t>(inputs, outputs);
     else bad = typed_idx<int32_t>(inputs, outputs);
     if (bad)
-      throw std::out_of_range("GatherElements '" + name_ + "': an index is out of range for "
-                              "an axis of size " + std::to_string(size_));
+      throw std::out_of_range("GatherElements '" + name_ +
+                              "': an index is out of range for "
+                              "an axis of size " +
+                              std::to_string(size_));
   }
 
  private:

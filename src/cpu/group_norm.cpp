@@ -26,7 +26,8 @@ struct NCS {
 NCS ncs(const KernelSpec& spec) {
   const TensorInfo& x = spec.inputs[0];
   if (x.rank() < 2) spec_error(spec, "X must have rank >= 2");
-  if (x.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32) spec_error(spec, "float32 only");
+  if (x.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32)
+    spec_error(spec, "float32 only");
   if (!x.is_contiguous() || !spec.outputs[0].is_contiguous()) spec_error(spec, "plain data only");
   NCS v;
   v.n = x.dims[0];
@@ -79,11 +80,13 @@ class GroupNormKernel : public Kernel {
 };
 
 std::unique_ptr<Kernel> make_group_norm(const KernelSpec& spec) {
-  if (spec.inputs.size() != 3 || spec.outputs.size() != 1) spec_error(spec, "takes X, scale, bias -> Y");
+  if (spec.inputs.size() != 3 || spec.outputs.size() != 1)
+    spec_error(spec, "takes X, scale, bias -> Y");
   NCS v = ncs(spec);
   const int64_t groups = spec.attrs.get_int("groups");
   if (groups <= 0 || v.c % groups != 0) spec_error(spec, "groups must divide C");
-  return std::make_unique<GroupNormKernel>(v, groups, static_cast<float>(spec.attrs.get_float("epsilon")));
+  return std::make_unique<GroupNormKernel>(v, groups,
+                                           static_cast<float>(spec.attrs.get_float("epsilon")));
 }
 
 class BatchNormKernel : public Kernel {
@@ -116,7 +119,8 @@ class BatchNormKernel : public Kernel {
 std::unique_ptr<Kernel> make_batch_norm(const KernelSpec& spec) {
   if (spec.inputs.size() != 5 || spec.outputs.size() != 1)
     spec_error(spec, "takes X, scale, B, mean, var -> Y (inference)");
-  return std::make_unique<BatchNormKernel>(ncs(spec), static_cast<float>(spec.attrs.get_float("epsilon")));
+  return std::make_unique<BatchNormKernel>(ncs(spec),
+                                           static_cast<float>(spec.attrs.get_float("epsilon")));
 }
 
 }  // namespace

@@ -91,8 +91,8 @@ std::unique_ptr<Kernel> make_index_map(const KernelSpec& spec) {
   const TensorInfo& out = spec.outputs[0];
   if (dtype_size(in.dtype) != dtype_size(out.dtype)) spec_error(spec, "element sizes differ");
   if (!out.is_contiguous()) spec_error(spec, "plain output only");
-  if (spec.has_input(1) && (spec.inputs[1].numel() < 1 ||
-                            dtype_size(spec.inputs[1].dtype) != dtype_size(out.dtype)))
+  if (spec.has_input(1) &&
+      (spec.inputs[1].numel() < 1 || dtype_size(spec.inputs[1].dtype) != dtype_size(out.dtype)))
     spec_error(spec, "fill value must be one element of the data's type");
   auto maps = spec.attrs.get_ints("maps");
   int64_t total = 0;

@@ -62,8 +62,9 @@ class LpPoolKernel : public Kernel {
                 }
               }
             }
-            yp[(o0 * out_[1] + o1) * out_[2] + o2] =
-                square ? std::sqrt(total) : abs1 ? total : std::pow(total, inv_p);
+            yp[(o0 * out_[1] + o1) * out_[2] + o2] = square ? std::sqrt(total)
+                                                     : abs1 ? total
+                                                            : std::pow(total, inv_p);
           }
     }
   }
@@ -77,7 +78,8 @@ class LpPoolKernel : public Kernel {
 std::unique_ptr<Kernel> make_lp_pool(const KernelSpec& spec) {
   if (spec.inputs.size() != 1 || spec.outputs.size() != 1) spec_error(spec, "takes X -> Y");
   const TensorInfo& x = spec.inputs[0];
-  if (x.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32) spec_error(spec, "float32 only");
+  if (x.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32)
+    spec_error(spec, "float32 only");
   if (!x.is_contiguous() || !spec.outputs[0].is_contiguous()) spec_error(spec, "plain data only");
   if (x.rank() < 3 || x.rank() > 5) spec_error(spec, "1 to 3 spatial dims");
   return std::make_unique<LpPoolKernel>(spec);

@@ -71,8 +71,9 @@ class MatMulKernel : public Kernel {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (!post_ops_->empty()) attr.set_post_ops(post_ops_->ops());
     auto make_pd = [&] {
-      return bias_arg_ >= 0 ? dnnl::matmul::primitive_desc(eng, src_md, wei_md, bias_md, dst_md, attr)
-                            : dnnl::matmul::primitive_desc(eng, src_md, wei_md, dst_md, attr);
+      return bias_arg_ >= 0
+                 ? dnnl::matmul::primitive_desc(eng, src_md, wei_md, bias_md, dst_md, attr)
+                 : dnnl::matmul::primitive_desc(eng, src_md, wei_md, dst_md, attr);
     };
     dnnl::matmul::primitive_desc pd;
     try {
@@ -95,12 +96,12 @@ class MatMulKernel : public Kernel {
 
     src_ = dnnl::memory(pd.src_desc(), eng, DNNL_MEMORY_NONE);
     dst_ = dnnl::memory(pd.dst_desc(), eng, DNNL_MEMORY_NONE);
-    if (b_constant_)
-      wei_ = onednn_reorder_constant(b_user_md, b.constant, pd.weights_desc());
-    else
-      wei_ = dnnl::memory(pd.weights_desc(), eng, DNNL_MEMORY_NONE);
+    if (b_constant_) wei_ = onednn_reorder_constant(b_user_md, b.constant, pd.weights_desc());
+    else wei_ = dnnl::memory(pd.weights_desc(), eng, DNNL_MEMORY_NONE);
     scratchpad_ = dnnl::memory(pd.scratchpad_desc(), eng);
-    args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, wei_}, {DNNL_ARG_DST, dst_},
+    args_ = {{DNNL_ARG_SRC, src_},
+             {DNNL_ARG_WEIGHTS, wei_},
+             {DNNL_ARG_DST, dst_},
              {DNNL_ARG_SCRATCHPAD, scratchpad_}};
     if (bias_arg_ >= 0) {
       bias_ = dnnl::memory(pd.bias_desc(), eng, DNNL_MEMORY_NONE);

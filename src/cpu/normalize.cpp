@@ -102,8 +102,9 @@ GK_ALWAYS_INLINE void softmax_row_impl(const float* __restrict x, float* __restr
 }
 
 GK_ALWAYS_INLINE void layernorm_row_impl(const float* __restrict x, float* __restrict y,
-                                         const float* __restrict scale, const float* __restrict bias,
-                                         int64_t n, float eps, float* mean_out, float* inv_out) {
+                                         const float* __restrict scale,
+                                         const float* __restrict bias, int64_t n, float eps,
+                                         float* mean_out, float* inv_out) {
   float mean = row_sum(x, n) / static_cast<float>(n);
   float s[kLanes] = {};
   int64_t k = 0;
@@ -130,11 +131,11 @@ void softmax_row_generic(const float* x, float* y, int64_t n, bool log) {
   softmax_row_impl(x, y, n, log);
 }
 __attribute__((target("avx2,fma"))) void softmax_row_avx2(const float* x, float* y, int64_t n,
-                                                           bool log) {
+                                                          bool log) {
   softmax_row_impl(x, y, n, log);
 }
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,prefer-vector-width=512"))) void softmax_row_avx512(const float* x, float* y,
-                                                             int64_t n, bool log) {
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,prefer-vector-width=512"))) void
+softmax_row_avx512(const float* x, float* y, int64_t n, bool log) {
   softmax_row_impl(x, y, n, log);
 }
 void layernorm_row_generic(const float* x, float* y, const float* s, const float* b, int64_t n,
@@ -142,16 +143,15 @@ void layernorm_row_generic(const float* x, float* y, const float* s, const float
   layernorm_row_impl(x, y, s, b, n, eps, mo, io);
 }
 __attribute__((target("avx2,fma"))) void layernorm_row_avx2(const float* x, float* y,
-                                                             const float* s, const float* b,
-                                                             int64_t n, float eps, float* mo,
-                                                             float* io) {
+                                                            const float* s, const float* b,
+                                                            int64_t n, float eps, float* mo,
+                                                            float* io) {
   layernorm_row_impl(x, y, s, b, n, eps, mo, io);
 }
 
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,prefer-vector-width=512"))) void layernorm_row_avx512(const float* x, float* y,
-                                                               const float* s, const float* b,
-                                                               int64_t n, float eps, float* mo,
-                                                               float* io) {
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,prefer-vector-width=512"))) void
+layernorm_row_avx512(const float* x, float* y, const float* s, const float* b, int64_t n, float eps,
+                     float* mo, float* io) {
   layernorm_row_impl(x, y, s, b, n, eps, mo, io);
 }
 
@@ -161,8 +161,8 @@ bool use_avx2() {
 }
 bool use_avx512() {
   static const bool yes = use_avx2() && __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
+                          __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return yes;
 }
 
@@ -189,12 +189,9 @@ class SoftmaxKernel : public Kernel {
     if (inner == 1) {
 #pragma omp parallel for schedule(static) if (outer * K > kParallelWork)
       for (int64_t r = 0; r < outer; ++r) {
-        if (isa == 2)
-          softmax_row_avx512(x + r * K, y + r * K, K, log);
-        else if (isa == 1)
-          softmax_row_avx2(x + r * K, y + r * K, K, log);
-        else
-          softmax_row_generic(x + r * K, y + r * K, K, log);
+        if (isa == 2) softmax_row_avx512(x + r * K, y + r * K, K, log);
+        else if (isa == 1) softmax_row_avx2(x + r * K, y + r * K, K, log);
+        else softmax_row_generic(x + r * K, y + r * K, K, log);
       }
       return;
     }
@@ -215,7 +212,8 @@ class SoftmaxKernel : public Kernel {
       }
       for (int64_t k = 0; k < K; ++k)
         for (int64_t i = 0; i < n; ++i) m[i] = xo[k * inner + i] > m[i] ? xo[k * inner + i] : m[i];
-      for (int64_t i = 0; i < n; ++i) if (!std::isfinite(m[i])) m[i] = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (!std::isfinite(m[i])) m[i] = 0;
       for (int64_t k = 0; k < K; ++k)
         for (int64_t i = 0; i < n; ++i) {
           float e = fastmath::exp(xo[k * inner + i] - m[i]);
@@ -274,12 +272,9 @@ class LayerNormKernel : public Kernel {
     for (int64_t r = 0; r < rows; ++r) {
       float* m = mo ? mo + r : nullptr;
       float* i = io ? io + r : nullptr;
-      if (isa == 2)
-        layernorm_row_avx512(x + r * K, y + r * K, scale, b, K, eps, m, i);
-      else if (isa == 1)
-        layernorm_row_avx2(x + r * K, y + r * K, scale, b, K, eps, m, i);
-      else
-        layernorm_row_generic(x + r * K, y + r * K, scale, b, K, eps, m, i);
+      if (isa == 2) layernorm_row_avx512(x + r * K, y + r * K, scale, b, K, eps, m, i);
+      else if (isa == 1) layernorm_row_avx2(x + r * K, y + r * K, scale, b, K, eps, m, i);
+      else layernorm_row_generic(x + r * K, y + r * K, scale, b, K, eps, m, i);
     }
   }
 
@@ -305,7 +300,8 @@ std::unique_ptr<Kernel> make_layernorm(const KernelSpec& spec) {
     spec_error(spec, "B must hold prod(dims[axis:]) float32 values");
   for (size_t o = 1; o < spec.outputs.size(); ++o)
     if (spec.outputs[o].dtype != DType::f32) spec_error(spec, "Mean / InvStdDev must be float32");
-  return std::make_unique<LayerNormKernel>(spec, axis, static_cast<float>(spec.attrs.get_float("epsilon")),
+  return std::make_unique<LayerNormKernel>(spec, axis,
+                                           static_cast<float>(spec.attrs.get_float("epsilon")),
                                            bias, static_cast<int>(spec.outputs.size()));
 }
 

@@ -14,15 +14,24 @@ using algo = dnnl::algorithm;
 
 const std::map<std::string, algo>& eltwise_names() {
   static const std::map<std::string, algo> names = {
-      {"relu", algo::eltwise_relu},         {"clip", algo::eltwise_clip_v2},
-      {"logistic", algo::eltwise_logistic}, {"tanh", algo::eltwise_tanh},
-      {"elu", algo::eltwise_elu},           {"exp", algo::eltwise_exp},
-      {"log", algo::eltwise_log},           {"abs", algo::eltwise_abs},
-      {"sqrt", algo::eltwise_sqrt},         {"square", algo::eltwise_square},
-      {"linear", algo::eltwise_linear},     {"hardswish", algo::eltwise_hardswish},
-      {"hardsigmoid", algo::eltwise_hardsigmoid}, {"gelu_erf", algo::eltwise_gelu_erf},
-      {"gelu_tanh", algo::eltwise_gelu_tanh}, {"swish", algo::eltwise_swish},
-      {"soft_relu", algo::eltwise_soft_relu}, {"mish", algo::eltwise_mish},
+      {"relu", algo::eltwise_relu},
+      {"clip", algo::eltwise_clip_v2},
+      {"logistic", algo::eltwise_logistic},
+      {"tanh", algo::eltwise_tanh},
+      {"elu", algo::eltwise_elu},
+      {"exp", algo::eltwise_exp},
+      {"log", algo::eltwise_log},
+      {"abs", algo::eltwise_abs},
+      {"sqrt", algo::eltwise_sqrt},
+      {"square", algo::eltwise_square},
+      {"linear", algo::eltwise_linear},
+      {"hardswish", algo::eltwise_hardswish},
+      {"hardsigmoid", algo::eltwise_hardsigmoid},
+      {"gelu_erf", algo::eltwise_gelu_erf},
+      {"gelu_tanh", algo::eltwise_gelu_tanh},
+      {"swish", algo::eltwise_swish},
+      {"soft_relu", algo::eltwise_soft_relu},
+      {"mish", algo::eltwise_mish},
   };
   return names;
 }
@@ -80,8 +89,10 @@ OnednnPostOps::OnednnPostOps(const KernelSpec& spec, const std::vector<int64_t>&
       }
       cl[0] = step;
       dnnl::memory::desc staged_md = onednn_desc(t.dtype, dims, cl);
-      Staged s{input, dnnl::memory(md, onednn_engine(), DNNL_MEMORY_NONE),
-               dnnl::memory(staged_md, onednn_engine()), {}};
+      Staged s{input,
+               dnnl::memory(md, onednn_engine(), DNNL_MEMORY_NONE),
+               dnnl::memory(staged_md, onednn_engine()),
+               {}};
       s.reorder = dnnl::reorder(s.user, s.staged);
       ops_.append_binary(b->second, staged_md);
       binary_.emplace_back(-1, s.staged);

@@ -86,10 +86,8 @@ void store(DType dtype, const T* src, int64_t n, void* dst, int64_t stride) {
       uint16_t* o = static_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; ++i) {
         uint32_t u = __builtin_bit_cast(uint32_t, static_cast<float>(src[i]));
-        if ((u & 0x7fffffffu) > 0x7f800000u)
-          u |= 0x00400000u;
-        else
-          u = u + 0x7fffu + ((u >> 16) & 1u);
+        if ((u & 0x7fffffffu) > 0x7f800000u) u |= 0x00400000u;
+        else u = u + 0x7fffu + ((u >> 16) & 1u);
         o[i * stride] = static_cast<uint16_t>(u >> 16);
       }
       return;
@@ -140,12 +138,9 @@ class PointwiseKernel : public Kernel {
       const int shift = rank - t.rank();
       for (int j = 0; j < t.rank(); ++j) {
         int64_t d = t.dims[j], od = out.dims[j + shift];
-        if (d == od)
-          st[i + 1][j + shift] = d == 1 ? 0 : t.strides[j];
-        else if (d == 1)
-          st[i + 1][j + shift] = 0;
-        else
-          spec_error(spec, "input " + std::to_string(i) + " does not broadcast to the output");
+        if (d == od) st[i + 1][j + shift] = d == 1 ? 0 : t.strides[j];
+        else if (d == 1) st[i + 1][j + shift] = 0;
+        else spec_error(spec, "input " + std::to_string(i) + " does not broadcast to the output");
       }
     }
     out_dtype_ = out.dtype;
@@ -213,7 +208,8 @@ class PointwiseKernel : public Kernel {
       thread_local std::vector<T> scratch;
       thread_local std::vector<T*> regs;
       thread_local std::vector<int64_t> off;
-      if (scratch.size() < static_cast<size_t>(num_regs_ * tile_len)) scratch.resize(num_regs_ * tile_len);
+      if (scratch.size() < static_cast<size_t>(num_regs_ * tile_len))
+        scratch.resize(num_regs_ * tile_len);
       if (regs.size() < static_cast<size_t>(num_regs_)) regs.resize(num_regs_);
       if (off.size() < nops) off.resize(nops);
       T* const buf = scratch.data();
@@ -247,7 +243,8 @@ class PointwiseKernel : public Kernel {
             reg[i] = const_cast<T*>(reinterpret_cast<const T*>(p));
           } else if (rpt > 1) {
             const int64_t rs = strides_[i + 1][nd - 2] * elem_sizes_[i + 1];
-            for (int64_t j = 0; j < rpt; ++j) load<T>(in_dtypes_[i], p + j * rs, s, n, reg[i] + j * n);
+            for (int64_t j = 0; j < rpt; ++j)
+              load<T>(in_dtypes_[i], p + j * rs, s, n, reg[i] + j * n);
           } else {
             load<T>(in_dtypes_[i], p, s, n, reg[i]);
           }
@@ -259,7 +256,8 @@ class PointwiseKernel : public Kernel {
           const int64_t s = strides_[0][nd - 1];
           if (rpt > 1) {
             const int64_t rs = strides_[0][nd - 2] * elem_sizes_[0];
-            for (int64_t j = 0; j < rpt; ++j) store<T>(out_dtype_, reg[result_] + j * n, n, outp + j * rs, s);
+            for (int64_t j = 0; j < rpt; ++j)
+              store<T>(out_dtype_, reg[result_] + j * n, n, outp + j * rs, s);
           } else {
             store<T>(out_dtype_, reg[result_], n, outp, s);
           }
@@ -314,7 +312,8 @@ std::unique_ptr<Kernel> make_pointwise(const KernelSpec& spec) {
     for (int32_t r : {in.a, in.b, in.c})
       if (r >= num_regs) spec_error(spec, "bad operand register");
   }
-  if (compute == "f64") return std::make_unique<PointwiseKernel<double>>(spec, prog, num_regs, result);
+  if (compute == "f64")
+    return std::make_unique<PointwiseKernel<double>>(spec, prog, num_regs, result);
   if (compute != "f32") spec_error(spec, "compute must be f32 or f64");
   return std::make_unique<PointwiseKernel<float>>(spec, prog, num_regs, result);
 }

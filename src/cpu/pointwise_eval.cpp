@@ -29,8 +29,8 @@ bool has_avx2() {
 }
 bool has_avx512() {
   static const bool yes = has_avx2() && __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
+                          __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return yes;
 }
 }  // namespace

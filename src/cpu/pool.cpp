@@ -39,16 +39,15 @@ class PoolKernel : public Kernel {
     if (kernel.size() != n || strides.size() != n || dilations.size() != n || pb.size() != n ||
         pe.size() != n)
       spec_error(spec, "window attributes do not match the spatial rank");
-    dnnl::memory::dims k(kernel.begin(), kernel.end()), s(strides.begin(), strides.end()),
-        d(n), b(pb.begin(), pb.end()), e(pe.begin(), pe.end());
+    dnnl::memory::dims k(kernel.begin(), kernel.end()), s(strides.begin(), strides.end()), d(n),
+        b(pb.begin(), pb.end()), e(pe.begin(), pe.end());
     for (size_t i = 0; i < n; ++i) d[i] = dilations[i] - 1;
 
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     auto make_pd = [&](const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
-      return dnnl::pooling_forward::primitive_desc(onednn_engine(),
-                                                   dnnl::prop_kind::forward_inference, alg, src,
-                                                   dst, s, k, d, b, e, attr);
+      return dnnl::pooling_forward::primitive_desc(
+          onednn_engine(), dnnl::prop_kind::forward_inference, alg, src, dst, s, k, d, b, e, attr);
     };
     dnnl::memory::desc src_user = onednn_desc(x), dst_user = onednn_desc(y);
     dnnl::memory::desc src_md = src_user, dst_md = dst_user;

@@ -43,8 +43,10 @@ struct ParamMap {
     p_outer = spec.attrs.get_int("param_outer");
     p_axis = spec.attrs.get_int("param_axis");
     p_inner = spec.attrs.get_int("param_inner");
-    if (outer * axis_len * inner != spec.inputs[0].numel()) spec_error(spec, "outer * axis_len * inner != numel");
-    const int64_t last = (outer - 1) * p_outer + ((axis_len - 1) / block) * p_axis + (inner - 1) * p_inner;
+    if (outer * axis_len * inner != spec.inputs[0].numel())
+      spec_error(spec, "outer * axis_len * inner != numel");
+    const int64_t last =
+        (outer - 1) * p_outer + ((axis_len - 1) / block) * p_axis + (inner - 1) * p_inner;
     if (outer * axis_len * inner > 0 && last >= spec.inputs[1].numel())
       spec_error(spec, "the scale is too small for the parameter map");
   }
@@ -64,7 +66,11 @@ int64_t read_int(DType dt, const void* p, int64_t i) {
 
 bool quant_int(DType dt) {
   switch (dt) {
-    case DType::i8: case DType::u8: case DType::i16: case DType::u16: case DType::i32:
+    case DType::i8:
+    case DType::u8:
+    case DType::i16:
+    case DType::u16:
+    case DType::i32:
     case DType::u32: return true;
     default: return false;
   }
@@ -160,7 +166,8 @@ void check_common(const KernelSpec& spec, DType float_side) {
 std::unique_ptr<Kernel> make_quantize(const KernelSpec& spec) {
   check_common(spec, spec.inputs[0].dtype);
   const DType q = spec.outputs[0].dtype;
-  if (spec.has_input(2) && spec.inputs[2].dtype != q) spec_error(spec, "zero point and y dtypes differ");
+  if (spec.has_input(2) && spec.inputs[2].dtype != q)
+    spec_error(spec, "zero point and y dtypes differ");
   ParamMap map(spec);
   switch (q) {
     case DType::i8: return std::make_unique<QuantizeKernel<int8_t>>(spec, map);
@@ -177,7 +184,8 @@ std::unique_ptr<Kernel> make_dequantize(const KernelSpec& spec) {
   check_common(spec, spec.outputs[0].dtype);
   const DType q = spec.inputs[0].dtype;
   if (!quant_int(q)) spec_error(spec, "x must be i8, u8, i16, u16, i32 or u32");
-  if (spec.has_input(2) && spec.inputs[2].dtype != q) spec_error(spec, "zero point and x dtypes differ");
+  if (spec.has_input(2) && spec.inputs[2].dtype != q)
+    spec_error(spec, "zero point and x dtypes differ");
   ParamMap map(spec);
   switch (q) {
     case DType::i8: return std::make_unique<DequantizeKernel<int8_t>>(spec, map);
@@ -226,11 +234,13 @@ class DynamicQuantizeKernel : public Kernel {
 };
 
 std::unique_ptr<Kernel> make_dynamic_quantize(const KernelSpec& spec) {
-  if (spec.inputs.size() != 1 || spec.outputs.size() != 3) spec_error(spec, "takes x -> y, scale, zero point");
+  if (spec.inputs.size() != 1 || spec.outputs.size() != 3)
+    spec_error(spec, "takes x -> y, scale, zero point");
   const TensorInfo& x = spec.inputs[0];
   if (x.dtype != DType::f32 || !x.is_contiguous()) spec_error(spec, "x must be plain float32");
   if (spec.outputs[0].dtype != DType::u8 || spec.outputs[1].dtype != DType::f32 ||
-      spec.outputs[2].dtype != DType::u8 || spec.outputs[1].numel() != 1 || spec.outputs[2].numel() != 1)
+      spec.outputs[2].dtype != DType::u8 || spec.outputs[1].numel() != 1 ||
+      spec.outputs[2].numel() != 1)
     spec_error(spec, "outputs must be uint8 y, float32 scale, uint8 zero point");
   if (!spec.outputs[0].is_contiguous()) spec_error(spec, "plain data only");
   return std::make_unique<DynamicQuantizeKernel>(x.numel());
@@ -238,7 +248,8 @@ std::unique_ptr<Kernel> make_dynamic_quantize(const KernelSpec& spec) {
 
 class DequantizeBytesKernel : public Kernel {
  public:
-  DequantizeBytesKernel(const KernelSpec& spec, ParamMap map) : map_(map), has_zp_(spec.has_input(2)) {}
+  DequantizeBytesKernel(const KernelSpec& spec, ParamMap map)
+      : map_(map), has_zp_(spec.has_input(2)) {}
 
   void run(const void* const* inputs, void* const* outputs) override {
     const uint8_t* x = static_cast<const uint8_t*>(inputs[0]);
@@ -268,7 +279,8 @@ class DequantizeBytesKernel : public Kernel {
 
 class QuantizeBytesKernel : public Kernel {
  public:
-  QuantizeBytesKernel(const KernelSpec& spec, ParamMap map) : map_(map), has_zp_(spec.has_input(2)) {
+  QuantizeBytesKernel(const KernelSpec& spec, ParamMap map)
+      : map_(map), has_zp_(spec.has_input(2)) {
     const Attrs& a = spec.attrs;
     float_mode_ = a.get_str("mode") == "float";
     if (float_mode_) {
@@ -336,8 +348,10 @@ class QuantizeBytesKernel : public Kernel {
 };
 
 void check_bytes(const KernelSpec& spec, size_t table_size, DType table_dtype) {
-  if (spec.inputs.size() != 4 || !spec.has_input(3)) spec_error(spec, "takes x, scale, zero_point?, table");
-  if (spec.inputs[3].numel() != static_cast<int64_t>(table_size) || spec.inputs[3].dtype != table_dtype)
+  if (spec.inputs.size() != 4 || !spec.has_input(3))
+    spec_error(spec, "takes x, scale, zero_point?, table");
+  if (spec.inputs[3].numel() != static_cast<int64_t>(table_size) ||
+      spec.inputs[3].dtype != table_dtype)
     spec_error(spec, "bad table");
   for (size_t i = 0; i < 3; ++i)
     if (spec.has_input(i) && !spec.inputs[i].is_contiguous()) spec_error(spec, "plain data only");

@@ -42,7 +42,8 @@ ROp parse_op(const KernelSpec& spec, const std::string& s) {
 }
 
 // Offsets (elements) of every point of an index space given by dims/strides, row-major.
-std::vector<int64_t> offsets(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+std::vector<int64_t> offsets(const std::vector<int64_t>& dims,
+                             const std::vector<int64_t>& strides) {
   std::vector<int64_t> out{0};
   for (size_t d = 0; d < dims.size(); ++d) {
     std::vector<int64_t> next;
@@ -232,7 +233,8 @@ class ReduceKernel : public Kernel {
             const T* p = base + red_off_[k];
             for (int64_t i = 0; i < n; ++i) peak[i] = Rule<ROp::max, A>::step(peak[i], A(p[i]), 0);
           }
-          for (int64_t i = 0; i < n; ++i) if (!std::isfinite(double(peak[i]))) peak[i] = 0;
+          for (int64_t i = 0; i < n; ++i)
+            if (!std::isfinite(double(peak[i]))) peak[i] = 0;
         }
         for (int64_t i = 0; i < n; ++i) acc[i] = RA::identity();
         for (int64_t k = 0; k < K; ++k) {

@@ -53,7 +53,8 @@ class RmsNormKernel : public Kernel {
 std::unique_ptr<Kernel> make_rms_norm(const KernelSpec& spec) {
   if (spec.inputs.size() != 2 || spec.outputs.size() != 1) spec_error(spec, "takes X, Scale -> Y");
   const TensorInfo& x = spec.inputs[0];
-  if (x.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32) spec_error(spec, "only float32 is supported");
+  if (x.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32)
+    spec_error(spec, "only float32 is supported");
   if (!x.is_contiguous() || !spec.outputs[0].is_contiguous() || !spec.inputs[1].is_contiguous())
     spec_error(spec, "plain data only");
   const int64_t axis = spec.attrs.get_int("axis");
@@ -63,7 +64,8 @@ std::unique_ptr<Kernel> make_rms_norm(const KernelSpec& spec) {
   for (int64_t d = axis; d < x.rank(); ++d) K *= x.dims[d];
   if (spec.inputs[1].numel() != K || spec.inputs[1].dtype != DType::f32)
     spec_error(spec, "Scale must hold prod(dims[axis:]) float32 values");
-  return std::make_unique<RmsNormKernel>(rows, K, static_cast<float>(spec.attrs.get_float("epsilon")));
+  return std::make_unique<RmsNormKernel>(rows, K,
+                                         static_cast<float>(spec.attrs.get_float("epsilon")));
 }
 
 }  // namespace

@@ -30,14 +30,16 @@ class RotaryKernel : public Kernel {
     st_ = a.get_ints("x_strides");
     if (st_.size() != 4) spec_error(spec, "x_strides must have 4 entries");
     const TensorInfo& cos = spec.inputs[1];
-    if (cos.rank() < 2 || spec.inputs[2].dims != cos.dims) spec_error(spec, "cos / sin caches differ");
+    if (cos.rank() < 2 || spec.inputs[2].dims != cos.dims)
+      spec_error(spec, "cos / sin caches differ");
     cols_ = cos.dims.back();
     rows_ = cos.numel() / std::max<int64_t>(cols_, 1);
     has_pos_ = spec.has_input(3);
     pos64_ = has_pos_ && spec.inputs[3].dtype == DType::i64;
     if (dim_ % 2 || dim_ > head_ || dim_ / 2 > cols_) spec_error(spec, "bad rotary dim");
     if (!has_pos_ && rows_ != batch_ * seq_) spec_error(spec, "the caches need batch * seq rows");
-    if (has_pos_ && spec.inputs[3].numel() != batch_ * seq_) spec_error(spec, "position_ids must be (batch, seq)");
+    if (has_pos_ && spec.inputs[3].numel() != batch_ * seq_)
+      spec_error(spec, "position_ids must be (batch, seq)");
   }
 
   void run(const void* const* inputs, void* const* outputs) override {
@@ -51,7 +53,8 @@ class RotaryKernel : public Kernel {
       const int64_t h = t % heads_, bs = t / heads_, s = bs % seq_, b = bs / seq_;
       int64_t row = bs;
       if (has_pos_) {
-        row = pos64_ ? static_cast<const int64_t*>(inputs[3])[bs] : static_cast<const int32_t*>(inputs[3])[bs];
+        row = pos64_ ? static_cast<const int64_t*>(inputs[3])[bs]
+                     : static_cast<const int32_t*>(inputs[3])[bs];
         if (row < 0) row += rows_;
         row = std::min(std::max<int64_t>(row, 0), rows_ - 1);
       }
@@ -78,9 +81,11 @@ class RotaryKernel : public Kernel {
 };
 
 std::unique_ptr<Kernel> make_rotary(const KernelSpec& spec) {
-  if (spec.inputs.size() < 3 || spec.outputs.size() != 1) spec_error(spec, "takes X, cos, sin, position_ids?");
+  if (spec.inputs.size() < 3 || spec.outputs.size() != 1)
+    spec_error(spec, "takes X, cos, sin, position_ids?");
   for (size_t i = 0; i < 3; ++i)
-    if (spec.inputs[i].dtype != DType::f32 || !spec.inputs[i].is_contiguous()) spec_error(spec, "plain float32 only");
+    if (spec.inputs[i].dtype != DType::f32 || !spec.inputs[i].is_contiguous())
+      spec_error(spec, "plain float32 only");
   if (spec.outputs[0].dtype != DType::f32 || !spec.outputs[0].is_contiguous() ||
       spec.outputs[0].dims != spec.inputs[0].dims)
     spec_error(spec, "Y must be plain float32 with X's dims");

@@ -31,10 +31,18 @@ template <typename T>
 inline void combine(T* d, const T* u, int64_t n, Reduce r) {
   switch (r) {
     case Reduce::none: std::memcpy(d, u, sizeof(T) * n); break;
-    case Reduce::add: for (int64_t i = 0; i < n; ++i) d[i] = d[i] + u[i]; break;
-    case Reduce::mul: for (int64_t i = 0; i < n; ++i) d[i] = d[i] * u[i]; break;
-    case Reduce::max: for (int64_t i = 0; i < n; ++i) d[i] = std::max(d[i], u[i]); break;
-    case Reduce::min: for (int64_t i = 0; i < n; ++i) d[i] = std::min(d[i], u[i]); break;
+    case Reduce::add:
+      for (int64_t i = 0; i < n; ++i) d[i] = d[i] + u[i];
+      break;
+    case Reduce::mul:
+      for (int64_t i = 0; i < n; ++i) d[i] = d[i] * u[i];
+      break;
+    case Reduce::max:
+      for (int64_t i = 0; i < n; ++i) d[i] = std::max(d[i], u[i]);
+      break;
+    case Reduce::min:
+      for (int64_t i = 0; i < n; ++i) d[i] = std::min(d[i], u[i]);
+      break;
   }
 }
 
@@ -52,7 +60,8 @@ inline int64_t wrap(I raw, int64_t size, const std::string& name) {
 template <typename T, typename I>
 class ScatterNDKernel : public Kernel {
  public:
-  ScatterNDKernel(const KernelSpec& spec, Reduce r) : r_(r), name_("ScatterND '" + spec.name + "'") {
+  ScatterNDKernel(const KernelSpec& spec, Reduce r)
+      : r_(r), name_("ScatterND '" + spec.name + "'") {
     const TensorInfo& data = spec.inputs[0];
     const TensorInfo& ind = spec.inputs[1];
     total_ = data.numel();
@@ -123,8 +132,7 @@ class ScatterElementsKernel : public Kernel {
 
  private:
   static std::vector<int64_t> table(const std::vector<int64_t>& dims,
-                                    const std::vector<int64_t>& strides, size_t begin,
-                                    size_t end) {
+                                    const std::vector<int64_t>& strides, size_t begin, size_t end) {
     std::vector<int64_t> out{0};
     for (size_t i = begin; i < end; ++i) {
       std::vector<int64_t> next;
@@ -146,8 +154,8 @@ std::unique_ptr<Kernel> dispatch(const KernelSpec& spec, Reduce r, Args... args)
   if (spec.inputs[1].dtype != DType::i64 && spec.inputs[1].dtype != DType::i32)
     spec_error(spec, "indices must be i32 or i64");
   const DType t = spec.inputs[0].dtype;
-#define GK_SCATTER_TYPE(TYPE)                                                         \
-  return i64 ? std::unique_ptr<Kernel>(new K<TYPE, int64_t>(spec, r, args...))       \
+#define GK_SCATTER_TYPE(TYPE) \
+  return i64 ? std::unique_ptr<Kernel>(new K<TYPE, int64_t>(spec, r, args...)) \
              : std::unique_ptr<Kernel>(new K<TYPE, int32_t>(spec, r, args...))
   switch (t) {
     case DType::f32: GK_SCATTER_TYPE(float);

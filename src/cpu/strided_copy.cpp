@@ -30,9 +30,8 @@ StridedCopy::StridedCopy(size_t elem_size, const std::vector<int64_t>& dims,
   std::vector<size_t> order;
   for (size_t i = 0; i < dims.size(); ++i)
     if (dims[i] != 1) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::llabs(d[a]) > std::llabs(d[b]);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return std::llabs(d[a]) > std::llabs(d[b]); });
   for (size_t i : order) {
     if (!size_.empty() && src_.back() == s[i] * dims[i] && dst_.back() == d[i] * dims[i]) {
       size_.back() *= dims[i];
@@ -78,8 +77,8 @@ namespace {
 
 // dst[r * rd + c] = src[r + c * ss] for r in [r0, r1), c in [c0, c1)
 template <typename T>
-inline void transpose_scalar(const T* src, T* dst, int64_t r0, int64_t r1, int64_t c0,
-                             int64_t c1, int64_t ss, int64_t rd) {
+inline void transpose_scalar(const T* src, T* dst, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                             int64_t ss, int64_t rd) {
   for (int64_t r = r0; r < r1; ++r) {
     T* d = dst + r * rd;
     const T* s = src + r;
@@ -88,16 +87,15 @@ inline void transpose_scalar(const T* src, T* dst, int64_t r0, int64_t r1, int64
 }
 
 template <typename T>
-inline void transpose_tile(const T* src, T* dst, int64_t r0, int64_t r1, int64_t c0,
-                           int64_t c1, int64_t ss, int64_t rd) {
+inline void transpose_tile(const T* src, T* dst, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                           int64_t ss, int64_t rd) {
   transpose_scalar(src, dst, r0, r1, c0, c1, ss, rd);
 }
 
 // 4-byte elements: 4x4 blocks through SSE registers (any x86-64), scalar edges
 template <>
-inline void transpose_tile<uint32_t>(const uint32_t* src, uint32_t* dst, int64_t r0,
-                                     int64_t r1, int64_t c0, int64_t c1, int64_t ss,
-                                     int64_t rd) {
+inline void transpose_tile<uint32_t>(const uint32_t* src, uint32_t* dst, int64_t r0, int64_t r1,
+                                     int64_t c0, int64_t c1, int64_t ss, int64_t rd) {
   const int64_t r4 = r0 + (r1 - r0) / 4 * 4, c4 = c0 + (c1 - c0) / 4 * 4;
   const float* s = reinterpret_cast<const float*>(src);
   float* d = reinterpret_cast<float*>(dst);
@@ -119,9 +117,8 @@ inline void transpose_tile<uint32_t>(const uint32_t* src, uint32_t* dst, int64_t
 
 // 8-byte elements: 2x2 blocks
 template <>
-inline void transpose_tile<uint64_t>(const uint64_t* src, uint64_t* dst, int64_t r0,
-                                     int64_t r1, int64_t c0, int64_t c1, int64_t ss,
-                                     int64_t rd) {
+inline void transpose_tile<uint64_t>(const uint64_t* src, uint64_t* dst, int64_t r0, int64_t r1,
+                                     int64_t c0, int64_t c1, int64_t ss, int64_t rd) {
   const int64_t r2 = r0 + (r1 - r0) / 2 * 2, c2 = c0 + (c1 - c0) / 2 * 2;
   const double* s = reinterpret_cast<const double*>(src);
   double* d = reinterpret_cast<double*>(dst);

@@ -13,8 +13,8 @@ namespace {
 
 class TriluKernel : public Kernel {
  public:
-  TriluKernel(const KernelSpec& spec) : upper_(spec.attrs.get_int("upper", 1) != 0),
-                                        has_k_(spec.has_input(1)) {
+  TriluKernel(const KernelSpec& spec)
+      : upper_(spec.attrs.get_int("upper", 1) != 0), has_k_(spec.has_input(1)) {
     const TensorInfo& x = spec.inputs[0];
     es_ = dtype_size(x.dtype);
     rows_ = x.dims[x.rank() - 2];

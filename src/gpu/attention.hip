@@ -99,11 +99,13 @@ __global__ void masked_softmax(float* scores, const void* mask, T* qk_out, MaskI
 // the inner dim is contiguous on both sides)
 template <typename TS, typename TD>
 __global__ void convert_4d(const TS* src, TD* dst, int64_t d1, int64_t d2, int64_t d3, int64_t s0,
-                           int64_t s1, int64_t s2, int64_t t0, int64_t t1, int64_t t2, int64_t total) {
+                           int64_t s1, int64_t s2, int64_t t0, int64_t t1, int64_t t2,
+                           int64_t total) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t c = i % d3, r = i / d3, b2 = r % d2, b1 = (r / d2) % d1, b0 = r / (d2 * d1);
-    dst[b0 * t0 + b1 * t1 + b2 * t2 + c] = store_float<TD>(load_float(src[b0 * s0 + b1 * s1 + b2 * s2 + c]));
+    dst[b0 * t0 + b1 * t1 + b2 * t2 + c] =
+        store_float<TD>(load_float(src[b0 * s0 + b1 * s1 + b2 * s2 + c]));
   }
 }
 
@@ -114,7 +116,8 @@ struct Operand {
   size_t elem;
   int64_t batch_stride, head_stride;
   const void* at(int64_t b, int64_t h) const {
-    return static_cast<const char*>(base) + (b * batch_stride + h * head_stride) * static_cast<int64_t>(elem);
+    return static_cast<const char*>(base) +
+           (b * batch_stride + h * head_stride) * static_cast<int64_t>(elem);
   }
 };
 
@@ -131,7 +134,8 @@ class Attention : public Kernel {
     batch_ = a.get_int("batch");
     heads_ = a.get_int("heads");
     kv_heads_ = a.get_int("kv_heads", heads_);
-    if (kv_heads_ <= 0 || heads_ % kv_heads_) spec_error(spec, "query heads must be a multiple of kv heads");
+    if (kv_heads_ <= 0 || heads_ % kv_heads_)
+      spec_error(spec, "query heads must be a multiple of kv heads");
     q_seq_ = a.get_int("q_seq");
     kv_seq_ = a.get_int("kv_seq");
     head_dim_ = a.get_int("head_dim");
@@ -178,7 +182,8 @@ class Attention : public Kernel {
   size_t y32_size() const { return static_cast<size_t>(rows() * v_dim_); }
 
   // C[b, h] = alpha * A[b, h] op(B[b, h']) for every batch and query head (h' = h / group)
-  void multiply(GemmArgs g, const Operand& a, const Operand& b, const Operand& c, Context& ctx) const {
+  void multiply(GemmArgs g, const Operand& a, const Operand& b, const Operand& c,
+                Context& ctx) const {
     const int64_t group = heads_ / kv_heads_;
     auto call = [&](const void* pa, const void* pb, const void* pc, int64_t batch, int64_t sa,
                     int64_t sb, int64_t sc) {
@@ -249,8 +254,8 @@ class Attention : public Kernel {
     if (wide) {
       o.ldb = v_[2];
       o.ldc = y_[2];
-      multiply(o, s, Operand{inputs[2], elem, v_[0], v_[1]}, Operand{outputs[0], elem, y_[0], y_[1]},
-               ctx);
+      multiply(o, s, Operand{inputs[2], elem, v_[0], v_[1]},
+               Operand{outputs[0], elem, y_[0], y_[1]}, ctx);
       return;
     }
     float* v32 = scores + rows() * kv_seq_;

@@ -50,8 +50,8 @@ __device__ inline float warp_sum(float v) {
 // owning kRowsPerWarp query rows that it scores together (one K load feeds every row).
 template <typename T, int SLICE, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
-flash_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-                const void* __restrict__ mask, T* __restrict__ y, FlashShape s) {
+    flash_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                    const void* __restrict__ mask, T* __restrict__ y, FlashShape s) {
   constexpr int kDim = 32 * SLICE, kRows = WARPS * kRowsPerWarp;
   __shared__ float ks[kChunk][kDim + 1];  // +1: lane j reads row j without bank conflicts
   __shared__ float vs[kChunk][kDim];
@@ -97,7 +97,8 @@ flash_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __res
     // lane j scores key key0 + j against the warp's rows
     float score[kRowsPerWarp] = {};
     for (int d = 0; d < kDim; d += 4) {
-      const float k0 = ks[lane][d], k1 = ks[lane][d + 1], k2 = ks[lane][d + 2], k3 = ks[lane][d + 3];
+      const float k0 = ks[lane][d], k1 = ks[lane][d + 1], k2 = ks[lane][d + 2],
+                  k3 = ks[lane][d + 3];
 #pragma unroll
       for (int r = 0; r < kRowsPerWarp; ++r) {
         const float4 qv = *reinterpret_cast<const float4*>(qw + r * kDim + d);

@@ -22,7 +22,7 @@ struct FlashShape {
   float scale, softcap;
   int causal;
   int64_t offset, left, right;
-  int mask_kind;        // 0 none, 1 additive float, 2 bool (false masks the key)
+  int mask_kind;  // 0 none, 1 additive float, 2 bool (false masks the key)
   int mask_float_type;  // 0 float32, 1 float16, 2 bfloat16
   int64_t mask_len;
   int64_t mask_strides[4];  // [batch, head, row, key] (0 where broadcast)
@@ -36,8 +36,8 @@ __device__ inline float mask_at(const void* mask, int type, int64_t at) {
 
 // The score of key `key` for query row `row` (already scaled), after soft cap, window and
 // mask (-inf: masked).
-__device__ inline float biased_score(float score, const FlashShape& s, const void* mask,
-                                     int64_t b, int64_t h, int64_t row, int64_t key) {
+__device__ inline float biased_score(float score, const FlashShape& s, const void* mask, int64_t b,
+                                     int64_t h, int64_t row, int64_t key) {
   if (row >= s.q_seq || key >= s.kv_seq) return -INFINITY;
   if (s.softcap > 0.f) score = s.softcap * tanhf(score / s.softcap);
   const int64_t pos = s.offset + row;
@@ -69,8 +69,8 @@ class Staging16 {
 
  private:
   static bool rows(const int64_t* strides, int64_t dim, int per_piece) {
-    return dim % per_piece == 0 && strides[0] % per_piece == 0 &&
-           strides[1] % per_piece == 0 && strides[2] % per_piece == 0;
+    return dim % per_piece == 0 && strides[0] % per_piece == 0 && strides[1] % per_piece == 0 &&
+           strides[2] % per_piece == 0;
   }
   static bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 

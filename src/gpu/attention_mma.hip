@@ -96,8 +96,8 @@ __device__ inline uint32_t q_pair(const uint16_t* q, const FlashShape& s, int64_
 // T: F16 or BF16. vec: bit 1 / 2 when k / v can be staged with 16-byte copies.
 template <typename T, int DIM, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
-mma_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-              const void* __restrict__ mask, T* __restrict__ y, FlashShape s, int vec) {
+    mma_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                  const void* __restrict__ mask, T* __restrict__ y, FlashShape s, int vec) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // bfloat16 mma needs sm_80; the factory never builds this kernel there
 #else
@@ -121,8 +121,8 @@ mma_attention(const T* __restrict__ q, const T* __restrict__ k, const T* __restr
     unsigned char* at = smem + 2 * buffer * L::kTile;
     mma_tiles::stage_rows<2, DIM, L::kLd, kKeys>(at, kb, s.k[2], key0, s.kv_seq, s.head_dim,
                                                  vec & 2);
-    mma_tiles::stage_rows<2, DIM, L::kLd, kKeys>(at + L::kTile, vb, s.v[2], key0, s.kv_seq,
-                                                 s.v_dim, vec & 4);
+    mma_tiles::stage_rows<2, DIM, L::kLd, kKeys>(at + L::kTile, vb, s.v[2], key0, s.kv_seq, s.v_dim,
+                                                 vec & 4);
     mma_tiles::async_commit();
   };
   if (key_begin < key_end) stage(key_begin, 0);
@@ -204,9 +204,7 @@ template <typename T, int DIM, int WARPS>
 class MmaAttention : public Kernel {
  public:
   MmaAttention(const FlashShape& shape, int64_t batch)
-      : s_(shape),
-        batch_(batch),
-        staging_(shape, 8) {}
+      : s_(shape), batch_(batch), staging_(shape, 8) {}
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (batch_ == 0 || s_.heads == 0 || s_.q_seq == 0) return;

@@ -64,8 +64,8 @@ __device__ inline void mma_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t 
 }
 
 // c += a b as small.big + big.small + big.big
-__device__ inline void mma3(float (&c)[4], const uint32_t (&a_big)[4],
-                            const uint32_t (&a_small)[4], const float (&b)[2]) {
+__device__ inline void mma3(float (&c)[4], const uint32_t (&a_big)[4], const uint32_t (&a_small)[4],
+                            const float (&b)[2]) {
   uint32_t b_big[2], b_small[2];
   split(b[0], b_big[0], b_small[0]);
   split(b[1], b_big[1], b_small[1]);
@@ -81,9 +81,9 @@ __device__ inline float q_at(const float* q, const FlashShape& s, int64_t row, i
 // vec: bit 1 / 2 when k / v can be staged with 16-byte copies
 template <int DIM, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
-mma_attention_f32(const float* __restrict__ q, const float* __restrict__ k,
-                  const float* __restrict__ v, const void* __restrict__ mask,
-                  float* __restrict__ y, FlashShape s, int vec) {
+    mma_attention_f32(const float* __restrict__ q, const float* __restrict__ k,
+                      const float* __restrict__ v, const void* __restrict__ mask,
+                      float* __restrict__ y, FlashShape s, int vec) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // TF32 mma needs sm_80; the factory never builds this kernel there
 #else
@@ -106,8 +106,8 @@ mma_attention_f32(const float* __restrict__ q, const float* __restrict__ k,
     unsigned char* at = smem + 2 * buffer * L::kTile;
     mma_tiles::stage_rows<4, DIM, L::kLd, kKeys>(at, kb, s.k[2], key0, s.kv_seq, s.head_dim,
                                                  vec & 2);
-    mma_tiles::stage_rows<4, DIM, L::kLd, kKeys>(at + L::kTile, vb, s.v[2], key0, s.kv_seq,
-                                                 s.v_dim, vec & 4);
+    mma_tiles::stage_rows<4, DIM, L::kLd, kKeys>(at + L::kTile, vb, s.v[2], key0, s.kv_seq, s.v_dim,
+                                                 vec & 4);
     mma_tiles::async_commit();
   };
   if (key_begin < key_end) stage(key_begin, 0);
@@ -194,8 +194,7 @@ class MmaAttentionF32 : public Kernel {
                     static_cast<unsigned>(s_.heads), static_cast<unsigned>(batch_));
     mma_attention_f32<DIM, WARPS><<<grid, WARPS * 32, F32Layout<DIM>::bytes, ctx.stream>>>(
         static_cast<const float*>(inputs[0]), static_cast<const float*>(inputs[1]),
-        static_cast<const float*>(inputs[2]), inputs[3], static_cast<float*>(outputs[0]), s_,
-        vec);
+        static_cast<const float*>(inputs[2]), inputs[3], static_cast<float*>(outputs[0]), s_, vec);
     check_launch("mma_attention_f32");
   }
 

@@ -120,8 +120,9 @@ struct OnlineRows {
     for (int i = 0; i < 2; ++i) {
       const int64_t row = row_g + 8 * i;
       if (plain && row < s.q_seq)
-        plain_bias(sc, s, mask, s.mask_strides[0] * b + s.mask_strides[1] * h +
-                                    s.mask_strides[2] * row + s.mask_strides[3] * key0,
+        plain_bias(sc, s, mask,
+                   s.mask_strides[0] * b + s.mask_strides[1] * h + s.mask_strides[2] * row +
+                       s.mask_strides[3] * key0,
                    i, t);
       else
 #pragma unroll
@@ -160,19 +161,18 @@ struct OnlineRows {
   __device__ static void plain_bias(float (&sc)[NT][4], const FlashShape& s, const void* mask,
                                     int64_t at, int i, int t) {
     const int64_t step = s.mask_strides[3];
-    if (s.mask_kind == 0)
-      add_bias(sc, s.scale, i, [](int) { return 0.f; });
+    if (s.mask_kind == 0) add_bias(sc, s.scale, i, [](int) { return 0.f; });
     else if (s.mask_kind == 2)
       add_bias(sc, s.scale, i, [&](int key) {
-        return static_cast<const unsigned char*>(mask)[at + (key + 2 * t) * step] ? 0.f
-                                                                                   : -INFINITY;
+        return static_cast<const unsigned char*>(mask)[at + (key + 2 * t) * step] ? 0.f : -INFINITY;
       });
     else if (s.mask_float_type == 0)
       add_bias(sc, s.scale, i,
                [&](int key) { return static_cast<const float*>(mask)[at + (key + 2 * t) * step]; });
     else
-      add_bias(sc, s.scale, i,
-               [&](int key) { return mask_at(mask, s.mask_float_type, at + (key + 2 * t) * step); });
+      add_bias(sc, s.scale, i, [&](int key) {
+        return mask_at(mask, s.mask_float_type, at + (key + 2 * t) * step);
+      });
   }
 
   // x = x * scale + bias(key) for row i's scores, `key` the offset in the chunk less 2t
@@ -188,9 +188,8 @@ struct OnlineRows {
 // y = O / l for the lane's rows and columns of NT 8-column output tiles (zeros for a row with
 // no allowed key).
 template <typename T, int NT>
-__device__ inline void store_rows(T* y, const FlashShape& s, int64_t b, int64_t h,
-                                  int64_t row_g, int t, const float (&o)[NT][4],
-                                  const OnlineRows& rows) {
+__device__ inline void store_rows(T* y, const FlashShape& s, int64_t b, int64_t h, int64_t row_g,
+                                  int t, const float (&o)[NT][4], const OnlineRows& rows) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float l = rows.l[i];

@@ -59,7 +59,8 @@ __device__ inline bool before(T a, int64_t ia, T b, int64_t ib, bool largest) {
 }
 
 template <typename T>
-__global__ void topk_kernel(const T* x, T* vals, int64_t* idx, AxisView v, int64_t k, bool largest) {
+__global__ void topk_kernel(const T* x, T* vals, int64_t* idx, AxisView v, int64_t k,
+                            bool largest) {
   const int64_t lanes = v.outer * v.inner;
   for (int64_t lane = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; lane < lanes;
        lane += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -117,7 +118,8 @@ __global__ void lp_norm_kernel(const T* x, T* y, AxisView v, bool l1) {
       acc += l1 ? fabs(e) : e * e;
     }
     const T norm = l1 ? static_cast<T>(acc) : static_cast<T>(sqrt(static_cast<T>(acc)));
-    for (int64_t j = 0; j < v.n; ++j) dst[j * v.inner] = norm != T(0) ? src[j * v.inner] / norm : T(0);
+    for (int64_t j = 0; j < v.n; ++j)
+      dst[j * v.inner] = norm != T(0) ? src[j * v.inner] / norm : T(0);
   }
 }
 
@@ -140,8 +142,16 @@ class AxisKernel : public Kernel {
       if (k_ > v_.n) spec_error(spec, "k out of range");
       largest_ = spec.attrs.get_int("largest", 1) != 0;
       switch (dtype_) {
-        case DType::f32: case DType::f64: case DType::i8: case DType::i16: case DType::i32:
-        case DType::i64: case DType::u8: case DType::u16: case DType::u32: case DType::u64: break;
+        case DType::f32:
+        case DType::f64:
+        case DType::i8:
+        case DType::i16:
+        case DType::i32:
+        case DType::i64:
+        case DType::u8:
+        case DType::u16:
+        case DType::u32:
+        case DType::u64: break;
         default: spec_error(spec, "unsupported dtype");
       }
     } else {
@@ -178,7 +188,8 @@ class AxisKernel : public Kernel {
     const T* x = static_cast<const T*>(inputs[0]);
     T* y = static_cast<T*>(outputs[0]);
     if (op_ == kTopK) {
-      topk_kernel<T><<<blocks, 128, 0, ctx.stream>>>(x, y, static_cast<int64_t*>(outputs[1]), v_, k_, largest_);
+      topk_kernel<T><<<blocks, 128, 0, ctx.stream>>>(x, y, static_cast<int64_t*>(outputs[1]), v_,
+                                                     k_, largest_);
     } else if constexpr (std::is_floating_point<T>::value) {
       if (op_ == kHardmax) hardmax_kernel<T><<<blocks, 128, 0, ctx.stream>>>(x, y, v_);
       else lp_norm_kernel<T><<<blocks, 128, 0, ctx.stream>>>(x, y, v_, l1_);
@@ -193,9 +204,15 @@ class AxisKernel : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_topk(const KernelSpec& spec) { return std::make_unique<AxisKernel>(spec, kTopK); }
-std::unique_ptr<Kernel> make_hardmax(const KernelSpec& spec) { return std::make_unique<AxisKernel>(spec, kHardmax); }
-std::unique_ptr<Kernel> make_lp_norm(const KernelSpec& spec) { return std::make_unique<AxisKernel>(spec, kLpNorm); }
+std::unique_ptr<Kernel> make_topk(const KernelSpec& spec) {
+  return std::make_unique<AxisKernel>(spec, kTopK);
+}
+std::unique_ptr<Kernel> make_hardmax(const KernelSpec& spec) {
+  return std::make_unique<AxisKernel>(spec, kHardmax);
+}
+std::unique_ptr<Kernel> make_lp_norm(const KernelSpec& spec) {
+  return std::make_unique<AxisKernel>(spec, kLpNorm);
+}
 
 }  // namespace gpu
 }  // namespace graphkiln

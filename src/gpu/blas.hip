@@ -76,7 +76,8 @@ __global__ void gemm_tiled(GemmArgs g) {
       const int64_t col = col0 + tx * 4 + j;
       if (col >= g.n) continue;
       TC* out = c + row * g.ldc + col;
-      *out = store_float<TC>(g.alpha * acc[i][j] + (g.beta == 0.f ? 0.f : g.beta * load_float(*out)));
+      *out =
+          store_float<TC>(g.alpha * acc[i][j] + (g.beta == 0.f ? 0.f : g.beta * load_float(*out)));
     }
   }
 }
@@ -120,13 +121,12 @@ struct Cublas {
   int (*set_stream)(CublasHandle, cudaStream_t) = nullptr;
   int (*set_workspace)(CublasHandle, void*, size_t) = nullptr;  // optional (cuBLAS >= 11)
   int (*sgemm_strided_batched)(CublasHandle, int, int, int, int, int, const float*, const float*,
-                               int, long long, const float*, int, long long, const float*,
-                               float*, int, long long, int) = nullptr;
+                               int, long long, const float*, int, long long, const float*, float*,
+                               int, long long, int) = nullptr;
   // cublasGemmStridedBatchedEx: data types are cudaDataType, compute cublasComputeType_t
-  int (*gemm_strided_batched_ex)(CublasHandle, int, int, int, int, int, const void*,
-                                 const void*, int, int, long long, const void*, int, int,
-                                 long long, const void*, void*, int, int, long long, int, int,
-                                 int) = nullptr;
+  int (*gemm_strided_batched_ex)(CublasHandle, int, int, int, int, int, const void*, const void*,
+                                 int, int, long long, const void*, int, int, long long, const void*,
+                                 void*, int, int, long long, int, int, int) = nullptr;
   std::string error;
 };
 
@@ -145,9 +145,10 @@ const Cublas& cublas() {
     c.create = reinterpret_cast<decltype(c.create)>(dlsym(so, "cublasCreate_v2"));
     c.destroy = reinterpret_cast<decltype(c.destroy)>(dlsym(so, "cublasDestroy_v2"));
     c.set_stream = reinterpret_cast<decltype(c.set_stream)>(dlsym(so, "cublasSetStream_v2"));
-    c.set_workspace = reinterpret_cast<decltype(c.set_workspace)>(dlsym(so, "cublasSetWorkspace_v2"));
-    c.sgemm_strided_batched = reinterpret_cast<decltype(c.sgemm_strided_batched)>(
-        dlsym(so, "cublasSgemmStridedBatched"));
+    c.set_workspace =
+        reinterpret_cast<decltype(c.set_workspace)>(dlsym(so, "cublasSetWorkspace_v2"));
+    c.sgemm_strided_batched =
+        reinterpret_cast<decltype(c.sgemm_strided_batched)>(dlsym(so, "cublasSgemmStridedBatched"));
     c.gemm_strided_batched_ex = reinterpret_cast<decltype(c.gemm_strided_batched_ex)>(
         dlsym(so, "cublasGemmStridedBatchedEx"));
     if (!c.create || !c.destroy || !c.set_stream || !c.sgemm_strided_batched ||
@@ -223,9 +224,7 @@ size_t Blas::workspace_bytes() const {
 #endif
 }
 
-bool Blas::supports(DType ab, DType c) {
-  return is_float_type(ab) && (c == ab || c == DType::f32);
-}
+bool Blas::supports(DType ab, DType c) { return is_float_type(ab) && (c == ab || c == DType::f32); }
 
 void Blas::builtin_gemm(const GemmArgs& g) {
   const bool ok = dispatch_float(g.ab_type, [&](auto ab) {
@@ -251,8 +250,8 @@ void Blas::gemm_epilogue(const GemmArgs& g) {
   dispatch_float(g.c_type, [&](auto t) {
     using T = decltype(t);
     add_bias_rows<T><<<blocks, 256, 0, stream_>>>(static_cast<T*>(g.c),
-                                                  static_cast<const T*>(g.bias), g.m, g.n,
-                                                  g.ldc, g.stride_c, total, g.relu ? 1 : 0);
+                                                  static_cast<const T*>(g.bias), g.m, g.n, g.ldc,
+                                                  g.stride_c, total, g.relu ? 1 : 0);
   });
   check_launch("add_bias_rows");
 }
@@ -284,8 +283,9 @@ void Blas::gemm(const GemmArgs& g) {
                   g.tf32 && g.ab_type == DType::f32 ? kComputeF32FastTF32 : kComputeF32,
                   kGemmDefault);
   if (status != 0)
-    throw std::runtime_error(std::string(plain ? "cublasSgemmStridedBatched" : "cublasGemmStridedBatchedEx") +
-                             " failed (status " + std::to_string(status) + ")");
+    throw std::runtime_error(
+        std::string(plain ? "cublasSgemmStridedBatched" : "cublasGemmStridedBatchedEx") +
+        " failed (status " + std::to_string(status) + ")");
 #elif defined(GRAPHKILN_BLAS_ROCBLAS)
   if (g.ab_type != DType::f32 || g.c_type != DType::f32) return builtin_gemm(g);
   const rocblas_status status = rocblas_sgemm_strided_batched(

@@ -51,8 +51,8 @@ struct Lib {
   int (*pref_set)(Opaque, int, const void*, size_t) = nullptr;
   int (*heuristic)(Opaque, Opaque, Opaque, Opaque, Opaque, Opaque, Opaque, int, AlgoResult*,
                    int*) = nullptr;
-  int (*matmul)(Opaque, Opaque, const void*, const void*, Opaque, const void*, Opaque,
-                const void*, const void*, Opaque, void*, Opaque, const void*, void*, size_t,
+  int (*matmul)(Opaque, Opaque, const void*, const void*, Opaque, const void*, Opaque, const void*,
+                const void*, Opaque, void*, Opaque, const void*, void*, size_t,
                 cudaStream_t) = nullptr;
   bool ok = false;
 };
@@ -153,10 +153,10 @@ LtGemms::~LtGemms() {
 
 bool LtGemms::run(const GemmArgs& g, hipStream_t stream, void* workspace, size_t bytes) {
   if (!impl_->handle || g.batch != 1 || !g.bias || g.beta != 0.f) return false;
-  const auto key = std::make_tuple(
-      g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
-      static_cast<int>(g.ab_type) * 16 + static_cast<int>(g.c_type),
-      (g.trans_a ? 1 : 0) | (g.trans_b ? 2 : 0) | (g.tf32 ? 4 : 0), g.relu ? 1 : 0);
+  const auto key = std::make_tuple(g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
+                                   static_cast<int>(g.ab_type) * 16 + static_cast<int>(g.c_type),
+                                   (g.trans_a ? 1 : 0) | (g.trans_b ? 2 : 0) | (g.tf32 ? 4 : 0),
+                                   g.relu ? 1 : 0);
   std::unique_ptr<Plan>& plan = impl_->plans[key];
   if (!plan) plan = std::make_unique<Plan>(impl_->handle, g, bytes);
   if (!plan->ok) return false;
@@ -165,8 +165,8 @@ bool LtGemms::run(const GemmArgs& g, hipStream_t stream, void* workspace, size_t
   if (l.desc_set(plan->desc, kDescBiasPointer, &bias, sizeof bias) != 0) return false;
   const float zero = 0.f;
   const int status = l.matmul(impl_->handle, plan->desc, &g.alpha, g.b, plan->a, g.a, plan->b,
-                              &zero, g.c, plan->c, g.c, plan->c, plan->algo.algo, workspace,
-                              bytes, stream);
+                              &zero, g.c, plan->c, g.c, plan->c, plan->algo.algo, workspace, bytes,
+                              stream);
   if (status != 0)
     throw std::runtime_error("cublasLtMatmul failed (status " + std::to_string(status) + ")");
   lt_calls.fetch_add(1);

@@ -43,7 +43,8 @@ __device__ inline float block_reduce(float v, F combine) {
   scratch[threadIdx.x] = v;
   __syncthreads();
   for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) scratch[threadIdx.x] = combine(scratch[threadIdx.x], scratch[threadIdx.x + half]);
+    if (threadIdx.x < half)
+      scratch[threadIdx.x] = combine(scratch[threadIdx.x], scratch[threadIdx.x + half]);
     __syncthreads();
   }
   const float result = scratch[0];

@@ -27,7 +27,7 @@ namespace gpu {
 
 namespace {
 
-#define GK_GRID_LOOP(i, n)                                                               \
+#define GK_GRID_LOOP(i, n) \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
@@ -49,10 +49,13 @@ class DeviceBytes {
   }
   void upload(const void* data, size_t bytes) {
     check(hipMalloc(&ptr_, bytes < 1 ? 1 : bytes), "allocating a kernel table");
-    if (bytes) check(hipMemcpy(ptr_, data, bytes, hipMemcpyHostToDevice), "uploading a kernel table");
+    if (bytes)
+      check(hipMemcpy(ptr_, data, bytes, hipMemcpyHostToDevice), "uploading a kernel table");
   }
   template <typename T>
-  const T* get() const { return static_cast<const T*>(ptr_); }
+  const T* get() const {
+    return static_cast<const T*>(ptr_);
+  }
 
  private:
   void* ptr_ = nullptr;
@@ -91,10 +94,22 @@ class CastLookup : public Kernel {
   void dispatch(const I* x, const void* table, void* y, Context& ctx) const {
     const unsigned blocks = blocks_for(n_, 256);
     switch (eb_) {
-      case 1: lookup_kernel<<<blocks, 256, 0, ctx.stream>>>(x, static_cast<const uint8_t*>(table), static_cast<uint8_t*>(y), n_); break;
-      case 2: lookup_kernel<<<blocks, 256, 0, ctx.stream>>>(x, static_cast<const uint16_t*>(table), static_cast<uint16_t*>(y), n_); break;
-      case 4: lookup_kernel<<<blocks, 256, 0, ctx.stream>>>(x, static_cast<const uint32_t*>(table), static_cast<uint32_t*>(y), n_); break;
-      default: lookup_kernel<<<blocks, 256, 0, ctx.stream>>>(x, static_cast<const uint64_t*>(table), static_cast<uint64_t*>(y), n_); break;
+      case 1:
+        lookup_kernel<<<blocks, 256, 0, ctx.stream>>>(x, static_cast<const uint8_t*>(table),
+                                                      static_cast<uint8_t*>(y), n_);
+        break;
+      case 2:
+        lookup_kernel<<<blocks, 256, 0, ctx.stream>>>(x, static_cast<const uint16_t*>(table),
+                                                      static_cast<uint16_t*>(y), n_);
+        break;
+      case 4:
+        lookup_kernel<<<blocks, 256, 0, ctx.stream>>>(x, static_cast<const uint32_t*>(table),
+                                                      static_cast<uint32_t*>(y), n_);
+        break;
+      default:
+        lookup_kernel<<<blocks, 256, 0, ctx.stream>>>(x, static_cast<const uint64_t*>(table),
+                                                      static_cast<uint64_t*>(y), n_);
+        break;
     }
   }
   size_t ib_ = 1, eb_ = 1;
@@ -103,8 +118,8 @@ class CastLookup : public Kernel {
 
 // breaks: [pos (np), neg (nn)]; codes: [pos (np + 1), neg (nn + 1)]
 template <typename U>
-__global__ void steps_kernel(const U* x, uint8_t* y, const U* breaks, const uint8_t* codes,
-                             int np, int nn, U inf_bits, uint8_t nan_code, int64_t n) {
+__global__ void steps_kernel(const U* x, uint8_t* y, const U* breaks, const uint8_t* codes, int np,
+                             int nn, U inf_bits, uint8_t nan_code, int64_t n) {
   constexpr U kSign = U(1) << (sizeof(U) * 8 - 1);
   GK_GRID_LOOP(i, n) {
     const U bits = x[i];
@@ -131,7 +146,8 @@ class CastSteps : public Kernel {
   explicit CastSteps(const KernelSpec& spec) {
     if (spec.inputs.size() != 1) spec_error(spec, "takes one input");
     check_plain_pair(spec);
-    if (dtype_size(spec.outputs[0].dtype) != 1) spec_error(spec, "y must have one byte per element");
+    if (dtype_size(spec.outputs[0].dtype) != 1)
+      spec_error(spec, "y must have one byte per element");
     const auto pb = spec.attrs.get_ints("pos_breaks"), nb = spec.attrs.get_ints("neg_breaks");
     const auto pc = spec.attrs.get_ints("pos_codes"), nc = spec.attrs.get_ints("neg_codes");
     if (pc.size() != pb.size() + 1 || nc.size() != nb.size() + 1)
@@ -142,7 +158,8 @@ class CastSteps : public Kernel {
     np_ = static_cast<int>(pb.size());
     nn_ = static_cast<int>(nb.size());
     f64_ = spec.inputs[0].dtype == DType::f64;
-    if (!f64_ && spec.inputs[0].dtype != DType::f32) spec_error(spec, "x must be float32 or float64");
+    if (!f64_ && spec.inputs[0].dtype != DType::f32)
+      spec_error(spec, "x must be float32 or float64");
     std::vector<uint8_t> codes;
     for (int64_t c : pc) codes.push_back(static_cast<uint8_t>(c));
     for (int64_t c : nc) codes.push_back(static_cast<uint8_t>(c));
@@ -158,12 +175,12 @@ class CastSteps : public Kernel {
     const unsigned blocks = blocks_for(n_, 256);
     if (f64_)
       steps_kernel<uint64_t><<<blocks, 256, 0, ctx.stream>>>(
-          static_cast<const uint64_t*>(inputs[0]), y, breaks_.get<uint64_t>(), codes_.get<uint8_t>(),
-          np_, nn_, 0x7FF0000000000000ull, nan_, n_);
+          static_cast<const uint64_t*>(inputs[0]), y, breaks_.get<uint64_t>(),
+          codes_.get<uint8_t>(), np_, nn_, 0x7FF0000000000000ull, nan_, n_);
     else
       steps_kernel<uint32_t><<<blocks, 256, 0, ctx.stream>>>(
-          static_cast<const uint32_t*>(inputs[0]), y, breaks_.get<uint32_t>(), codes_.get<uint8_t>(),
-          np_, nn_, 0x7F800000u, nan_, n_);
+          static_cast<const uint32_t*>(inputs[0]), y, breaks_.get<uint32_t>(),
+          codes_.get<uint8_t>(), np_, nn_, 0x7F800000u, nan_, n_);
     check_launch("steps_kernel");
   }
 
@@ -199,7 +216,8 @@ struct Codes16 {
 };
 
 template <typename T>
-__global__ void sub_byte_int_kernel(const T* x, uint8_t* y, Codes16 codes, uint64_t mask, int64_t n) {
+__global__ void sub_byte_int_kernel(const T* x, uint8_t* y, Codes16 codes, uint64_t mask,
+                                    int64_t n) {
   GK_GRID_LOOP(i, n) y[i] = codes.c[static_cast<uint64_t>(as_int64(x[i])) & mask];
 }
 
@@ -208,7 +226,8 @@ class CastSubByteInt : public Kernel {
   explicit CastSubByteInt(const KernelSpec& spec) {
     if (spec.inputs.size() != 1) spec_error(spec, "takes one input");
     check_plain_pair(spec);
-    if (dtype_size(spec.outputs[0].dtype) != 1) spec_error(spec, "y must have one byte per element");
+    if (dtype_size(spec.outputs[0].dtype) != 1)
+      spec_error(spec, "y must have one byte per element");
     const int bits = static_cast<int>(spec.attrs.get_int("bits"));
     if (bits < 1 || bits > 8) spec_error(spec, "bits must be 1..8");
     const auto cv = spec.attrs.get_ints("codes");
@@ -217,8 +236,16 @@ class CastSubByteInt : public Kernel {
     mask_ = (uint64_t(1) << bits) - 1;
     dtype_ = spec.inputs[0].dtype;
     switch (dtype_) {
-      case DType::f32: case DType::f64: case DType::i8: case DType::i16: case DType::i32:
-      case DType::i64: case DType::u8: case DType::u16: case DType::u32: case DType::u64: break;
+      case DType::f32:
+      case DType::f64:
+      case DType::i8:
+      case DType::i16:
+      case DType::i32:
+      case DType::i64:
+      case DType::u8:
+      case DType::u16:
+      case DType::u32:
+      case DType::u64: break;
       default: spec_error(spec, "x must be float32, float64 or an integer type");
     }
     n_ = spec.outputs[0].numel();
@@ -245,7 +272,8 @@ class CastSubByteInt : public Kernel {
  private:
   template <typename T>
   void go(const void* x, uint8_t* y, Context& ctx) const {
-    sub_byte_int_kernel<T><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(static_cast<const T*>(x), y, codes_, mask_, n_);
+    sub_byte_int_kernel<T><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(static_cast<const T*>(x), y,
+                                                                        codes_, mask_, n_);
   }
   Codes16 codes_{};
   uint64_t mask_ = 0;
@@ -273,7 +301,8 @@ __device__ inline T shift(T x, T y, bool left) {
 }
 
 template <typename T>
-__global__ void bitwise_kernel(const T* a, const T* b, T* out, Strides ma, Strides mb, int op, int64_t n) {
+__global__ void bitwise_kernel(const T* a, const T* b, T* out, Strides ma, Strides mb, int op,
+                               int64_t n) {
   GK_GRID_LOOP(i, n) {
     const T x = a[map_offset(ma, i)];
     T r;
@@ -348,8 +377,14 @@ class Bitwise : public Kernel {
     if (!is_not) mb_ = broadcast_map(spec, spec.inputs[1], out);
     n_ = out.numel();
     switch (dtype_) {
-      case DType::i8: case DType::i16: case DType::i32: case DType::i64: case DType::u8:
-      case DType::u16: case DType::u32: case DType::u64: break;
+      case DType::i8:
+      case DType::i16:
+      case DType::i32:
+      case DType::i64:
+      case DType::u8:
+      case DType::u16:
+      case DType::u32:
+      case DType::u64: break;
       default: spec_error(spec, "integer operands only");
     }
   }
@@ -374,7 +409,8 @@ class Bitwise : public Kernel {
   template <typename T>
   void go(const void* a, const void* b, void* out, Context& ctx) const {
     bitwise_kernel<T><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(
-        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), ma_, mb_, op_, n_);
+        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), ma_, mb_, op_,
+        n_);
   }
   Strides ma_, mb_;
   int op_ = kAnd;
@@ -460,7 +496,11 @@ class Quantize : public Kernel {
     if (f != DType::f32 || spec.inputs[1].dtype != DType::f32)
       spec_error(spec, "float32 x / y and scale only");
     switch (q_) {
-      case DType::i8: case DType::u8: case DType::i16: case DType::u16: case DType::i32:
+      case DType::i8:
+      case DType::u8:
+      case DType::i16:
+      case DType::u16:
+      case DType::i32:
       case DType::u32: break;
       default: spec_error(spec, "integer quantized types only");
     }
@@ -482,16 +522,19 @@ class Quantize : public Kernel {
 
  private:
   template <typename Q>
-  void go(const void* const* inputs, void* const* outputs, Context& ctx, double lo, double hi) const {
+  void go(const void* const* inputs, void* const* outputs, Context& ctx, double lo,
+          double hi) const {
     const void* zp = has_zp_ ? inputs[2] : nullptr;
     const float* scale = static_cast<const float*>(inputs[1]);
     const unsigned blocks = blocks_for(n_, 256);
     if (quantize_)
-      quantize_kernel<Q><<<blocks, 256, 0, ctx.stream>>>(static_cast<const float*>(inputs[0]), scale, zp,
-                                                         zp_dtype_, static_cast<Q*>(outputs[0]), map_, lo, hi, n_);
+      quantize_kernel<Q><<<blocks, 256, 0, ctx.stream>>>(
+          static_cast<const float*>(inputs[0]), scale, zp, zp_dtype_, static_cast<Q*>(outputs[0]),
+          map_, lo, hi, n_);
     else
-      dequantize_kernel<Q><<<blocks, 256, 0, ctx.stream>>>(static_cast<const Q*>(inputs[0]), scale, zp,
-                                                           zp_dtype_, static_cast<float*>(outputs[0]), map_, n_);
+      dequantize_kernel<Q>
+          <<<blocks, 256, 0, ctx.stream>>>(static_cast<const Q*>(inputs[0]), scale, zp, zp_dtype_,
+                                           static_cast<float*>(outputs[0]), map_, n_);
   }
   ParamMap map_;
   bool quantize_ = true, has_zp_ = false;
@@ -502,15 +545,27 @@ class Quantize : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_cast_lookup(const KernelSpec& spec) { return std::make_unique<CastLookup>(spec); }
-std::unique_ptr<Kernel> make_cast_steps(const KernelSpec& spec) { return std::make_unique<CastSteps>(spec); }
+std::unique_ptr<Kernel> make_cast_lookup(const KernelSpec& spec) {
+  return std::make_unique<CastLookup>(spec);
+}
+std::unique_ptr<Kernel> make_cast_steps(const KernelSpec& spec) {
+  return std::make_unique<CastSteps>(spec);
+}
 std::unique_ptr<Kernel> make_cast_sub_byte_int(const KernelSpec& spec) {
   return std::make_unique<CastSubByteInt>(spec);
 }
-std::unique_ptr<Kernel> make_bitwise(const KernelSpec& spec) { return std::make_unique<Bitwise>(spec, false); }
-std::unique_ptr<Kernel> make_bitwise_not(const KernelSpec& spec) { return std::make_unique<Bitwise>(spec, true); }
-std::unique_ptr<Kernel> make_quantize(const KernelSpec& spec) { return std::make_unique<Quantize>(spec, true); }
-std::unique_ptr<Kernel> make_dequantize(const KernelSpec& spec) { return std::make_unique<Quantize>(spec, false); }
+std::unique_ptr<Kernel> make_bitwise(const KernelSpec& spec) {
+  return std::make_unique<Bitwise>(spec, false);
+}
+std::unique_ptr<Kernel> make_bitwise_not(const KernelSpec& spec) {
+  return std::make_unique<Bitwise>(spec, true);
+}
+std::unique_ptr<Kernel> make_quantize(const KernelSpec& spec) {
+  return std::make_unique<Quantize>(spec, true);
+}
+std::unique_ptr<Kernel> make_dequantize(const KernelSpec& spec) {
+  return std::make_unique<Quantize>(spec, false);
+}
 
 }  // namespace gpu
 }  // namespace graphkiln

@@ -14,5 +14,6 @@
 #elif defined(__CUDACC__)
 #include "gpu/hip_compat.hpp"
 #else
-#error "gpu/common.hpp: unknown GPU platform (compile .hip sources as HIP with clang or as CUDA with nvcc)"
+#error \
+    "gpu/common.hpp: unknown GPU platform (compile .hip sources as HIP with clang or as CUDA with nvcc)"
 #endif  // __HIP__ || __HIP_PLATFORM_AMD__

@@ -43,7 +43,8 @@ __global__ void im2col(const T* x, T* col, ConvShape s, FastDiv ow, int64_t rows
   const int64_t ky = k / s.kw, kx = k - ky * s.kw;
   const uint32_t ohw = static_cast<uint32_t>(s.oh * s.ow);
   const int32_t h = static_cast<int32_t>(s.h), w = static_cast<int32_t>(s.w);
-  const int32_t y0 = static_cast<int32_t>(ky * s.dh - s.ph), x0 = static_cast<int32_t>(kx * s.dw - s.pw);
+  const int32_t y0 = static_cast<int32_t>(ky * s.dh - s.ph),
+                x0 = static_cast<int32_t>(kx * s.dw - s.pw);
   const int32_t sh = static_cast<int32_t>(s.sh), sw = static_cast<int32_t>(s.sw);
   const T* src = x + plane * s.h * s.w;
   T* dst = col + r * static_cast<int64_t>(ohw);
@@ -70,8 +71,8 @@ inline dim3 im2col_block(int64_t row) {
 // one thread per output; 32-bit fast index math (the caller keeps the output under 2^31
 // elements)
 template <typename T>
-__global__ void depthwise(const T* x, const T* wt, const T* bias, T* y, ConvShape s,
-                          FastDiv ow, FastDiv oh, FastDiv channels, uint32_t total) {
+__global__ void depthwise(const T* x, const T* wt, const T* bias, T* y, ConvShape s, FastDiv ow,
+                          FastDiv oh, FastDiv channels, uint32_t total) {
   const int64_t per_group = s.m / s.group;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const uint32_t row = ow.div(i), plane = oh.div(row), n = channels.div(plane);
@@ -85,7 +86,8 @@ __global__ void depthwise(const T* x, const T* wt, const T* bias, T* y, ConvShap
       if (iy < 0 || iy >= s.h) continue;
       for (int64_t kx = 0; kx < s.kw; ++kx) {
         const int64_t ix = ox * s.sw - s.pw + kx * s.dw;
-        if (ix >= 0 && ix < s.w) acc += load_float(xc[iy * s.w + ix]) * load_float(wm[ky * s.kw + kx]);
+        if (ix >= 0 && ix < s.w)
+          acc += load_float(xc[iy * s.w + ix]) * load_float(wm[ky * s.kw + kx]);
       }
     }
     y[i] = store_float<T>(bias ? acc + load_float(bias[m]) : acc);
@@ -120,19 +122,23 @@ class Conv : public Kernel {
     const std::vector<int64_t> dilations = spec.attrs.get_ints("dilations");
     if (pads.size() != 4 || strides.size() != 2 || dilations.size() != 2)
       spec_error(spec, "expects 2-D pads, strides and dilations");
-    s_ = ConvShape{x.dims[0], x.dims[1], x.dims[2], x.dims[3], w.dims[0], w.dims[2], w.dims[3],
-                   y.dims[2], y.dims[3], spec.attrs.get_int("group", 1), strides[0], strides[1],
-                   pads[0], pads[1], dilations[0], dilations[1]};
+    s_ = ConvShape{x.dims[0],   x.dims[1],  x.dims[2], x.dims[3], w.dims[0],
+                   w.dims[2],   w.dims[3],  y.dims[2], y.dims[3], spec.attrs.get_int("group", 1),
+                   strides[0],  strides[1], pads[0],   pads[1],   dilations[0],
+                   dilations[1]};
     if (s_.c % s_.group || s_.m % s_.group || w.dims[1] != s_.c / s_.group)
       spec_error(spec, "channels do not match the group count");
     fast_math_ = spec.attrs.get_int("fast_math", 0) != 0;
     depthwise_ = s_.group == s_.c && w.dims[1] == 1 && s_.group > 1;
-    pointwise_ = s_.kh == 1 && s_.kw == 1 && s_.sh == 1 && s_.sw == 1 && s_.ph == 0 &&
-                 s_.pw == 0 && pads[2] == 0 && pads[3] == 0;
+    pointwise_ = s_.kh == 1 && s_.kw == 1 && s_.sh == 1 && s_.sw == 1 && s_.ph == 0 && s_.pw == 0 &&
+                 pads[2] == 0 && pads[3] == 0;
     const size_t image_bytes =
         static_cast<size_t>(s_.c * s_.kh * s_.kw * s_.oh * s_.ow) * dtype_size(dtype_);
-    chunk_ = image_bytes == 0 ? 1 : std::max<int64_t>(1, std::min<int64_t>(
-                                        s_.n, static_cast<int64_t>(kWorkspaceCap / image_bytes)));
+    chunk_ =
+        image_bytes == 0
+            ? 1
+            : std::max<int64_t>(
+                  1, std::min<int64_t>(s_.n, static_cast<int64_t>(kWorkspaceCap / image_bytes)));
     const int64_t image_col = s_.c * s_.kh * s_.kw * s_.oh * s_.ow;
     if (!depthwise_ && !pointwise_ && image_col >= (int64_t{1} << 31))
       spec_error(spec, "one image's im2col matrix exceeds 2^31 elements");
@@ -141,8 +147,9 @@ class Conv : public Kernel {
     ow_div_ = FastDiv(static_cast<uint32_t>(std::max<int64_t>(1, s_.ow)));
     if (s_.n * s_.m >= (int64_t{1} << 31) || s_.oh * s_.ow >= (int64_t{1} << 31) ||
         s_.h * s_.w >= (int64_t{1} << 31) || (depthwise_ && y.numel() >= (int64_t{1} << 31)))
-      spec_error(spec, "more than 2^31 output planes or elements in a plane (or outputs of a "
-                       "depthwise convolution)");
+      spec_error(spec,
+                 "more than 2^31 output planes or elements in a plane (or outputs of a "
+                 "depthwise convolution)");
     col_bytes_ = (depthwise_ || pointwise_) ? 0 : image_bytes * static_cast<size_t>(chunk_);
   }
 

@@ -90,8 +90,9 @@ Epilogue read_epilogue(const KernelSpec& spec) {
     const TensorInfo& y = spec.outputs.at(0);
     if (z.dtype != y.dtype || z.dims != y.dims || layout_of(z) != layout_of(y) ||
         layout_of(z) == Layout::kOther)
-      spec_error(spec, "the residual input (input 3) must have the output's shape, type and "
-                       "layout (contiguous NCHW or packed NHWC)");
+      spec_error(spec,
+                 "the residual input (input 3) must have the output's shape, type and "
+                 "layout (contiguous NCHW or packed NHWC)");
   }
   return e;
 }
@@ -117,8 +118,8 @@ void launch_epilogue(DType dtype, void* y, const void* bias, const void* z, int6
   dispatch_float(dtype, [&](auto t) {
     using T = decltype(t);
     conv_epilogue<T><<<blocks_for(total, 256), 256, 0, stream>>>(
-        static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(z), channels,
-        plane, total, relu);
+        static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(z), channels, plane,
+        total, relu);
   });
   check_launch("conv_epilogue");
 }
@@ -141,8 +142,8 @@ class ConvThenEpilogue : public Kernel {
   size_t workspace_bytes() const override { return inner_->workspace_bytes(); }
   void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     inner_->run(inputs, outputs, ctx);
-    launch_epilogue(dtype_, outputs[0], nullptr, epilogue_.has_z ? inputs[3] : nullptr,
-                    channels_, plane_, total_, epilogue_.relu, ctx.stream);
+    launch_epilogue(dtype_, outputs[0], nullptr, epilogue_.has_z ? inputs[3] : nullptr, channels_,
+                    plane_, total_, epilogue_.relu, ctx.stream);
   }
 
  private:
@@ -234,8 +235,8 @@ class CudnnConv : public Kernel {
                         void* workspace) const {
     const float one = 1.f, zero = 0.f;
     if (!fused_)
-      return api_.forward(handle, &one, x_desc_, inputs[0], w_desc_, inputs[1], conv_desc_,
-                          algo_, workspace, workspace_, &zero, y_desc_, y);
+      return api_.forward(handle, &one, x_desc_, inputs[0], w_desc_, inputs[1], conv_desc_, algo_,
+                          workspace, workspace_, &zero, y_desc_, y);
     const void* bias = has_bias_ ? inputs[2] : zero_bias_;
     const void* z = epilogue_.has_z ? inputs[3] : y;
     return api_.bias_activation_forward(handle, &one, x_desc_, inputs[0], w_desc_, inputs[1],
@@ -332,9 +333,9 @@ class CudnnConv : public Kernel {
                            int(w.dims[1]), int(w.dims[2]), int(w.dims[3])) != cudnn::kSuccess)
       return refuse("filter descriptor");
     if (api_.create_conv(&conv_desc_) != cudnn::kSuccess ||
-        api_.set_conv_2d(conv_desc_, int(pads[0]), int(pads[1]), int(strides[0]),
-                         int(strides[1]), int(dilations[0]), int(dilations[1]),
-                         cudnn::kCrossCorrelation, cudnn::kFloat) != cudnn::kSuccess ||
+        api_.set_conv_2d(conv_desc_, int(pads[0]), int(pads[1]), int(strides[0]), int(strides[1]),
+                         int(dilations[0]), int(dilations[1]), cudnn::kCrossCorrelation,
+                         cudnn::kFloat) != cudnn::kSuccess ||
         api_.set_group_count(conv_desc_, int(group)) != cudnn::kSuccess)
       return refuse("convolution descriptor (pads, strides, dilations or groups)");
     int on = 0, oc = 0, oh = 0, ow = 0;
@@ -346,8 +347,8 @@ class CudnnConv : public Kernel {
                               int(channels_), 1, 1, 1) != cudnn::kSuccess)
       return refuse("bias descriptor");
     if (api_.create_activation(&act_desc_) != cudnn::kSuccess ||
-        api_.set_activation(act_desc_, epilogue_.relu ? cudnn::kActivationRelu
-                                                      : cudnn::kActivationIdentity,
+        api_.set_activation(act_desc_,
+                            epilogue_.relu ? cudnn::kActivationRelu : cudnn::kActivationIdentity,
                             cudnn::kNotPropagateNan, 0.0) != cudnn::kSuccess)
       return refuse("activation descriptor");
 
@@ -355,8 +356,9 @@ class CudnnConv : public Kernel {
     // threads at once): held from the algorithm query to the end of the trial runs.
     std::lock_guard<std::mutex> lock(cudnn::handle_mutex());
     const bool strict_f32 = dtype_ == DType::f32 && !fast_math;
-    const int base_math = strict_f32 ? cudnn::kFmaMath
-                          : dtype_ == DType::f32 ? cudnn::kDefaultMath : cudnn::kTensorOpMath;
+    const int base_math = strict_f32             ? cudnn::kFmaMath
+                          : dtype_ == DType::f32 ? cudnn::kDefaultMath
+                                                 : cudnn::kTensorOpMath;
     cudnn::AlgoPerf perf[cudnn::kFwdAlgoCount] = {};
     int count = 0;
     if (api_.set_math_type(conv_desc_, base_math) != cudnn::kSuccess ||
@@ -367,13 +369,15 @@ class CudnnConv : public Kernel {
     if (api_.set_stream(build_handle_, nullptr) != cudnn::kSuccess) return refuse("cudnnSetStream");
     // scratch operands for the trial runs (zeros); the fused call's missing bias reads zeros
     DeviceBuffer xb(x.nbytes()), wb(w.nbytes()), yb(y.nbytes()),
-        zb(epilogue_.has_z ? y.nbytes() : 0), bb(static_cast<size_t>(channels_) * dtype_size(dtype_));
+        zb(epilogue_.has_z ? y.nbytes() : 0),
+        bb(static_cast<size_t>(channels_) * dtype_size(dtype_));
     if (!xb.p || !wb.p || !yb.p || (epilogue_.has_z && !zb.p) || !bb.p)
       return refuse("no device memory for the trial run");
     if (!has_bias_) {
       if (hipMalloc(&zero_bias_, static_cast<size_t>(channels_) * dtype_size(dtype_)) != hipSuccess)
         return refuse("no device memory for a zero bias");
-      (void)hipMemsetAsync(zero_bias_, 0, static_cast<size_t>(channels_) * dtype_size(dtype_), nullptr);
+      (void)hipMemsetAsync(zero_bias_, 0, static_cast<size_t>(channels_) * dtype_size(dtype_),
+                           nullptr);
     }
     const void* trial_inputs[4] = {xb.p, wb.p, has_bias_ ? bb.p : nullptr, zb.p};
     // Candidates: the fused call (when there is an epilogue) and the plain call (+ the
@@ -400,7 +404,8 @@ class CudnnConv : public Kernel {
         size_t bytes = 0;
         if (api_.set_math_type(conv_desc_, math) != cudnn::kSuccess ||
             api_.workspace_size(build_handle_, x_desc_, w_desc_, conv_desc_, y_desc_, p.algo,
-                                &bytes) != cudnn::kSuccess || bytes > kWorkspaceCap)
+                                &bytes) != cudnn::kSuccess ||
+            bytes > kWorkspaceCap)
           continue;
         DeviceBuffer ws(bytes);
         if (bytes && !ws.p) continue;
@@ -432,8 +437,8 @@ class CudnnConv : public Kernel {
         std::fprintf(stderr,
                      "graphkiln cuDNN conv '%s': %s algo %d math %d workspace %zu, %.4f ms "
                      "(tried algo:status%s)\n",
-                     name_.c_str(), fused_ ? "fused bias+activation" : "forward", algo_,
-                     best_math, workspace_, best_ms, tried.c_str());
+                     name_.c_str(), fused_ ? "fused bias+activation" : "forward", algo_, best_math,
+                     workspace_, best_ms, tried.c_str());
       return true;
     }
     return refuse("no algorithm ran (algo:status" + tried + ")");
@@ -483,8 +488,8 @@ std::unique_ptr<Kernel> make_conv_step(const KernelSpec& spec) {
   (void)verbose;
 #endif  // GRAPHKILN_GPU_CUDNN
   if (channels_last)
-    spec_error(spec, "channels-last (NHWC) data needs cuDNN, which does not run it here (" +
-                         why + ")");
+    spec_error(spec,
+               "channels-last (NHWC) data needs cuDNN, which does not run it here (" + why + ")");
   if (!e.has_z && !e.relu) return make_conv(spec);
   return std::make_unique<ConvThenEpilogue>(spec, e);
 }

@@ -89,7 +89,7 @@ class StridedCopy : public Kernel {
   template <typename T>
   void launch(const unsigned char* src, unsigned char* dst, unsigned blocks, Context& ctx) const {
     strided_copy<T><<<blocks, 256, 0, ctx.stream>>>(reinterpret_cast<const T*>(src),
-                                                     reinterpret_cast<T*>(dst), src_, dst_, n_);
+                                                    reinterpret_cast<T*>(dst), src_, dst_, n_);
   }
   size_t elem_ = 4;
   int64_t n_ = 0, src_offset_ = 0, dst_offset_ = 0;
@@ -100,7 +100,8 @@ class StridedCopy : public Kernel {
 // Trilu: x over [batch, rows, cols], elements outside the kept triangle (j - i >= k for
 // upper, j - i <= k for lower) zeroed.
 template <typename T>
-__global__ void trilu(const T* x, T* y, int64_t rows, int64_t cols, int64_t k, int upper, int64_t n) {
+__global__ void trilu(const T* x, T* y, int64_t rows, int64_t cols, int64_t k, int upper,
+                      int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t c = i % cols, r = (i / cols) % rows;
@@ -126,10 +127,26 @@ class Trilu : public Kernel {
     if (n_ == 0) return;
     const unsigned blocks = blocks_for(n_, 256);
     switch (elem_) {
-      case 1: trilu<uint8_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const uint8_t*>(inputs[0]), static_cast<uint8_t*>(outputs[0]), rows_, cols_, k_, upper_, n_); break;
-      case 2: trilu<uint16_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const uint16_t*>(inputs[0]), static_cast<uint16_t*>(outputs[0]), rows_, cols_, k_, upper_, n_); break;
-      case 4: trilu<uint32_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const uint32_t*>(inputs[0]), static_cast<uint32_t*>(outputs[0]), rows_, cols_, k_, upper_, n_); break;
-      default: trilu<uint64_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const uint64_t*>(inputs[0]), static_cast<uint64_t*>(outputs[0]), rows_, cols_, k_, upper_, n_); break;
+      case 1:
+        trilu<uint8_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const uint8_t*>(inputs[0]),
+                                                       static_cast<uint8_t*>(outputs[0]), rows_,
+                                                       cols_, k_, upper_, n_);
+        break;
+      case 2:
+        trilu<uint16_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const uint16_t*>(inputs[0]),
+                                                        static_cast<uint16_t*>(outputs[0]), rows_,
+                                                        cols_, k_, upper_, n_);
+        break;
+      case 4:
+        trilu<uint32_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const uint32_t*>(inputs[0]),
+                                                        static_cast<uint32_t*>(outputs[0]), rows_,
+                                                        cols_, k_, upper_, n_);
+        break;
+      default:
+        trilu<uint64_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const uint64_t*>(inputs[0]),
+                                                        static_cast<uint64_t*>(outputs[0]), rows_,
+                                                        cols_, k_, upper_, n_);
+        break;
     }
     check_launch("trilu");
   }

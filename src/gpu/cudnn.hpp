@@ -68,18 +68,18 @@ struct Api {
   Status (*set_group_count)(ConvDesc, int) = nullptr;
   Status (*set_math_type)(ConvDesc, int) = nullptr;
   Status (*output_dim)(ConvDesc, TensorDesc, FilterDesc, int*, int*, int*, int*) = nullptr;
-  Status (*forward_algorithm_v7)(Handle, TensorDesc, FilterDesc, ConvDesc, TensorDesc, int,
-                                 int*, AlgoPerf*) = nullptr;
+  Status (*forward_algorithm_v7)(Handle, TensorDesc, FilterDesc, ConvDesc, TensorDesc, int, int*,
+                                 AlgoPerf*) = nullptr;
   Status (*workspace_size)(Handle, TensorDesc, FilterDesc, ConvDesc, TensorDesc, int,
                            size_t*) = nullptr;
-  Status (*forward)(Handle, const void* alpha, TensorDesc, const void* x, FilterDesc,
-                    const void* w, ConvDesc, int algo, void* workspace, size_t workspace_bytes,
-                    const void* beta, TensorDesc, void* y) = nullptr;
+  Status (*forward)(Handle, const void* alpha, TensorDesc, const void* x, FilterDesc, const void* w,
+                    ConvDesc, int algo, void* workspace, size_t workspace_bytes, const void* beta,
+                    TensorDesc, void* y) = nullptr;
   Status (*bias_activation_forward)(Handle, const void* alpha1, TensorDesc, const void* x,
-                                    FilterDesc, const void* w, ConvDesc, int algo,
-                                    void* workspace, size_t workspace_bytes,
-                                    const void* alpha2, TensorDesc, const void* z, TensorDesc,
-                                    const void* bias, ActDesc, TensorDesc, void* y) = nullptr;
+                                    FilterDesc, const void* w, ConvDesc, int algo, void* workspace,
+                                    size_t workspace_bytes, const void* alpha2, TensorDesc,
+                                    const void* z, TensorDesc, const void* bias, ActDesc,
+                                    TensorDesc, void* y) = nullptr;
   Status (*create_activation)(ActDesc*) = nullptr;
   Status (*destroy_activation)(ActDesc) = nullptr;
   Status (*set_activation)(ActDesc, int mode, int nan, double coef) = nullptr;

@@ -25,7 +25,7 @@ namespace gpu {
 
 namespace {
 
-#define GK_GRID_LOOP(i, n)                                                               \
+#define GK_GRID_LOOP(i, n) \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
@@ -41,7 +41,8 @@ class DeviceInts {
   void upload(const std::vector<T>& v) {
     const size_t bytes = v.size() * sizeof(T);
     check(hipMalloc(&ptr_, bytes < 8 ? 8 : bytes), "allocating a kernel table");
-    if (bytes) check(hipMemcpy(ptr_, v.data(), bytes, hipMemcpyHostToDevice), "uploading a kernel table");
+    if (bytes)
+      check(hipMemcpy(ptr_, v.data(), bytes, hipMemcpyHostToDevice), "uploading a kernel table");
   }
   const int64_t* get() const { return static_cast<const int64_t*>(ptr_); }
   const float* floats() const { return static_cast<const float*>(ptr_); }
@@ -87,7 +88,8 @@ class IndexMap : public Kernel {
       dims_.strides[d] = at;
       at += out.dims[d];
     }
-    if (static_cast<int64_t>(maps.size()) != at) spec_error(spec, "maps do not match the output dims");
+    if (static_cast<int64_t>(maps.size()) != at)
+      spec_error(spec, "maps do not match the output dims");
     maps_.upload(maps);
     fill_bits_ = static_cast<uint64_t>(spec.attrs.get_int("fill_bits", 0));
     n_ = out.numel();
@@ -158,7 +160,8 @@ class CumSum : public Kernel {
  public:
   explicit CumSum(const KernelSpec& spec) {
     const TensorInfo& x = spec.inputs.at(0);
-    if (!x.is_contiguous() || !spec.outputs.at(0).is_contiguous()) spec_error(spec, "plain data only");
+    if (!x.is_contiguous() || !spec.outputs.at(0).is_contiguous())
+      spec_error(spec, "plain data only");
     if (!spec.attrs.has("axis")) spec_error(spec, "the gpu kernel takes a constant axis only");
     const int rank = x.rank();
     const int axis = static_cast<int>(spec.attrs.get_int("axis"));
@@ -172,7 +175,11 @@ class CumSum : public Kernel {
     reverse_ = static_cast<int>(spec.attrs.get_int("reverse", 0));
     prod_ = spec.attrs.get_int("prod", 0) != 0;
     switch (dtype_) {
-      case DType::f32: case DType::f64: case DType::i32: case DType::i64: case DType::u32:
+      case DType::f32:
+      case DType::f64:
+      case DType::i32:
+      case DType::i64:
+      case DType::u32:
       case DType::u64: break;
       default: spec_error(spec, "unsupported dtype");
     }
@@ -196,13 +203,13 @@ class CumSum : public Kernel {
   void go(const void* const* inputs, void* const* outputs, Context& ctx) const {
     const unsigned blocks = blocks_for(outer_ * inner_, 256);
     if (prod_)
-      cumsum_kernel<T, true><<<blocks, 256, 0, ctx.stream>>>(
-          static_cast<const T*>(inputs[0]), static_cast<T*>(outputs[0]), outer_, len_, inner_,
-          exclusive_, reverse_);
+      cumsum_kernel<T, true><<<blocks, 256, 0, ctx.stream>>>(static_cast<const T*>(inputs[0]),
+                                                             static_cast<T*>(outputs[0]), outer_,
+                                                             len_, inner_, exclusive_, reverse_);
     else
-      cumsum_kernel<T, false><<<blocks, 256, 0, ctx.stream>>>(
-          static_cast<const T*>(inputs[0]), static_cast<T*>(outputs[0]), outer_, len_, inner_,
-          exclusive_, reverse_);
+      cumsum_kernel<T, false><<<blocks, 256, 0, ctx.stream>>>(static_cast<const T*>(inputs[0]),
+                                                              static_cast<T*>(outputs[0]), outer_,
+                                                              len_, inner_, exclusive_, reverse_);
   }
   bool prod_ = false;
   DType dtype_ = DType::f32;
@@ -226,8 +233,10 @@ class OneHot : public Kernel {
  public:
   explicit OneHot(const KernelSpec& spec) {
     const TensorInfo& out = spec.outputs.at(0);
-    if (!out.is_contiguous() || !spec.inputs.at(0).is_contiguous()) spec_error(spec, "plain data only");
-    if (spec.inputs.size() != 3 || !spec.has_input(2)) spec_error(spec, "takes indices, depth, values");
+    if (!out.is_contiguous() || !spec.inputs.at(0).is_contiguous())
+      spec_error(spec, "plain data only");
+    if (spec.inputs.size() != 3 || !spec.has_input(2))
+      spec_error(spec, "takes indices, depth, values");
     if (spec.inputs[2].numel() < 2 || spec.inputs[2].dtype != out.dtype)
       spec_error(spec, "values must hold (off, on) of the output type");
     const int axis = static_cast<int>(spec.attrs.get_int("axis"));
@@ -259,10 +268,22 @@ class OneHot : public Kernel {
     T* out = static_cast<T*>(outputs[0]);
     const unsigned blocks = blocks_for(n_, 256);
     switch (idx_) {
-      case DType::i64: one_hot_kernel<T, int64_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const int64_t*>(inputs[0]), values, out, depth_, inner_, n_); break;
-      case DType::i32: one_hot_kernel<T, int32_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const int32_t*>(inputs[0]), values, out, depth_, inner_, n_); break;
-      case DType::f32: one_hot_kernel<T, float><<<blocks, 256, 0, ctx.stream>>>(static_cast<const float*>(inputs[0]), values, out, depth_, inner_, n_); break;
-      default: one_hot_kernel<T, double><<<blocks, 256, 0, ctx.stream>>>(static_cast<const double*>(inputs[0]), values, out, depth_, inner_, n_); break;
+      case DType::i64:
+        one_hot_kernel<T, int64_t><<<blocks, 256, 0, ctx.stream>>>(
+            static_cast<const int64_t*>(inputs[0]), values, out, depth_, inner_, n_);
+        break;
+      case DType::i32:
+        one_hot_kernel<T, int32_t><<<blocks, 256, 0, ctx.stream>>>(
+            static_cast<const int32_t*>(inputs[0]), values, out, depth_, inner_, n_);
+        break;
+      case DType::f32:
+        one_hot_kernel<T, float><<<blocks, 256, 0, ctx.stream>>>(
+            static_cast<const float*>(inputs[0]), values, out, depth_, inner_, n_);
+        break;
+      default:
+        one_hot_kernel<T, double><<<blocks, 256, 0, ctx.stream>>>(
+            static_cast<const double*>(inputs[0]), values, out, depth_, inner_, n_);
+        break;
     }
   }
   int64_t depth_ = 1, inner_ = 1, n_ = 0;
@@ -280,10 +301,15 @@ __global__ void range_kernel(const T* start, const T* delta, T* out, int64_t n) 
 class Range : public Kernel {
  public:
   explicit Range(const KernelSpec& spec) {
-    if (spec.inputs.size() != 3 || spec.outputs.size() != 1) spec_error(spec, "start, limit, delta");
+    if (spec.inputs.size() != 3 || spec.outputs.size() != 1)
+      spec_error(spec, "start, limit, delta");
     dtype_ = spec.outputs[0].dtype;
     switch (dtype_) {
-      case DType::f32: case DType::f64: case DType::i64: case DType::i32: case DType::i16:
+      case DType::f32:
+      case DType::f64:
+      case DType::i64:
+      case DType::i32:
+      case DType::i16:
       case DType::i8: break;
       default: spec_error(spec, "unsupported dtype");
     }
@@ -294,12 +320,36 @@ class Range : public Kernel {
     if (n_ == 0) return;
     const unsigned blocks = blocks_for(n_, 256);
     switch (dtype_) {
-      case DType::f32: range_kernel<float, float><<<blocks, 256, 0, ctx.stream>>>(static_cast<const float*>(inputs[0]), static_cast<const float*>(inputs[2]), static_cast<float*>(outputs[0]), n_); break;
-      case DType::f64: range_kernel<double, double><<<blocks, 256, 0, ctx.stream>>>(static_cast<const double*>(inputs[0]), static_cast<const double*>(inputs[2]), static_cast<double*>(outputs[0]), n_); break;
-      case DType::i64: range_kernel<int64_t, int64_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const int64_t*>(inputs[0]), static_cast<const int64_t*>(inputs[2]), static_cast<int64_t*>(outputs[0]), n_); break;
-      case DType::i32: range_kernel<int32_t, int64_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const int32_t*>(inputs[0]), static_cast<const int32_t*>(inputs[2]), static_cast<int32_t*>(outputs[0]), n_); break;
-      case DType::i16: range_kernel<int16_t, int64_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const int16_t*>(inputs[0]), static_cast<const int16_t*>(inputs[2]), static_cast<int16_t*>(outputs[0]), n_); break;
-      default: range_kernel<int8_t, int64_t><<<blocks, 256, 0, ctx.stream>>>(static_cast<const int8_t*>(inputs[0]), static_cast<const int8_t*>(inputs[2]), static_cast<int8_t*>(outputs[0]), n_); break;
+      case DType::f32:
+        range_kernel<float, float><<<blocks, 256, 0, ctx.stream>>>(
+            static_cast<const float*>(inputs[0]), static_cast<const float*>(inputs[2]),
+            static_cast<float*>(outputs[0]), n_);
+        break;
+      case DType::f64:
+        range_kernel<double, double><<<blocks, 256, 0, ctx.stream>>>(
+            static_cast<const double*>(inputs[0]), static_cast<const double*>(inputs[2]),
+            static_cast<double*>(outputs[0]), n_);
+        break;
+      case DType::i64:
+        range_kernel<int64_t, int64_t><<<blocks, 256, 0, ctx.stream>>>(
+            static_cast<const int64_t*>(inputs[0]), static_cast<const int64_t*>(inputs[2]),
+            static_cast<int64_t*>(outputs[0]), n_);
+        break;
+      case DType::i32:
+        range_kernel<int32_t, int64_t><<<blocks, 256, 0, ctx.stream>>>(
+            static_cast<const int32_t*>(inputs[0]), static_cast<const int32_t*>(inputs[2]),
+            static_cast<int32_t*>(outputs[0]), n_);
+        break;
+      case DType::i16:
+        range_kernel<int16_t, int64_t><<<blocks, 256, 0, ctx.stream>>>(
+            static_cast<const int16_t*>(inputs[0]), static_cast<const int16_t*>(inputs[2]),
+            static_cast<int16_t*>(outputs[0]), n_);
+        break;
+      default:
+        range_kernel<int8_t, int64_t><<<blocks, 256, 0, ctx.stream>>>(
+            static_cast<const int8_t*>(inputs[0]), static_cast<const int8_t*>(inputs[2]),
+            static_cast<int8_t*>(outputs[0]), n_);
+        break;
     }
     check_launch("range_kernel");
   }
@@ -341,7 +391,8 @@ __global__ void scatter_nd_kernel(const I* ind, const T* upd, T* out, Strides si
       offset += k * sizes.strides[j];
     }
     if (!ok) continue;
-    for (int64_t e = threadIdx.x; e < slice; e += blockDim.x) combine(out + offset + e, upd[n * slice + e], r);
+    for (int64_t e = threadIdx.x; e < slice; e += blockDim.x)
+      combine(out + offset + e, upd[n * slice + e], r);
   }
 }
 
@@ -374,7 +425,8 @@ class Scatter : public Kernel {
     const TensorInfo& ind = spec.inputs.at(1);
     const TensorInfo& upd = spec.inputs.at(2);
     const TensorInfo& out = spec.outputs.at(0);
-    if (!data.is_contiguous() || !ind.is_contiguous() || !upd.is_contiguous() || !out.is_contiguous())
+    if (!data.is_contiguous() || !ind.is_contiguous() || !upd.is_contiguous() ||
+        !out.is_contiguous())
       spec_error(spec, "plain data only");
     if (data.rank() > kMaxRank) spec_error(spec, "rank above 8");
     wide_ = ind.dtype == DType::i64;
@@ -422,8 +474,9 @@ class Scatter : public Kernel {
 
   void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (outputs[0] != inputs[0] && total_bytes_)
-      check(hipMemcpyAsync(outputs[0], inputs[0], total_bytes_, hipMemcpyDeviceToDevice, ctx.stream),
-            "scatter copy");
+      check(
+          hipMemcpyAsync(outputs[0], inputs[0], total_bytes_, hipMemcpyDeviceToDevice, ctx.stream),
+          "scatter copy");
     if (count_ == 0) return;
     switch (dtype_) {
       case DType::f32: pick<float>(inputs, outputs, ctx); break;
@@ -455,8 +508,8 @@ class Scatter : public Kernel {
     if (nd_)
       scatter_nd_kernel<T, I><<<1, 256, 0, ctx.stream>>>(ind, upd, out, sizes_, count_, slice_, r_);
     else
-      scatter_elements_kernel<T, I><<<1, 1, 0, ctx.stream>>>(ind, upd, out, sizes_, strides_, axis_,
-                                                             axis_size_, count_, r_);
+      scatter_elements_kernel<T, I>
+          <<<1, 1, 0, ctx.stream>>>(ind, upd, out, sizes_, strides_, axis_, axis_size_, count_, r_);
   }
   bool nd_ = true, wide_ = true;
   int r_ = kNone, axis_ = 0;
@@ -497,7 +550,8 @@ class ResizeAxis : public Kernel {
     out_len_ = spec.attrs.get_int("out_len");
     inner_ = spec.attrs.get_int("inner");
     taps_ = static_cast<int>(spec.attrs.get_int("taps"));
-    if (outer_ * in_len_ * inner_ != x.numel() || outer_ * out_len_ * inner_ != y.numel() || taps_ < 1)
+    if (outer_ * in_len_ * inner_ != x.numel() || outer_ * out_len_ * inner_ != y.numel() ||
+        taps_ < 1)
       spec_error(spec, "sizes do not match the data");
     const std::vector<int64_t> index = spec.attrs.get_ints("index");
     const std::vector<double> weights = spec.attrs.get_floats("weights");
@@ -526,12 +580,22 @@ class ResizeAxis : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_resize_axis(const KernelSpec& spec) { return std::make_unique<ResizeAxis>(spec); }
-std::unique_ptr<Kernel> make_index_map(const KernelSpec& spec) { return std::make_unique<IndexMap>(spec); }
-std::unique_ptr<Kernel> make_cumsum(const KernelSpec& spec) { return std::make_unique<CumSum>(spec); }
-std::unique_ptr<Kernel> make_one_hot(const KernelSpec& spec) { return std::make_unique<OneHot>(spec); }
+std::unique_ptr<Kernel> make_resize_axis(const KernelSpec& spec) {
+  return std::make_unique<ResizeAxis>(spec);
+}
+std::unique_ptr<Kernel> make_index_map(const KernelSpec& spec) {
+  return std::make_unique<IndexMap>(spec);
+}
+std::unique_ptr<Kernel> make_cumsum(const KernelSpec& spec) {
+  return std::make_unique<CumSum>(spec);
+}
+std::unique_ptr<Kernel> make_one_hot(const KernelSpec& spec) {
+  return std::make_unique<OneHot>(spec);
+}
 std::unique_ptr<Kernel> make_range(const KernelSpec& spec) { return std::make_unique<Range>(spec); }
-std::unique_ptr<Kernel> make_scatter_nd(const KernelSpec& spec) { return std::make_unique<Scatter>(spec, true); }
+std::unique_ptr<Kernel> make_scatter_nd(const KernelSpec& spec) {
+  return std::make_unique<Scatter>(spec, true);
+}
 std::unique_ptr<Kernel> make_scatter_elements(const KernelSpec& spec) {
   return std::make_unique<Scatter>(spec, false);
 }

@@ -414,15 +414,16 @@ GpuExecutor::GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuff
 
   for (StepSpec& s : steps) {
     if (s.inputs.size() != s.spec.inputs.size() || s.outputs.size() != s.spec.outputs.size())
-      throw std::invalid_argument("step '" + s.spec.name + "': tensor references and "
+      throw std::invalid_argument("step '" + s.spec.name +
+                                  "': tensor references and "
                                   "descriptions differ in number");
     for (size_t i = 0; i < s.inputs.size(); ++i) {
       const TensorRef& r = s.inputs[i];
       if (!s.spec.has_input(i) || r.storage != Storage::constant) continue;
       if (r.index < 0 || r.index >= static_cast<int64_t>(constants.size()))
         throw std::invalid_argument("step '" + s.spec.name + "': bad constant index");
-      s.spec.inputs[i].constant = static_cast<const unsigned char*>(constants[r.index].data) +
-                                  r.offset;
+      s.spec.inputs[i].constant =
+          static_cast<const unsigned char*>(constants[r.index].data) + r.offset;
     }
     for (const TensorRef& r : s.outputs)
       if (r.storage == Storage::constant || r.storage == Storage::input)
@@ -489,10 +490,8 @@ void GpuExecutor::run(const std::vector<InputBuffer>& inputs,
       (void)m.capture(c, device_inputs);
       m.note_capture(c);
     }
-    if (c.graph_exec)
-      check(hipGraphLaunch(c.graph_exec, c.stream), "launching the plan's graph");
-    else
-      m.enqueue_steps(c, device_inputs);
+    if (c.graph_exec) check(hipGraphLaunch(c.graph_exec, c.stream), "launching the plan's graph");
+    else m.enqueue_steps(c, device_inputs);
     ++c.runs;
     for (size_t i = 0; i < host_outputs.size(); ++i)
       if (m.output_bytes[i])
@@ -501,8 +500,8 @@ void GpuExecutor::run(const std::vector<InputBuffer>& inputs,
               "copying an output to the host");
     const hipError_t status = hipStreamSynchronize(c.stream);
     if (status != hipSuccess)
-      throw std::runtime_error(m.device + ": running the plan failed: " +
-                               hipGetErrorString(status));
+      throw std::runtime_error(m.device +
+                               ": running the plan failed: " + hipGetErrorString(status));
   } catch (...) {
     // nothing queued may still write the caller's outputs or read its inputs after we return
     (void)hipStreamSynchronize(c.stream);
@@ -580,8 +579,8 @@ std::string GpuExecutor::graph_state() const {
   std::lock_guard<std::mutex> lock(m.pool_mutex);
   const size_t n = m.contexts.size();
   const std::string replay = m.replaying == n ? "replaying"
-                             : "replaying in " + std::to_string(m.replaying) + " of " +
-                                   std::to_string(n) + " contexts";
+                                              : "replaying in " + std::to_string(m.replaying) +
+                                                    " of " + std::to_string(n) + " contexts";
   if (m.capture_failures > 0)
     return "kernel by kernel: " + m.first_capture_failure +
            (m.replaying > 0 ? " (" + replay + ")" : "");

@@ -80,8 +80,8 @@ class GpuExecutor {
   // max_contexts: how many runs may execute at once (at least 1).
   GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuffer>& constants,
               int64_t arena_bytes, std::vector<size_t> input_bytes,
-              std::vector<size_t> output_bytes, bool builtin_blas = false,
-              bool use_graphs = true, size_t max_contexts = 1);
+              std::vector<size_t> output_bytes, bool builtin_blas = false, bool use_graphs = true,
+              size_t max_contexts = 1);
   // No run may be in flight (the bindings hold the executor for the length of a run).
   ~GpuExecutor();
   GpuExecutor(const GpuExecutor&) = delete;

@@ -17,7 +17,8 @@ struct FastDiv {
   FastDiv() = default;
   explicit FastDiv(uint32_t divisor) : d(divisor) {
     while ((uint64_t{1} << shift) < divisor) ++shift;
-    magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << shift) - divisor)) / divisor + 1);
+    magic = static_cast<uint32_t>(
+        ((uint64_t{1} << 32) * ((uint64_t{1} << shift) - divisor)) / divisor + 1);
   }
   __device__ uint32_t div(uint32_t n) const { return (__umulhi(n, magic) + n) >> shift; }
 };

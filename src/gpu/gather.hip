@@ -24,7 +24,8 @@ __global__ void gather_axis(const T* data, const I* indices, T* out, int64_t axi
     const int64_t outer_i = o / (inner * num_indices);
     int64_t idx = static_cast<int64_t>(indices[j]);
     if (idx < 0) idx += axis_dim;
-    out[o] = (idx >= 0 && idx < axis_dim) ? data[(outer_i * axis_dim + idx) * inner + inner_i] : T(0);
+    out[o] = (idx >= 0 && idx < axis_dim) ? data[(outer_i * axis_dim + idx) * inner + inner_i]
+                                          : T(0);
   }
 }
 

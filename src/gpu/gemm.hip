@@ -23,7 +23,8 @@ namespace {
 
 // c[b][row][0..n) = bias[0..n): one block per (batch, row)
 template <typename T>
-__global__ void fill_rows(T* c, const T* bias, int64_t m, int64_t n, int64_t ldc, int64_t stride_c) {
+__global__ void fill_rows(T* c, const T* bias, int64_t m, int64_t n, int64_t ldc,
+                          int64_t stride_c) {
   const int64_t row = blockIdx.x % m, b = blockIdx.x / m;
   T* out = c + b * stride_c + row * ldc;
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x) out[j] = bias[j];

@@ -73,7 +73,8 @@ __device__ inline F16 store_float<F16>(float f) {
   if (mag >= 0x477ff000u) return F16{static_cast<uint16_t>(sign | 0x7c00u)};  // overflow
   if (mag < 0x38800000u)  // subnormal half: a multiple of 2^-24
     return F16{static_cast<uint16_t>(sign | static_cast<uint32_t>(rintf(fabsf(f) * 16777216.0f)))};
-  return F16{static_cast<uint16_t>(sign | ((mag - (112u << 23) + 0xfffu + ((mag >> 13) & 1u)) >> 13))};
+  return F16{
+      static_cast<uint16_t>(sign | ((mag - (112u << 23) + 0xfffu + ((mag >> 13) & 1u)) >> 13))};
 #endif
 }
 
@@ -84,7 +85,9 @@ __device__ inline BF16 store_float<BF16>(float f) {
   return BF16{static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16)};
 }
 
-inline bool is_float_type(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+inline bool is_float_type(DType t) {
+  return t == DType::f32 || t == DType::f16 || t == DType::bf16;
+}
 
 // fn(T{}) with T the element type of a float32 / float16 / bfloat16 DType; false otherwise.
 template <typename Fn>

@@ -118,13 +118,13 @@ bool KernelCache::store(const std::string& key, const std::string& binary) const
   }
   static std::atomic<unsigned> counter{0};
   const std::string path = path_of(key);
-  const std::string temp = path + ".tmp." + std::to_string(getpid()) + "." +
-                           std::to_string(counter.fetch_add(1));
+  const std::string temp =
+      path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1));
   {
     std::ofstream file(temp, std::ios::binary | std::ios::trunc);
     if (!file) {
-      warn_once("cannot write to the kernel cache folder " + dir_ + " (" +
-                std::strerror(errno) + ")");
+      warn_once("cannot write to the kernel cache folder " + dir_ + " (" + std::strerror(errno) +
+                ")");
       return false;
     }
     const uint64_t key_size = key.size(), size = binary.size();

@@ -31,8 +31,8 @@ __device__ inline float input_at(const T* x, const T* residual, int64_t j) {
 }
 
 template <typename T>
-__global__ void layer_norm_rows(const T* x, const T* residual, const T* scale, const T* bias,
-                                T* y, float* means, float* inv_stds, int64_t len, float epsilon,
+__global__ void layer_norm_rows(const T* x, const T* residual, const T* scale, const T* bias, T* y,
+                                float* means, float* inv_stds, int64_t len, float epsilon,
                                 int rms) {
   const T* row = x + blockIdx.x * len;
   const T* res = residual ? residual + blockIdx.x * len : nullptr;
@@ -64,10 +64,10 @@ constexpr int64_t kManyRows = 4096;
 // rows a block
 template <typename T, int kPer>
 __global__ void __launch_bounds__(kWarpRowsPerBlock * 32)
-layer_norm_warp_rows(const T* __restrict__ x, const T* __restrict__ residual,
-                     const T* __restrict__ scale, const T* __restrict__ bias,
-                     T* __restrict__ y, float* means, float* inv_stds, int64_t rows, int len,
-                     float epsilon, int rms) {
+    layer_norm_warp_rows(const T* __restrict__ x, const T* __restrict__ residual,
+                         const T* __restrict__ scale, const T* __restrict__ bias, T* __restrict__ y,
+                         float* means, float* inv_stds, int64_t rows, int len, float epsilon,
+                         int rms) {
   const int lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (r >= rows) return;  // whole warps leave together
@@ -112,20 +112,16 @@ struct Pieces {
     const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
-      if constexpr (sizeof(T) == 4)
-        out[i] = __uint_as_float(w[i]);
-      else
-        out[i] = load_float(T{static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2)))});
+      if constexpr (sizeof(T) == 4) out[i] = __uint_as_float(w[i]);
+      else out[i] = load_float(T{static_cast<uint16_t>(w[i / 2] >> (16 * (i % 2)))});
     }
   }
   __device__ static uint4 pack(const float (&in)[kPer]) {
     uint32_t w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
-      if constexpr (sizeof(T) == 4)
-        w[i] = __float_as_uint(in[i]);
-      else
-        w[i / 2] |= uint32_t(store_float<T>(in[i]).bits) << (16 * (i % 2));
+      if constexpr (sizeof(T) == 4) w[i] = __float_as_uint(in[i]);
+      else w[i / 2] |= uint32_t(store_float<T>(in[i]).bits) << (16 * (i % 2));
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
   }
@@ -135,10 +131,10 @@ struct Pieces {
 // kPer elements (len a multiple of kPer, every pointer 16-byte aligned); kPieces a lane
 template <typename T, int kPieces>
 __global__ void __launch_bounds__(kWarpRowsPerBlock * 32)
-layer_norm_warp_pieces(const T* __restrict__ x, const T* __restrict__ residual,
-                       const T* __restrict__ scale, const T* __restrict__ bias,
-                       T* __restrict__ y, float* means, float* inv_stds, int64_t rows, int len,
-                       float epsilon, int rms) {
+    layer_norm_warp_pieces(const T* __restrict__ x, const T* __restrict__ residual,
+                           const T* __restrict__ scale, const T* __restrict__ bias,
+                           T* __restrict__ y, float* means, float* inv_stds, int64_t rows, int len,
+                           float epsilon, int rms) {
   using P = Pieces<T>;
   constexpr int kPer = P::kPer;
   const int lane = threadIdx.x % 32;
@@ -206,8 +202,9 @@ class LayerNorm : public Kernel {
     dtype_ = x.dtype;
     if (!is_float_type(dtype_) || !x.is_contiguous() || spec.outputs.at(0).dtype != dtype_ ||
         spec.inputs.at(1).dtype != dtype_ || (spec.has_input(2) && spec.inputs[2].dtype != dtype_))
-      spec_error(spec, "needs contiguous float32, float16 or bfloat16 data, scale, bias and "
-                       "result of one type");
+      spec_error(spec,
+                 "needs contiguous float32, float16 or bfloat16 data, scale, bias and "
+                 "result of one type");
     rows_ = spec.attrs.get_int("rows");
     len_ = spec.attrs.get_int("len");
     epsilon_ = static_cast<float>(spec.attrs.get_float("epsilon", 1e-5));
@@ -216,8 +213,9 @@ class LayerNorm : public Kernel {
     has_residual_ = spec.has_input(3);
     if (has_residual_ && (spec.inputs[3].dtype != dtype_ || !spec.inputs[3].is_contiguous() ||
                           spec.inputs[3].numel() != rows_ * len_))
-      spec_error(spec, "input 3 (the residual added to the data) must be contiguous data of "
-                       "the data's type and size");
+      spec_error(spec,
+                 "input 3 (the residual added to the data) must be contiguous data of "
+                 "the data's type and size");
     stats_ = spec.outputs.size() == 3;
     rms_ = static_cast<int>(spec.attrs.get_int("rms", 0));
     if (spec.outputs.size() != 1 && !stats_) spec_error(spec, "expects 1 or 3 outputs");
@@ -251,9 +249,8 @@ class LayerNorm : public Kernel {
 #endif
       layer_norm_rows<T><<<static_cast<unsigned>(rows_), kRowThreads, 0, ctx.stream>>>(
           static_cast<const T*>(inputs[0]), static_cast<const T*>(residual(inputs)),
-          static_cast<const T*>(inputs[1]),
-          static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]),
-          stats_ ? static_cast<float*>(outputs[1]) : nullptr,
+          static_cast<const T*>(inputs[1]), static_cast<const T*>(inputs[2]),
+          static_cast<T*>(outputs[0]), stats_ ? static_cast<float*>(outputs[1]) : nullptr,
           stats_ ? static_cast<float*>(outputs[2]) : nullptr, len_, epsilon_, rms_);
     });
     check_launch("layer_norm_rows");
@@ -281,16 +278,13 @@ class LayerNorm : public Kernel {
     auto launch = [&](auto kernel) {
       kernel<<<blocks, per_block * 32, 0, ctx.stream>>>(
           static_cast<const T*>(inputs[0]), static_cast<const T*>(residual(inputs)),
-          static_cast<const T*>(inputs[1]),
-          static_cast<const T*>(inputs[2]), static_cast<T*>(outputs[0]),
-          stats_ ? static_cast<float*>(outputs[1]) : nullptr,
+          static_cast<const T*>(inputs[1]), static_cast<const T*>(inputs[2]),
+          static_cast<T*>(outputs[0]), stats_ ? static_cast<float*>(outputs[1]) : nullptr,
           stats_ ? static_cast<float*>(outputs[2]) : nullptr, rows_, static_cast<int>(len_),
           epsilon_, rms_);
     };
-    if constexpr (PIECES)
-      launch(layer_norm_warp_pieces<T, kPer>);
-    else
-      launch(layer_norm_warp_rows<T, kPer>);
+    if constexpr (PIECES) launch(layer_norm_warp_pieces<T, kPer>);
+    else launch(layer_norm_warp_rows<T, kPer>);
   }
 #endif
 

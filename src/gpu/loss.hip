@@ -53,7 +53,8 @@ __global__ void nll_none(const T* x, const I* target, const T* weight, T* y, Los
 }
 
 template <typename T, typename I>
-__global__ void nll_reduce(const T* x, const I* target, const T* weight, T* y, LossArgs a, int mean) {
+__global__ void nll_reduce(const T* x, const I* target, const T* weight, T* y, LossArgs a,
+                           int mean) {
   __shared__ double sums[kLossThreads], weights[kLossThreads];
   double s = 0.0, ws = 0.0;
   const int64_t n = a.n * a.inner;
@@ -81,10 +82,13 @@ class NllLoss : public Kernel {
   explicit NllLoss(const KernelSpec& spec) {
     const TensorInfo& x = spec.inputs.at(0);
     const TensorInfo& t = spec.inputs.at(1);
-    if (x.rank() < 2 || !x.is_contiguous() || !t.is_contiguous() || !spec.outputs.at(0).is_contiguous())
+    if (x.rank() < 2 || !x.is_contiguous() || !t.is_contiguous() ||
+        !spec.outputs.at(0).is_contiguous())
       spec_error(spec, "needs plain x of rank >= 2 and plain target");
-    if (x.dtype != DType::f32 && x.dtype != DType::f64) spec_error(spec, "x must be float32 or float64");
-    if (t.dtype != DType::i32 && t.dtype != DType::i64) spec_error(spec, "target must be int32 or int64");
+    if (x.dtype != DType::f32 && x.dtype != DType::f64)
+      spec_error(spec, "x must be float32 or float64");
+    if (t.dtype != DType::i32 && t.dtype != DType::i64)
+      spec_error(spec, "target must be int32 or int64");
     has_weight_ = spec.has_input(2);
     if (has_weight_ && (spec.inputs[2].dtype != x.dtype || spec.inputs[2].numel() != x.dims[1]))
       spec_error(spec, "weight must be [C] of x's dtype");
@@ -135,7 +139,9 @@ class NllLoss : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_nll_loss(const KernelSpec& spec) { return std::make_unique<NllLoss>(spec); }
+std::unique_ptr<Kernel> make_nll_loss(const KernelSpec& spec) {
+  return std::make_unique<NllLoss>(spec);
+}
 
 }  // namespace gpu
 }  // namespace graphkiln

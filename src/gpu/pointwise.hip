@@ -113,10 +113,10 @@ __device__ inline void store(void* p, int64_t i, int dtype, T v) {
 
 // The gk_* math that src/core/pointwise_ops.def's expressions call, on the device
 #define GK_PW_FN __device__ __forceinline__
-#define GK_DEVICE_MATH1(name)                     \
-  template <typename T>                           \
-  __device__ __forceinline__ T gk_##name(T x) {   \
-    return name(x);                               \
+#define GK_DEVICE_MATH1(name) \
+  template <typename T> \
+  __device__ __forceinline__ T gk_##name(T x) { \
+    return name(x); \
   }
 GK_DEVICE_MATH1(exp)
 GK_DEVICE_MATH1(expm1)
@@ -143,9 +143,13 @@ GK_DEVICE_MATH1(tanh)
 GK_DEVICE_MATH1(erf)
 #undef GK_DEVICE_MATH1
 template <typename T>
-__device__ __forceinline__ T gk_pow(T x, T y) { return pow(x, y); }
+__device__ __forceinline__ T gk_pow(T x, T y) {
+  return pow(x, y);
+}
 template <typename T>
-__device__ __forceinline__ T gk_fmod(T x, T y) { return fmod(x, y); }
+__device__ __forceinline__ T gk_fmod(T x, T y) {
+  return fmod(x, y);
+}
 template <typename T>
 __device__ __forceinline__ T gk_round_f16(T x) {
   return static_cast<T>(half_to_float(float_to_half(static_cast<float>(x))));
@@ -178,12 +182,10 @@ __device__ T apply(const Instr& in, T a, T b, T c) {
   const T p0 = static_cast<T>(in.p0), p1 = static_cast<T>(in.p1);
   switch (in.op) {
 #define GK_POINTWISE(Name, ...) \
-  case k##Name:                 \
-    return PwFn##Name::template eval<T>(a, b, c, p0, p1);
+  case k##Name: return PwFn##Name::template eval<T>(a, b, c, p0, p1);
 #include "core/pointwise_ops.def"
 #undef GK_POINTWISE
-    default:
-      return static_cast<T>(NAN);
+    default: return static_cast<T>(NAN);
   }
 }
 
@@ -268,11 +270,11 @@ class Pointwise : public Kernel {
     for (int k = 0; k < kMaxInputs && inputs && k < n_inputs(); ++k) ptr.in[k] = inputs[k];
     ptr.out = outputs[0];
     const Desc* desc = static_cast<const Desc*>(device_);
-    const Instr* code = reinterpret_cast<const Instr*>(static_cast<unsigned char*>(device_) + sizeof(Desc));
+    const Instr* code =
+        reinterpret_cast<const Instr*>(static_cast<unsigned char*>(device_) + sizeof(Desc));
     if (f64_)
       pointwise_kernel<double><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(desc, code, ptr, n_);
-    else
-      pointwise_kernel<float><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(desc, code, ptr, n_);
+    else pointwise_kernel<float><<<blocks_for(n_, 256), 256, 0, ctx.stream>>>(desc, code, ptr, n_);
     check_launch("pointwise_kernel");
   }
 
@@ -316,9 +318,9 @@ class Pointwise : public Kernel {
         const int64_t size = d.in[k].map.dims[dim];
         // sizes of 2^31 or more occur only in 64-bit index kernels, which divide plainly
         const FastDiv div(size < (int64_t(1) << 31) ? static_cast<uint32_t>(size) : 1u);
-        size_args_.insert(size_args_.end(), {size, d.in[k].map.strides[dim],
-                                             static_cast<int64_t>(div.magic),
-                                             static_cast<int64_t>(div.shift)});
+        size_args_.insert(size_args_.end(),
+                          {size, d.in[k].map.strides[dim], static_cast<int64_t>(div.magic),
+                           static_cast<int64_t>(div.shift)});
       }
     }
     if (size_args_.size() > static_cast<size_t>(kMaxSizeArgs)) {

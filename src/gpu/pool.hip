@@ -77,8 +77,21 @@ class Pool : public Kernel {
     const auto d = spec.attrs.get_ints("dilations");
     if (k.size() != 2 || st.size() != 2 || p.size() != 4 || d.size() != 2)
       spec_error(spec, "expects 2-D kernel_shape, strides, pads and dilations");
-    s_ = PoolShape{x.dims[0] * x.dims[1], x.dims[2], x.dims[3], y.dims[2], y.dims[3], k[0], k[1],
-                   st[0], st[1], p[0], p[1], p[2], p[3], d[0], d[1],
+    s_ = PoolShape{x.dims[0] * x.dims[1],
+                   x.dims[2],
+                   x.dims[3],
+                   y.dims[2],
+                   y.dims[3],
+                   k[0],
+                   k[1],
+                   st[0],
+                   st[1],
+                   p[0],
+                   p[1],
+                   p[2],
+                   p[3],
+                   d[0],
+                   d[1],
                    static_cast<int>(spec.attrs.get_int("count_include_pad", 0))};
     total_ = y.numel();
     ow_ = FastDiv(static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(s_.ow, INT32_MAX))));
@@ -95,8 +108,8 @@ class Pool : public Kernel {
         pool2d<kMax, T, uint32_t><<<blocks_for(total_, 256), 256, 0, ctx.stream>>>(
             x, y, s_, ow_, oh_, static_cast<uint32_t>(total_));
       else
-        pool2d<kMax, T, int64_t><<<blocks_for(total_, 256), 256, 0, ctx.stream>>>(
-            x, y, s_, ow_, oh_, total_);
+        pool2d<kMax, T, int64_t>
+            <<<blocks_for(total_, 256), 256, 0, ctx.stream>>>(x, y, s_, ow_, oh_, total_);
     });
     check_launch("pool2d");
   }

@@ -75,8 +75,8 @@ __global__ void reduce_rows(const T* x, T* y, int64_t len, int op) {
 }
 
 template <typename T>
-__global__ void reduce_columns(const T* x, T* y, int64_t outer, int64_t len,
-                               int64_t inner, int op) {
+__global__ void reduce_columns(const T* x, T* y, int64_t outer, int64_t len, int64_t inner,
+                               int op) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < outer * inner;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t base = (i / inner) * len * inner + i % inner;
@@ -145,14 +145,18 @@ class Reduce : public Kernel {
  public:
   explicit Reduce(const KernelSpec& spec) {
     static const std::map<std::string, int> ops = {
-        {"sum", SUM}, {"mean", MEAN}, {"max", MAX}, {"min", MIN}, {"prod", PROD}, {"l1", L1},
-        {"l2", L2}, {"sum_square", SUM_SQUARE}, {"log_sum", LOG_SUM},
-        {"log_sum_exp", LOG_SUM_EXP}};
+        {"sum", SUM},         {"mean", MEAN},
+        {"max", MAX},         {"min", MIN},
+        {"prod", PROD},       {"l1", L1},
+        {"l2", L2},           {"sum_square", SUM_SQUARE},
+        {"log_sum", LOG_SUM}, {"log_sum_exp", LOG_SUM_EXP}};
     const auto it = ops.find(spec.attrs.get_str("op"));
     if (it == ops.end()) spec_error(spec, "unknown reduction " + spec.attrs.get_str("op"));
     dtype_ = spec.inputs.at(0).dtype;
-    if (!is_float_type(dtype_) || spec.outputs.at(0).dtype != dtype_ || !spec.inputs[0].is_contiguous())
-      spec_error(spec, "needs contiguous float32, float16 or bfloat16 data and a result of its type");
+    if (!is_float_type(dtype_) || spec.outputs.at(0).dtype != dtype_ ||
+        !spec.inputs[0].is_contiguous())
+      spec_error(spec,
+                 "needs contiguous float32, float16 or bfloat16 data and a result of its type");
     op_ = it->second;
     outer_ = spec.attrs.get_int("outer");
     len_ = spec.attrs.get_int("len");
@@ -166,7 +170,8 @@ class Reduce : public Kernel {
       const T* x = static_cast<const T*>(inputs[0]);
       T* y = static_cast<T*>(outputs[0]);
       if (inner_ == 1 && len_ >= 64)
-        reduce_rows<T><<<static_cast<unsigned>(outer_), kRowThreads, 0, ctx.stream>>>(x, y, len_, op_);
+        reduce_rows<T>
+            <<<static_cast<unsigned>(outer_), kRowThreads, 0, ctx.stream>>>(x, y, len_, op_);
       else
         reduce_columns<T><<<blocks_for(outer_ * inner_, 256), 256, 0, ctx.stream>>>(
             x, y, outer_, len_, inner_, op_);

@@ -15,23 +15,40 @@ namespace gpu {
 namespace {
 const std::map<std::string, Factory>& table() {
   static const std::map<std::string, Factory> t = {
-      {"Copy", make_strided_copy},          {"StridedCopy", make_strided_copy},
-      {"Pointwise", make_pointwise},        {"Gather", make_gather},
-      {"Gemm", make_gemm},                  {"Conv", make_conv_step},
-      {"MaxPool", make_max_pool},           {"AveragePool", make_average_pool},
-      {"Softmax", make_softmax},            {"LogSoftmax", make_log_softmax},
-      {"LayerNormalization", make_layer_norm}, {"Reduce", make_reduce},
-      {"Attention", make_attention_fused_or_not},        {"Trilu", make_trilu},
-      {"GatherElements", make_gather_elements}, {"ArgReduce", make_arg_reduce},
-      {"CastLookup", make_cast_lookup},     {"CastSteps", make_cast_steps},
-      {"CastSubByteInt", make_cast_sub_byte_int}, {"Bitwise", make_bitwise},
-      {"BitwiseNot", make_bitwise_not},     {"QuantizeLinear", make_quantize},
-      {"DequantizeLinear", make_dequantize}, {"NegativeLogLikelihoodLoss", make_nll_loss},
-      {"IndexMap", make_index_map},         {"CumSum", make_cumsum},
-      {"OneHot", make_one_hot},             {"Range", make_range},
-      {"ScatterND", make_scatter_nd},       {"ScatterElements", make_scatter_elements},
-      {"ResizeAxis", make_resize_axis},     {"TopK", make_topk},
-      {"Hardmax", make_hardmax},            {"LpNormalization", make_lp_norm},
+      {"Copy", make_strided_copy},
+      {"StridedCopy", make_strided_copy},
+      {"Pointwise", make_pointwise},
+      {"Gather", make_gather},
+      {"Gemm", make_gemm},
+      {"Conv", make_conv_step},
+      {"MaxPool", make_max_pool},
+      {"AveragePool", make_average_pool},
+      {"Softmax", make_softmax},
+      {"LogSoftmax", make_log_softmax},
+      {"LayerNormalization", make_layer_norm},
+      {"Reduce", make_reduce},
+      {"Attention", make_attention_fused_or_not},
+      {"Trilu", make_trilu},
+      {"GatherElements", make_gather_elements},
+      {"ArgReduce", make_arg_reduce},
+      {"CastLookup", make_cast_lookup},
+      {"CastSteps", make_cast_steps},
+      {"CastSubByteInt", make_cast_sub_byte_int},
+      {"Bitwise", make_bitwise},
+      {"BitwiseNot", make_bitwise_not},
+      {"QuantizeLinear", make_quantize},
+      {"DequantizeLinear", make_dequantize},
+      {"NegativeLogLikelihoodLoss", make_nll_loss},
+      {"IndexMap", make_index_map},
+      {"CumSum", make_cumsum},
+      {"OneHot", make_one_hot},
+      {"Range", make_range},
+      {"ScatterND", make_scatter_nd},
+      {"ScatterElements", make_scatter_elements},
+      {"ResizeAxis", make_resize_axis},
+      {"TopK", make_topk},
+      {"Hardmax", make_hardmax},
+      {"LpNormalization", make_lp_norm},
   };
   return t;
 }
@@ -65,8 +82,7 @@ void check(hipError_t status, const char* what) {
 void check_launch(const char* kernel) {
   const hipError_t status = hipGetLastError();
   if (status != hipSuccess)
-    throw std::runtime_error(std::string("launching ") + kernel + ": " +
-                             hipGetErrorString(status));
+    throw std::runtime_error(std::string("launching ") + kernel + ": " + hipGetErrorString(status));
 }
 
 }  // namespace gpu

@@ -98,9 +98,9 @@ Compiler load_compiler() {
   Compiler c;
   const std::string here = own_folder();
   std::vector<std::string> names = {"libnvrtc.so.13", "libnvrtc.so.12"};
-  for (const char* sub : {"/../nvidia/cu13/lib/libnvrtc.so.13",
-                          "/../nvidia/cuda_nvrtc/lib/libnvrtc.so.13",
-                          "/../nvidia/cuda_nvrtc/lib/libnvrtc.so.12"})
+  for (const char* sub :
+       {"/../nvidia/cu13/lib/libnvrtc.so.13", "/../nvidia/cuda_nvrtc/lib/libnvrtc.so.13",
+        "/../nvidia/cuda_nvrtc/lib/libnvrtc.so.12"})
     if (!here.empty()) names.push_back(here + sub);
   names.push_back("/usr/local/cuda/lib64/libnvrtc.so");
   names.push_back("libnvrtc.so");
@@ -113,8 +113,7 @@ Compiler load_compiler() {
   int (*version)(int*, int*) = nullptr;
   int (*num_archs)(int*) = nullptr;
   int (*archs)(int*) = nullptr;
-  const bool ok = bind(so, "nvrtcVersion", &version) &&
-                  bind(so, "nvrtcCreateProgram", &c.create) &&
+  const bool ok = bind(so, "nvrtcVersion", &version) && bind(so, "nvrtcCreateProgram", &c.create) &&
                   bind(so, "nvrtcCompileProgram", &c.compile) &&
                   bind(so, "nvrtcGetProgramLogSize", &c.log_size) &&
                   bind(so, "nvrtcGetProgramLog", &c.log) &&
@@ -143,23 +142,21 @@ Compiler load_compiler() {
   Compiler c;
   std::string tried;
   // ROCm 5.3+ ships hipRTC as its own library; up to 5.2 it lives in libamdhip64
-  void* so = open_first({"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so",
-                         "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5",
-                         "libamdhip64.so"},
-                        &tried);
+  void* so =
+      open_first({"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so",
+                  "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"},
+                 &tried);
   if (!so) {
     c.error = "hipRTC not found (tried " + tried + ")";
     return c;
   }
   int (*version)(int*, int*) = nullptr;
-  const bool ok = bind(so, "hiprtcCreateProgram", &c.create) &&
-                  bind(so, "hiprtcCompileProgram", &c.compile) &&
-                  bind(so, "hiprtcGetProgramLogSize", &c.log_size) &&
-                  bind(so, "hiprtcGetProgramLog", &c.log) &&
-                  bind(so, "hiprtcGetCodeSize", &c.code_size) &&
-                  bind(so, "hiprtcGetCode", &c.code) &&
-                  bind(so, "hiprtcDestroyProgram", &c.destroy) &&
-                  bind(so, "hiprtcGetErrorString", &c.error_string);
+  const bool ok =
+      bind(so, "hiprtcCreateProgram", &c.create) && bind(so, "hiprtcCompileProgram", &c.compile) &&
+      bind(so, "hiprtcGetProgramLogSize", &c.log_size) && bind(so, "hiprtcGetProgramLog", &c.log) &&
+      bind(so, "hiprtcGetCodeSize", &c.code_size) && bind(so, "hiprtcGetCode", &c.code) &&
+      bind(so, "hiprtcDestroyProgram", &c.destroy) &&
+      bind(so, "hiprtcGetErrorString", &c.error_string);
   if (!ok) {
     c.error = "the HIP runtime found lacks hipRTC entry points";
     return c;
@@ -317,8 +314,8 @@ class LoadedModule : public JitModule {
   }
   void launch(size_t index, unsigned blocks, unsigned threads, void** args,
               hipStream_t stream) const override {
-    check(hipModuleLaunchKernel(functions_.at(index), blocks, 1, 1, threads, 1, 1, 0, stream,
-                                args, nullptr),
+    check(hipModuleLaunchKernel(functions_.at(index), blocks, 1, 1, threads, 1, 1, 0, stream, args,
+                                nullptr),
           entries_[index].c_str());
   }
 

@@ -42,6 +42,5 @@ std::shared_ptr<const JitModule> jit_module(const std::string& source,
 void jit_prefetch(const std::vector<std::string>& sources,
                   const std::vector<std::vector<std::string>>& entries);
 
-
 }  // namespace gpu
 }  // namespace graphkiln

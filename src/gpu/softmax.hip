@@ -58,7 +58,8 @@ class Softmax : public Kernel {
     const TensorInfo& x = spec.inputs.at(0);
     dtype_ = x.dtype;
     if (!is_float_type(dtype_) || spec.outputs.at(0).dtype != dtype_ || !x.is_contiguous())
-      spec_error(spec, "needs contiguous float32, float16 or bfloat16 data and a result of its type");
+      spec_error(spec,
+                 "needs contiguous float32, float16 or bfloat16 data and a result of its type");
     outer_ = spec.attrs.get_int("outer");
     len_ = spec.attrs.get_int("len");
     inner_ = spec.attrs.get_int("inner");
@@ -79,8 +80,8 @@ class Softmax : public Kernel {
               x + r * len_, y + r * len_, len_);
         }
       } else {
-        softmax_columns<kLog, T><<<blocks_for(outer_ * inner_, 256), 256, 0, ctx.stream>>>(
-            x, y, outer_, len_, inner_);
+        softmax_columns<kLog, T>
+            <<<blocks_for(outer_ * inner_, 256), 256, 0, ctx.stream>>>(x, y, outer_, len_, inner_);
       }
     });
     check_launch("softmax");

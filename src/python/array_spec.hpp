@@ -35,7 +35,8 @@ inline ArraySpec array_spec(const pybind11::handle& spec) {
 }
 
 inline std::string plan_mismatch(size_t i) {
-  return "input " + std::to_string(i) + " does not match the plan (dtype, shape or "
+  return "input " + std::to_string(i) +
+         " does not match the plan (dtype, shape or "
          "C-contiguity)";
 }
 

@@ -81,8 +81,7 @@ namespace {
 class PyExecutor {
  public:
   PyExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
-             const py::list& inputs, const py::list& outputs, int num_threads,
-             int max_contexts) {
+             const py::list& inputs, const py::list& outputs, int num_threads, int max_contexts) {
     std::vector<const void*> pointers;
     StorageBytes sizes;
     sizes.checked = true;
@@ -201,10 +200,11 @@ void bind_executor(py::module_& m) {
            "time every step of the following runs")
       .def("step_times", &PyExecutor::step_times,
            "[(kernel, node name, total ms, runs)] per step, while profiling")
-      .def("packed_constants",
-           [](py::object self) { return self.cast<const PyExecutor&>().packed_constants(self); },
-           "[(step index, [(layout, uint8 array)])]: read-only views of the constants kernels "
-           "packed at build time (oneDNN weights), to save with a program")
+      .def(
+          "packed_constants",
+          [](py::object self) { return self.cast<const PyExecutor&>().packed_constants(self); },
+          "[(step index, [(layout, uint8 array)])]: read-only views of the constants kernels "
+          "packed at build time (oneDNN weights), to save with a program")
       .def_property_readonly("reused_packings", &PyExecutor::reused_packings,
                              "how many saved packed constants the kernels took as they are")
       .def_property_readonly("arena_bytes", &PyExecutor::arena_bytes)
@@ -220,29 +220,35 @@ void bind_executor(py::module_& m) {
   m.def("cpu_kernels", &registered_kernels, "Names of the CPU kernels compiled in");
   m.def("max_threads", &max_threads, "OpenMP's thread count for the calling thread");
   // for graphkiln.tuning's device key: what oneDNN dispatches to, and its version
-  m.def("cpu_isa", [] {
-    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    const std::pair<dnnl_cpu_isa_t, const char*> names[] = {
-        {dnnl_cpu_isa_avx512_core_amx_fp16, "avx512_core_amx_fp16"},
-        {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
-        {dnnl_cpu_isa_avx512_core_fp16, "avx512_core_fp16"},
-        {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
-        {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
-        {dnnl_cpu_isa_avx512_core, "avx512_core"},
-        {dnnl_cpu_isa_avx2_vnni_2, "avx2_vnni_2"},
-        {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
-        {dnnl_cpu_isa_avx2, "avx2"},
-        {dnnl_cpu_isa_avx, "avx"},
-        {dnnl_cpu_isa_sse41, "sse41"}};
-    for (const auto& [value, name] : names)
-      if (isa == value) return std::string(name);
-    return "isa_" + std::to_string(static_cast<int>(isa));
-  }, "The CPU ISA oneDNN dispatches to (its effective ISA), e.g. avx512_core");
-  m.def("onednn_version", [] {
-    const dnnl_version_t* v = dnnl_version();
-    return std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-           std::to_string(v->patch);
-  }, "The oneDNN library's version");
+  m.def(
+      "cpu_isa",
+      [] {
+        const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        const std::pair<dnnl_cpu_isa_t, const char*> names[] = {
+            {dnnl_cpu_isa_avx512_core_amx_fp16, "avx512_core_amx_fp16"},
+            {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+            {dnnl_cpu_isa_avx512_core_fp16, "avx512_core_fp16"},
+            {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+            {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
+            {dnnl_cpu_isa_avx512_core, "avx512_core"},
+            {dnnl_cpu_isa_avx2_vnni_2, "avx2_vnni_2"},
+            {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+            {dnnl_cpu_isa_avx2, "avx2"},
+            {dnnl_cpu_isa_avx, "avx"},
+            {dnnl_cpu_isa_sse41, "sse41"}};
+        for (const auto& [value, name] : names)
+          if (isa == value) return std::string(name);
+        return "isa_" + std::to_string(static_cast<int>(isa));
+      },
+      "The CPU ISA oneDNN dispatches to (its effective ISA), e.g. avx512_core");
+  m.def(
+      "onednn_version",
+      [] {
+        const dnnl_version_t* v = dnnl_version();
+        return std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+               std::to_string(v->patch);
+      },
+      "The oneDNN library's version");
 }
 
 }  // namespace graphkiln

@@ -31,8 +31,13 @@ namespace graphkiln {
 namespace {
 
 // DLPack's C ABI (stable since v0.5), declared here to need no header.
-struct DLDevice { int32_t device_type, device_id; };
-struct DLDataType { uint8_t code, bits; uint16_t lanes; };
+struct DLDevice {
+  int32_t device_type, device_id;
+};
+struct DLDataType {
+  uint8_t code, bits;
+  uint16_t lanes;
+};
 struct DLTensor {
   void* data;
   DLDevice device;
@@ -76,8 +81,8 @@ bool contiguous(const std::vector<int64_t>& shape, const int64_t* strides, int64
 class PyGpuExecutor {
  public:
   PyGpuExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
-                const py::list& inputs, const py::list& outputs, bool builtin_blas,
-                bool use_graphs, size_t max_contexts) {
+                const py::list& inputs, const py::list& outputs, bool builtin_blas, bool use_graphs,
+                size_t max_contexts) {
     std::vector<gpu::HostBuffer> host;
     for (const py::handle& c : constants) {
       auto array = py::array::ensure(c, py::array::c_style);
@@ -168,7 +173,8 @@ class PyGpuExecutor {
       py::dict cai = item.attr("__cuda_array_interface__");
       check_shape(i, cai["shape"].cast<std::vector<int64_t>>());
       if (cai["typestr"].cast<std::string>() != typestr(spec.dtype))
-        throw std::invalid_argument(plan_mismatch(i) + ": dtype " + cai["typestr"].cast<std::string>());
+        throw std::invalid_argument(plan_mismatch(i) + ": dtype " +
+                                    cai["typestr"].cast<std::string>());
       if (cai.contains("strides") && !cai["strides"].is_none()) {
         auto strides = cai["strides"].cast<std::vector<int64_t>>();
         if (!contiguous(spec.shape, strides.data(), spec.dtype.itemsize(), true))
@@ -201,16 +207,20 @@ class PyGpuExecutor {
       } else {
         capsule = item.attr("__dlpack__")();
       }
-      auto* managed = static_cast<DLManagedTensor*>(
-          PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+      auto* managed =
+          static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
       if (!managed) throw py::error_already_set();
       const DLTensor& t = managed->dl_tensor;
       if (t.device.device_type != kDLCUDA && t.device.device_type != kDLROCM)
         return {};  // a host tensor: numpy's path handles it
       std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
       check_shape(i, shape);
-      const char kind = t.dtype.code == 0 ? 'i' : t.dtype.code == 1 ? 'u' : t.dtype.code == 2 ? 'f' : 'b';
-      if (kind != spec.dtype.kind() || t.dtype.bits != spec.dtype.itemsize() * 8 || t.dtype.lanes != 1)
+      const char kind = t.dtype.code == 0   ? 'i'
+                        : t.dtype.code == 1 ? 'u'
+                        : t.dtype.code == 2 ? 'f'
+                                            : 'b';
+      if (kind != spec.dtype.kind() || t.dtype.bits != spec.dtype.itemsize() * 8 ||
+          t.dtype.lanes != 1)
         throw std::invalid_argument(plan_mismatch(i) + ": DLPack dtype differs");
       if (!contiguous(shape, t.strides, 1, false))
         throw std::invalid_argument(plan_mismatch(i) + ": not C-contiguous");

@@ -35,7 +35,7 @@ py::dict gpu_probe_info() {
 // expression) per opcode, in opcode order; "_" where the table has none
 py::list pointwise_ops() {
   py::list rows;
-#define GK_POINTWISE(Name, arity, ir_op, p0_attr, p1_attr, result, ...)                   \
+#define GK_POINTWISE(Name, arity, ir_op, p0_attr, p1_attr, result, ...) \
   rows.append(py::make_tuple(#Name, arity, #ir_op, #p0_attr, #p1_attr, #result, #__VA_ARGS__));
 #include "core/pointwise_ops.def"
 #undef GK_POINTWISE
@@ -46,17 +46,20 @@ py::list pointwise_ops() {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "graphkiln's C++ core";
-  m.def("build_info", [] {
-    const graphkiln::BuildInfo info = graphkiln::build_info();
-    py::dict d;
-    d["version"] = info.version;
-    d["compiler"] = info.compiler;
-    d["gpu_platform"] = info.gpu_platform;
-    d["gpu_targets"] = info.gpu_targets;
-    d["gpu_toolkit"] = info.gpu_toolkit;
-    return d;
-  }, "What this build contains: version, compiler, GPU platform, the GPU ISAs compiled in and "
-     "the HIP / CUDA version they were compiled with. Calls no GPU runtime.");
+  m.def(
+      "build_info",
+      [] {
+        const graphkiln::BuildInfo info = graphkiln::build_info();
+        py::dict d;
+        d["version"] = info.version;
+        d["compiler"] = info.compiler;
+        d["gpu_platform"] = info.gpu_platform;
+        d["gpu_targets"] = info.gpu_targets;
+        d["gpu_toolkit"] = info.gpu_toolkit;
+        return d;
+      },
+      "What this build contains: version, compiler, GPU platform, the GPU ISAs compiled in and "
+      "the HIP / CUDA version they were compiled with. Calls no GPU runtime.");
   m.def("pointwise_ops", &pointwise_ops,
         "The pointwise opcodes of src/core/pointwise_ops.def, in opcode order: (name, arity, "
         "IR op or '_', p0 attribute or '_', p1 attribute or '_', result kind, C expression)");

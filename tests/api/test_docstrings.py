@@ -45,6 +45,14 @@ def test_every_public_name_and_method_has_a_docstring():
 
 def test_program_methods_are_walked():
     walked = {label for label, _ in public_members(graphkiln.Program)}
-    assert {"Program.compile", "Program.run", "Program.is_compiled", "Program.get_parameter_names",
-            "Program.get_parameter_shapes", "Program.get_output_names",
-            "Program.get_output_shapes", "Program.print", "Program.stats"} <= walked
+    assert {
+        "Program.compile",
+        "Program.run",
+        "Program.is_compiled",
+        "Program.get_parameter_names",
+        "Program.get_parameter_shapes",
+        "Program.get_output_names",
+        "Program.get_output_shapes",
+        "Program.print",
+        "Program.stats",
+    } <= walked

@@ -19,10 +19,12 @@ def _lstm_program():
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((1, 8, 3)).astype(np.float32), "W")
     r = numpy_helper.from_array(rng.standard_normal((1, 8, 2)).astype(np.float32), "R")
-    model = make_model([helper.make_node("LSTM", ["x", "W", "R"], ["", "yh"], hidden_size=2)],
-                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 1, 3])],
-                       [helper.make_tensor_value_info("yh", TensorProto.FLOAT, [1, 1, 2])],
-                       [w, r])
+    model = make_model(
+        [helper.make_node("LSTM", ["x", "W", "R"], ["", "yh"], hidden_size=2)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 1, 3])],
+        [helper.make_tensor_value_info("yh", TensorProto.FLOAT, [1, 1, 2])],
+        [w, r],
+    )
     return graphkiln.parse_onnx_buffer(model.SerializeToString())
 
 
@@ -36,10 +38,16 @@ def test_a_lowering_failure_is_caught_as_a_graphkiln_error():
         pytest.fail("compiling LSTM for cpu without fallback should fail")
     assert type(caught) is graphkiln.LoweringError
     assert isinstance(caught, graphkiln.CompileError) and isinstance(caught, ValueError)
-    assert str(caught) == ("the cpu target has no kernel for LSTM (first: node 'yh'); "
-                           "compile(..., fallback='ref') runs it on ref")
-    assert (caught.target, caught.ops, caught.node, caught.fallback) == \
-        ("cpu", ("LSTM",), "yh", "ref")
+    assert str(caught) == (
+        "the cpu target has no kernel for LSTM (first: node 'yh'); "
+        "compile(..., fallback='ref') runs it on ref"
+    )
+    assert (caught.target, caught.ops, caught.node, caught.fallback) == (
+        "cpu",
+        ("LSTM",),
+        "yh",
+        "ref",
+    )
     assert caught.problem == "the cpu target has no kernel for LSTM (first: node 'yh')"
 
 
@@ -73,9 +81,13 @@ def test_every_exception_class_of_the_package_is_a_graphkiln_error():
         except ImportError:  # e.g. the C++ core's extension itself
             continue
         for name, obj in vars(module).items():
-            if (inspect.isclass(obj) and issubclass(obj, BaseException)
-                    and not issubclass(obj, Warning) and not name.startswith("_")
-                    and obj.__module__.startswith("graphkiln")):
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, BaseException)
+                and not issubclass(obj, Warning)
+                and not name.startswith("_")
+                and obj.__module__.startswith("graphkiln")
+            ):
                 classes[f"{obj.__module__}.{name}"] = obj
     assert "graphkiln.targets.native.lower.LoweringError" in classes
     assert "graphkiln.targets.gpu.codegen.CodegenError" in classes
@@ -97,4 +109,5 @@ def test_running_uncompiled_names_a_target_to_compile_for_not_ref_alone():
     assert str(info.value) == (
         f"the program is not compiled: call program.compile({default_target()!r}) before run() "
         f"(targets: {', '.join(graphkiln.available_targets())}; 'ref' is the numpy oracle, "
-        "the slowest)")
+        "the slowest)"
+    )

@@ -60,11 +60,16 @@ def _check_bit_identical(prog, feeds_of, results: dict, runs=RUNS):
         for got, want in zip(outputs, expected):
             if not np.array_equal(got, want):
                 wrong.append((t, r, float(np.abs(got - want).max())))
-    assert not wrong, f"{len(wrong)} of {len(results)} concurrent runs differ from serial: {wrong[:5]}"
+    assert not wrong, (
+        f"{len(wrong)} of {len(results)} concurrent runs differ from serial: {wrong[:5]}"
+    )
 
 
-@pytest.mark.parametrize("build, feeds", [(resnet_like, resnet_feeds), (bert_like, bert_feeds)],
-                         ids=["resnet_like", "bert_like"])
+@pytest.mark.parametrize(
+    "build, feeds",
+    [(resnet_like, resnet_feeds), (bert_like, bert_feeds)],
+    ids=["resnet_like", "bert_like"],
+)
 def test_eight_threads_get_the_serial_outputs(build, feeds):
     prog = _program(build(seed=3, batch=1), max_concurrency=4)
     results = _hammer(prog, lambda i: feeds(i))
@@ -82,8 +87,10 @@ def test_contexts_are_bounded_by_max_concurrency():
 
 def test_two_shapes_of_one_dynamic_model_run_concurrently():
     prog = _program(resnet_like(seed=5, batch="N"), max_concurrency=4)
+
     def feeds_of(i):
         return resnet_feeds(i, batch=1 + 2 * (i % 2))  # batch 1 and 3 interleaved
+
     results = _hammer(prog, feeds_of, runs=10)
     _check_bit_identical(prog, feeds_of, results, runs=10)
     assert prog.stats()["plan"]["plans"] == 2
@@ -91,8 +98,10 @@ def test_two_shapes_of_one_dynamic_model_run_concurrently():
 
 def test_concurrent_first_runs_build_each_plan_once():
     prog = _program(bert_like(seed=2, batch="N"))
+
     def feeds_of(i):
         return bert_feeds(i, batch=1 + i % 3)
+
     results = _hammer(prog, feeds_of, runs=3)
     _check_bit_identical(prog, feeds_of, results, runs=3)
     assert prog.stats()["plan"]["plans"] == 3
@@ -101,12 +110,21 @@ def test_concurrent_first_runs_build_each_plan_once():
 def _with_unsupported_middle() -> onnx.ModelProto:
     """MatMul (cpu) -> Einsum (ref with fallback) -> Relu (cpu)."""
     rng = np.random.default_rng(0)
-    w = helper.make_tensor("w", TensorProto.FLOAT, [8, 8], rng.standard_normal(64).astype(np.float32))
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
-             helper.make_node("Einsum", ["h", "h"], ["e"], name="es", equation="ij,ij->ij"),
-             helper.make_node("Relu", ["e"], ["y"], name="relu")]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])], [w])
+    w = helper.make_tensor(
+        "w", TensorProto.FLOAT, [8, 8], rng.standard_normal(64).astype(np.float32)
+    )
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+        helper.make_node("Einsum", ["h", "h"], ["e"], name="es", equation="ij,ij->ij"),
+        helper.make_node("Relu", ["e"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+        [w],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
@@ -114,8 +132,10 @@ def test_fallback_segments_run_concurrently():
     model = _with_unsupported_middle()
     prog = _program(model, fallback="ref")
     ref = _program(model, "ref")
+
     def feeds_of(i):
         return {"x": np.random.default_rng(i).standard_normal((4, 8)).astype(np.float32)}
+
     results = _hammer(prog, feeds_of, runs=10)
     _check_bit_identical(prog, feeds_of, results, runs=10)
     for (t, r), (got,) in results.items():

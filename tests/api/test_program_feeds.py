@@ -12,7 +12,9 @@ from conftest import make_model
 
 @pytest.fixture
 def prog(add_relu_model):
-    return graphkiln.parse_onnx_buffer(add_relu_model.SerializeToString(), default_dim=None).compile("ref")
+    return graphkiln.parse_onnx_buffer(
+        add_relu_model.SerializeToString(), default_dim=None
+    ).compile("ref")
 
 
 def test_missing_and_unknown_names(prog):
@@ -27,8 +29,11 @@ def test_wrong_dtype_rank_and_shape(prog):
         prog.run({"x": np.ones((2, 3))})
     with pytest.raises(ValueError, match="expected rank 2"):
         prog.run({"x": np.ones(3, np.float32)})
-    with pytest.raises(ValueError, match=r"^input 'x': dim 1 is fixed at 3; got 4 \(shape \[2, 4\], "
-                                         r"expected f32\[N,3\]\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^input 'x': dim 1 is fixed at 3; got 4 \(shape \[2, 4\], "
+        r"expected f32\[N,3\]\)$",
+    ):
         prog.run({"x": np.ones((2, 4), np.float32)})
 
 
@@ -65,9 +70,11 @@ def test_introspection(prog):
 
 
 def _single_input_program(dims, dtype=TensorProto.FLOAT):
-    model = make_model([helper.make_node("Identity", ["x"], ["y"])],
-                       [helper.make_tensor_value_info("x", dtype, dims)],
-                       [helper.make_tensor_value_info("y", dtype, dims)])
+    model = make_model(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", dtype, dims)],
+        [helper.make_tensor_value_info("y", dtype, dims)],
+    )
     return graphkiln.parse_onnx_buffer(model.SerializeToString()).compile("ref")
 
 
@@ -106,7 +113,9 @@ def test_string_inputs_take_str_elements_only():
     prog = _single_input_program([2], TensorProto.STRING)
     for feed in (np.array(["a", "bc"]), np.array(["a", "bc"], dtype=object)):
         assert list(prog.run({"x": feed})[0]) == ["a", "bc"]
-    with pytest.raises(TypeError, match="expected str elements for str\\[2\\], got an element of type int"):
+    with pytest.raises(
+        TypeError, match="expected str elements for str\\[2\\], got an element of type int"
+    ):
         prog.run({"x": np.array(["a", 2], dtype=object)})
 
 

@@ -52,8 +52,12 @@ def test_outputs_are_private_writable_arrays(add_relu_model):
     from conftest import make_model
 
     w = helper.make_tensor("w", TensorProto.FLOAT, [2], [1.0, 2.0])
-    model = make_model([helper.make_node("Identity", ["w"], ["y"])], [],
-                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], [w])
+    model = make_model(
+        [helper.make_node("Identity", ["w"], ["y"])],
+        [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [w],
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString()).compile("ref")
     (first,) = prog.run({})
     first[:] = 0  # the caller owns its outputs

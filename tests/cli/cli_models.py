@@ -17,16 +17,22 @@ def _model(nodes, inputs, outputs, initializers=(), opsets=(("", 17),)):
 
 def if_model() -> onnx.ModelProto:
     """y = relu(x) if sum(x) > 0 else -x; the branches read x from the outer graph."""
+
     def out(name):
         return h.make_tensor_value_info(name, T.FLOAT, [1, 4])
-    then_branch = h.make_graph([h.make_node("Relu", ["x"], ["t"], name="then_relu")], "then",
-                               [], [out("t")])
-    else_branch = h.make_graph([h.make_node("Neg", ["x"], ["e"], name="else_neg")], "else",
-                               [], [out("e")])
-    nodes = [h.make_node("ReduceSum", ["x"], ["s"], keepdims=0, name="sum"),
-             h.make_node("Constant", [], ["zero"], value=h.make_tensor("z", T.FLOAT, [], [0.0])),
-             h.make_node("Greater", ["s", "zero"], ["c"]),
-             h.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch)]
+
+    then_branch = h.make_graph(
+        [h.make_node("Relu", ["x"], ["t"], name="then_relu")], "then", [], [out("t")]
+    )
+    else_branch = h.make_graph(
+        [h.make_node("Neg", ["x"], ["e"], name="else_neg")], "else", [], [out("e")]
+    )
+    nodes = [
+        h.make_node("ReduceSum", ["x"], ["s"], keepdims=0, name="sum"),
+        h.make_node("Constant", [], ["zero"], value=h.make_tensor("z", T.FLOAT, [], [0.0])),
+        h.make_node("Greater", ["s", "zero"], ["c"]),
+        h.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch),
+    ]
     return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [1, 4])], [out("y")])
 
 
@@ -35,26 +41,37 @@ def lstm_model() -> onnx.ModelProto:
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.standard_normal((1, 8, 3)).astype(np.float32), "W")
     r = numpy_helper.from_array(rng.standard_normal((1, 8, 2)).astype(np.float32), "R")
-    return _model([h.make_node("LSTM", ["x", "W", "R"], ["", "yh"], hidden_size=2)],
-                  [h.make_tensor_value_info("x", T.FLOAT, [5, 1, 3])],
-                  [h.make_tensor_value_info("yh", T.FLOAT, [1, 1, 2])], [w, r])
+    return _model(
+        [h.make_node("LSTM", ["x", "W", "R"], ["", "yh"], hidden_size=2)],
+        [h.make_tensor_value_info("x", T.FLOAT, [5, 1, 3])],
+        [h.make_tensor_value_info("yh", T.FLOAT, [1, 1, 2])],
+        [w, r],
+    )
 
 
 def microsoft_model() -> onnx.ModelProto:
     """relu(x), then com.microsoft::DynamicQuantizeLSTM (an onnxruntime contrib op)."""
-    return _model([h.make_node("Relu", ["x"], ["r"]),
-                   h.make_node("DynamicQuantizeLSTM", ["r"], ["y"], domain="com.microsoft")],
-                  [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
-                  [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
-                  opsets=(("", 17), ("com.microsoft", 1)))
+    return _model(
+        [
+            h.make_node("Relu", ["x"], ["r"]),
+            h.make_node("DynamicQuantizeLSTM", ["r"], ["y"], domain="com.microsoft"),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+        opsets=(("", 17), ("com.microsoft", 1)),
+    )
 
 
 def symbolic_model() -> onnx.ModelProto:
     """z = relu(x) + b, x: f32[N,3] (N symbolic), b: f32[3]."""
-    return _model([h.make_node("Relu", ["x"], ["y"]), h.make_node("Add", ["y", "b"], ["z"])],
-                  [h.make_tensor_value_info("x", T.FLOAT, ["N", 3]),
-                   h.make_tensor_value_info("b", T.FLOAT, [3])],
-                  [h.make_tensor_value_info("z", T.FLOAT, ["N", 3])])
+    return _model(
+        [h.make_node("Relu", ["x"], ["y"]), h.make_node("Add", ["y", "b"], ["z"])],
+        [
+            h.make_tensor_value_info("x", T.FLOAT, ["N", 3]),
+            h.make_tensor_value_info("b", T.FLOAT, [3]),
+        ],
+        [h.make_tensor_value_info("z", T.FLOAT, ["N", 3])],
+    )
 
 
 def save(model: onnx.ModelProto, tmp_path, name: str) -> str:

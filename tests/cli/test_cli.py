@@ -38,7 +38,9 @@ def test_run_example_matches_an_independent_numpy_forward(capsys, tmp_path):
 
 def _numpy_forward(model_path, x):
     model = onnx.load(model_path)
-    weights = {t.name: onnx.numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer}
+    weights = {
+        t.name: onnx.numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer
+    }
     env = {"image": x.astype(np.float64)}
     for node in model.graph.node:
         ins = [env.get(n, weights.get(n)) for n in node.input]
@@ -47,8 +49,9 @@ def _numpy_forward(model_path, x):
             out = _conv(ins[0], ins[1], a["strides"][0], a["pads"][0])
         elif node.op_type == "BatchNormalization":
             scale, bias, mean, var = ins[1:]
-            out = (ins[0] - mean[:, None, None]) / np.sqrt(var[:, None, None] + a["epsilon"]) \
-                * scale[:, None, None] + bias[:, None, None]
+            out = (ins[0] - mean[:, None, None]) / np.sqrt(
+                var[:, None, None] + a["epsilon"]
+            ) * scale[:, None, None] + bias[:, None, None]
         elif node.op_type == "Relu":
             out = np.maximum(ins[0], 0)
         elif node.op_type == "Add":
@@ -56,8 +59,19 @@ def _numpy_forward(model_path, x):
         elif node.op_type == "MaxPool":
             p = np.pad(ins[0], ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
             h = (p.shape[2] - 3) // 2 + 1
-            out = np.stack([np.stack([p[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max(axis=(2, 3))
-                                      for j in range(h)], -1) for i in range(h)], -2)
+            out = np.stack(
+                [
+                    np.stack(
+                        [
+                            p[:, :, 2 * i : 2 * i + 3, 2 * j : 2 * j + 3].max(axis=(2, 3))
+                            for j in range(h)
+                        ],
+                        -1,
+                    )
+                    for i in range(h)
+                ],
+                -2,
+            )
         elif node.op_type == "GlobalAveragePool":
             out = ins[0].mean(axis=(2, 3), keepdims=True)
         elif node.op_type == "Flatten":
@@ -82,7 +96,7 @@ def _conv(x, w, stride, pad):
     out = np.zeros((n, w.shape[0], oh, ow))
     for i in range(k):
         for j in range(k):
-            patch = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+            patch = xp[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
             out += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
     return out
 
@@ -120,6 +134,7 @@ def test_bad_input_dim_and_missing_model_give_clear_errors(model_file, capsys):
 
 
 def test_doctor_and_module_entry_point():
-    out = subprocess.run([sys.executable, "-m", "graphkiln", "doctor"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "graphkiln", "doctor"], capture_output=True, text=True, check=True
+    ).stdout
     assert "graphkiln" in out and "targets: " in out

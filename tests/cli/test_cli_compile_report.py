@@ -12,8 +12,9 @@ from graphkiln.cli.common import EXAMPLE_MODEL
 from graphkiln.cli.main import main
 from graphkiln.targets.registry import default_target
 
-pytestmark = pytest.mark.skipif(default_target() != "cpu",
-                                reason="the cpu target needs the C++ core")
+pytestmark = pytest.mark.skipif(
+    default_target() != "cpu", reason="the cpu target needs the C++ core"
+)
 
 
 def test_a_missing_kernel_advises_the_fallback_flag_not_python(tmp_path, capsys):
@@ -21,7 +22,8 @@ def test_a_missing_kernel_advises_the_fallback_flag_not_python(tmp_path, capsys)
     assert main(["run", path, "--target", "cpu"]) == 1
     assert capsys.readouterr().err == (
         "graphkiln run: LoweringError: the cpu target has no kernel for LSTM (first: node "
-        "'yh'); --fallback ref runs it on ref\n")
+        "'yh'); --fallback ref runs it on ref\n"
+    )
     assert main(["run", path, "--target", "cpu", "--fallback", "ref"]) == 0
     assert "yh: float32 [1, 1, 2]" in capsys.readouterr().out
 
@@ -29,13 +31,14 @@ def test_a_missing_kernel_advises_the_fallback_flag_not_python(tmp_path, capsys)
 def test_verify_passes_prints_a_verdict_on_success(capsys):
     assert main(["compile", EXAMPLE_MODEL, "--target", "cpu", "--verify-passes"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert first == ("verify-passes: all 19 passes keep ref's results on random inputs "
-                     "(seed 0, rtol 0.0001, atol 1e-05)")
+    assert first == (
+        "verify-passes: all 19 passes keep ref's results on random inputs "
+        "(seed 0, rtol 0.0001, atol 1e-05)"
+    )
 
 
 def test_verify_passes_keeps_stats_json_on_stdout(capsys):
-    assert main(["compile", EXAMPLE_MODEL, "--target", "cpu", "--verify-passes",
-                 "--stats"]) == 0
+    assert main(["compile", EXAMPLE_MODEL, "--target", "cpu", "--verify-passes", "--stats"]) == 0
     captured = capsys.readouterr()
     stats = json.loads(captured.out)
     assert captured.err.startswith(f"verify-passes: all {len(stats['passes'])} passes keep")

@@ -34,9 +34,10 @@ def test_lstm_is_missing_on_cpu_and_ok_on_ref(tmp_path, capsys):
     path = save(lstm_model(), tmp_path, "lstm.onnx")
     code, lines = _ops(capsys, "--model", path, "--target", "cpu")
     assert code == 1
-    assert lines[1:] == ["MISSING LSTM x1 (opset 17): the cpu target cannot run it natively; "
-                         "first: node 'yh'",
-                         "--fallback ref runs the ops the cpu target lacks on ref"]
+    assert lines[1:] == [
+        "MISSING LSTM x1 (opset 17): the cpu target cannot run it natively; first: node 'yh'",
+        "--fallback ref runs the ops the cpu target lacks on ref",
+    ]
     code, lines = _ops(capsys, "--model", path, "--target", "ref")
     assert code == 0 and lines == [f"{path}: opsets ai.onnx 17; target ref", "ok      LSTM x1"]
 
@@ -46,20 +47,32 @@ def test_an_op_of_another_domain_is_named_with_its_domain_and_opset(tmp_path, ca
     code, lines = _ops(capsys, "--model", path, "--target", "cpu")
     assert code == 1
     assert lines[0] == f"{path}: opsets ai.onnx 17, com.microsoft 1; target cpu"
-    assert lines[1] == ("unknown Relu x1: graphkiln imports it; the cpu target was not asked, "
-                        "as the model does not import (see below)")
-    assert lines[2] == ("MISSING com.microsoft::DynamicQuantizeLSTM x1 (opset 1): graphkiln "
-                        "imports ops of the default ONNX domain, and ops ONNX defines as "
-                        "functions, only")
+    assert lines[1] == (
+        "unknown Relu x1: graphkiln imports it; the cpu target was not asked, "
+        "as the model does not import (see below)"
+    )
+    assert lines[2] == (
+        "MISSING com.microsoft::DynamicQuantizeLSTM x1 (opset 1): graphkiln "
+        "imports ops of the default ONNX domain, and ops ONNX defines as "
+        "functions, only"
+    )
     assert lines[3].startswith("the model does not import: operator 'DynamicQuantizeLSTM'")
 
 
 def test_the_example_model_is_all_ok(capsys):
     code, lines = _ops(capsys, "--model", EXAMPLE_MODEL, "--target", "cpu")
     assert code == 0
-    assert lines[1:] == ["ok      Add x2", "ok      BatchNormalization x6", "ok      Conv x6",
-                         "ok      Flatten x1", "ok      Gemm x1", "ok      GlobalAveragePool x1",
-                         "ok      MaxPool x1", "ok      Relu x5", "ok      Softmax x1"]
+    assert lines[1:] == [
+        "ok      Add x2",
+        "ok      BatchNormalization x6",
+        "ok      Conv x6",
+        "ok      Flatten x1",
+        "ok      Gemm x1",
+        "ok      GlobalAveragePool x1",
+        "ok      MaxPool x1",
+        "ok      Relu x5",
+        "ok      Softmax x1",
+    ]
 
 
 def test_ops_help_explains_the_report(capsys):

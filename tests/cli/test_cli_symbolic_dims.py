@@ -11,8 +11,10 @@ from onnx import TensorProto, helper
 
 from graphkiln.cli.main import main
 
-NOTE = ("graphkiln: symbolic input dims set for the random inputs: {where}; choose them with "
-        "--input-dim NAME=D0,D1,..., --default-dim N or --input NAME=FILE.npy\n")
+NOTE = (
+    "graphkiln: symbolic input dims set for the random inputs: {where}; choose them with "
+    "--input-dim NAME=D0,D1,..., --default-dim N or --input NAME=FILE.npy\n"
+)
 
 
 @pytest.fixture
@@ -69,8 +71,23 @@ def test_verify_and_perf_on_cpu(model_file, capsys):
     captured = capsys.readouterr()
     assert captured.err == NOTE.format(where="batch=1 (x[0] b[0]), x_dim1=1 (x[1])")
     assert "cpu vs ref: PASS" in captured.out
-    assert main(["perf", model_file, "--target", "cpu", "--runs", "3", "--warmup", "1",
-                 "--input-dim", "x=2,3,4"]) == 0
+    assert (
+        main(
+            [
+                "perf",
+                model_file,
+                "--target",
+                "cpu",
+                "--runs",
+                "3",
+                "--warmup",
+                "1",
+                "--input-dim",
+                "x=2,3,4",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()  # x=2,3,4 sets batch on b too: nothing left to choose
     assert "symbolic input dims" not in captured.err and "3 runs after 1 warm-up" in captured.out
 
@@ -78,7 +95,9 @@ def test_verify_and_perf_on_cpu(model_file, capsys):
 def test_verify_passes_fixes_symbolic_dims_and_says_so(model_file, capsys):
     assert main(["compile", model_file, "--target", "ref", "--verify-passes"]) == 0
     captured = capsys.readouterr()
-    assert captured.err == ("graphkiln: --verify-passes runs on static shapes: symbolic input "
-                            "dims x[0] (batch), x[1] (x_dim1), b[0] (batch) set to 1; choose "
-                            "them with --input-dim NAME=D0,D1,... or --default-dim N\n")
+    assert captured.err == (
+        "graphkiln: --verify-passes runs on static shapes: symbolic input "
+        "dims x[0] (batch), x[1] (x_dim1), b[0] (batch) set to 1; choose "
+        "them with --input-dim NAME=D0,D1,... or --default-dim N\n"
+    )
     assert "verify-passes: all" in captured.out

@@ -54,8 +54,13 @@ def to_value(data):
     if isinstance(data, onnx.TensorProto):
         array = numpy_helper.to_array(data)
         if data.data_type == onnx.TensorProto.STRING:
-            array = np.vectorize(lambda s: s.decode() if isinstance(s, bytes) else s,
-                                 otypes=[object])(array) if array.size else array.astype(object)
+            array = (
+                np.vectorize(lambda s: s.decode() if isinstance(s, bytes) else s, otypes=[object])(
+                    array
+                )
+                if array.size
+                else array.astype(object)
+            )
         return array
     if isinstance(data, list):
         return [to_value(x) for x in data]
@@ -88,7 +93,9 @@ def compare(got, expected, where: str, undefined=None) -> None:
     """`undefined`: a bool mask of the elements ONNX leaves open, not compared."""
     if isinstance(expected, list):
         assert isinstance(got, list), f"{where}: expected a sequence, got {type(got).__name__}"
-        assert len(got) == len(expected), f"{where}: sequence of {len(got)}, expected {len(expected)}"
+        assert len(got) == len(expected), (
+            f"{where}: sequence of {len(got)}, expected {len(expected)}"
+        )
         for i, (g, e) in enumerate(zip(got, expected)):
             compare(g, e, f"{where}[{i}]")
         return
@@ -98,14 +105,23 @@ def compare(got, expected, where: str, undefined=None) -> None:
     got = np.asarray(got)
     assert got.shape == expected.shape, f"{where}: shape {got.shape}, expected {expected.shape}"
     assert _kind(got.dtype) == _kind(expected.dtype), (
-        f"{where}: dtype {got.dtype}, expected {expected.dtype}")
+        f"{where}: dtype {got.dtype}, expected {expected.dtype}"
+    )
     if undefined is not None:
         got, expected = got[~undefined], expected[~undefined]
     if expected.dtype.kind == "c":
-        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL, equal_nan=True, err_msg=where)
+        np.testing.assert_allclose(
+            got, expected, rtol=RTOL, atol=ATOL, equal_nan=True, err_msg=where
+        )
     elif _is_float(expected.dtype):
-        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
-                                   rtol=RTOL, atol=ATOL, equal_nan=True, err_msg=where)
+        np.testing.assert_allclose(
+            got.astype(np.float64),
+            expected.astype(np.float64),
+            rtol=RTOL,
+            atol=ATOL,
+            equal_nan=True,
+            err_msg=where,
+        )
     else:
         assert np.array_equal(got, expected), f"{where}: values differ\n{got}\n!=\n{expected}"
 

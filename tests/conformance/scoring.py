@@ -20,18 +20,45 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-_FLOAT_TYPES = {"FLOAT", "DOUBLE", "FLOAT16", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
-                "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT8E8M0", "FLOAT4E2M1"}
+_FLOAT_TYPES = {
+    "FLOAT",
+    "DOUBLE",
+    "FLOAT16",
+    "BFLOAT16",
+    "FLOAT8E4M3FN",
+    "FLOAT8E4M3FNUZ",
+    "FLOAT8E5M2",
+    "FLOAT8E5M2FNUZ",
+    "FLOAT8E8M0",
+    "FLOAT4E2M1",
+}
 # the integer types by ONNX name: (smallest, largest) value
 _INT_RANGES = {
     **{f"INT{b}": (-(1 << (b - 1)), (1 << (b - 1)) - 1) for b in (2, 4, 8, 16, 32, 64)},
     **{f"UINT{b}": (0, (1 << b) - 1) for b in (2, 4, 8, 16, 32, 64)},
 }
-RANDOM_OPS = {"Bernoulli", "RandomUniform", "RandomUniformLike", "RandomNormal",
-              "RandomNormalLike", "Multinomial"}
+RANDOM_OPS = {
+    "Bernoulli",
+    "RandomUniform",
+    "RandomUniformLike",
+    "RandomNormal",
+    "RandomNormalLike",
+    "Multinomial",
+}
 # ops whose outputs are bool: a Cast of one of these is 0 or 1
-_BOOL_OPS = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or",
-             "Xor", "IsNaN", "IsInf"}
+_BOOL_OPS = {
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "Not",
+    "And",
+    "Or",
+    "Xor",
+    "IsNaN",
+    "IsInf",
+}
 
 
 class _Graph:
@@ -46,9 +73,11 @@ class _Graph:
             if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
                 self.values[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
         self.values.update({k: v for k, v in feeds.items() if v is not None})
-        self.elem = {v.name: v.type.tensor_type.elem_type for v in
-                     list(g.input) + list(g.value_info) + list(g.output)
-                     if v.type.HasField("tensor_type")}
+        self.elem = {
+            v.name: v.type.tensor_type.elem_type
+            for v in list(g.input) + list(g.value_info) + list(g.output)
+            if v.type.HasField("tensor_type")
+        }
         self.elem.update({t.name: t.data_type for t in g.initializer})
         self.nodes = list(g.node)
 
@@ -72,6 +101,7 @@ def _attr(node: onnx.NodeProto, name: str, default=None):
 
 # -- float -> integer casts -------------------------------------------------------------------
 
+
 def undefined_elements(model: onnx.ModelProto, feeds: dict) -> dict[int, np.ndarray]:
     """{output index: bool mask of its elements ONNX leaves undefined} for the outputs made by a
     Cast / CastLike from a float type to an integer type whose input the feeds give."""
@@ -86,7 +116,11 @@ def undefined_elements(model: onnx.ModelProto, feeds: dict) -> dict[int, np.ndar
         else:
             target = graph.type_name(node.input[1])
         x = graph.value(node, 0)
-        if target not in _INT_RANGES or x is None or graph.type_name(node.input[0]) not in _FLOAT_TYPES:
+        if (
+            target not in _INT_RANGES
+            or x is None
+            or graph.type_name(node.input[0]) not in _FLOAT_TYPES
+        ):
             continue
         low, high = _INT_RANGES[target]
         wide = np.asarray(x).astype(np.float64)
@@ -98,12 +132,16 @@ def undefined_elements(model: onnx.ModelProto, feeds: dict) -> dict[int, np.ndar
 
 # -- random ops -------------------------------------------------------------------------------
 
+
 def _holds_random(node: onnx.NodeProto) -> bool:
     if node.op_type in RANDOM_OPS:
         return True
-    return any(_holds_random(n) for a in node.attribute
-               for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs))
-               for n in g.node)
+    return any(
+        _holds_random(n)
+        for a in node.attribute
+        for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs))
+        for n in g.node
+    )
 
 
 def _given(node: onnx.NodeProto, i: int) -> bool:
@@ -150,8 +188,10 @@ def _check_for(graph: _Graph, node: onnx.NodeProto, index: int):
         got = _same_shape_and_dtype(outputs[index], expected, where)
         if op == "Bernoulli":
             _bernoulli(got, graph.value(node, 0), where)
-        elif op == "Cast" and (graph.producer.get(node.input[0]) is not None
-                               and graph.producer[node.input[0]].op_type in _BOOL_OPS):
+        elif op == "Cast" and (
+            graph.producer.get(node.input[0]) is not None
+            and graph.producer[node.input[0]].op_type in _BOOL_OPS
+        ):
             _values_in(got, {0, 1}, where)
         elif op in ("RandomUniform", "RandomUniformLike"):
             _uniform(got, _attr(node, "low", 0.0), _attr(node, "high", 1.0), where)
@@ -164,12 +204,15 @@ def _check_for(graph: _Graph, node: onnx.NodeProto, index: int):
         elif op == "Dropout":
             _dropout(graph, node, outputs, index, where)
         # anything else computed from a draw: shape and dtype only
+
     return check
 
 
 def _values_in(got, allowed: set, where):
     seen = set(np.unique(got.astype(np.float64)).tolist())
-    assert seen <= allowed, f"{where}: values {sorted(seen - allowed)[:8]} outside {sorted(allowed)}"
+    assert seen <= allowed, (
+        f"{where}: values {sorted(seen - allowed)[:8]} outside {sorted(allowed)}"
+    )
 
 
 def _bernoulli(got, p, where):

@@ -28,8 +28,9 @@ def _param(name, expected=EXPECTED):
     return name
 
 
-@pytest.mark.parametrize("target, expected", [("ref", EXPECTED), ("cpu", EXPECTED_CPU),
-                                              ("gpu", EXPECTED_GPU)])
+@pytest.mark.parametrize(
+    "target, expected", [("ref", EXPECTED), ("cpu", EXPECTED_CPU), ("gpu", EXPECTED_GPU)]
+)
 def test_expected_failures_name_real_cases(target, expected):
     unknown = sorted(set(expected) - set(CASES))
     assert not unknown, f"expected_failures_{target}.txt names cases that do not exist: {unknown}"

@@ -43,8 +43,9 @@ def test_out_of_range_cast_elements_are_not_compared(like):
     # recorded: int4 values where defined, anything (here 0, as ml_dtypes 0.7 gives) elsewhere
     recorded = np.where(IN_RANGE, np.trunc(np.nan_to_num(X)), 0).astype(ml_dtypes.int4)
     run_case(_cast_case(X, recorded, like=like), "ref")
-    mask = undefined_elements(_cast_case(X, recorded, like=like).model,
-                              {"x": X, "like": recorded[:0]})
+    mask = undefined_elements(
+        _cast_case(X, recorded, like=like).model, {"x": X, "like": recorded[:0]}
+    )
     np.testing.assert_array_equal(mask[0], ~np.array(IN_RANGE))
 
 
@@ -57,20 +58,25 @@ def test_in_range_cast_elements_are_still_compared():
 
 def test_casts_from_integers_are_compared_whole():
     x = np.array([20, -9, 3], np.int32)
-    case = _case([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT4)],
-                 [helper.make_tensor_value_info("x", TensorProto.INT32, [3])],
-                 [helper.make_tensor_value_info("y", TensorProto.INT4, [3])],
-                 [([x], [np.array([0, 0, 3], ml_dtypes.int4)])])
+    case = _case(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT4)],
+        [helper.make_tensor_value_info("x", TensorProto.INT32, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.INT4, [3])],
+        [([x], [np.array([0, 0, 3], ml_dtypes.int4)])],
+    )
     assert undefined_elements(case.model, {"x": x}) == {}
     with pytest.raises(AssertionError, match="values differ"):
         run_case(case, "ref")  # int -> int4 wraps (20 -> 4, -9 -> 7): defined, compared
 
 
 def _bernoulli_case(p, recorded):
-    return _case([helper.make_node("Bernoulli", ["p"], ["y"], seed=1.0)],
-                 [helper.make_tensor_value_info("p", TensorProto.DOUBLE, list(p.shape))],
-                 [helper.make_tensor_value_info("y", TensorProto.DOUBLE, list(p.shape))],
-                 [([p], [recorded])], opset=15)
+    return _case(
+        [helper.make_node("Bernoulli", ["p"], ["y"], seed=1.0)],
+        [helper.make_tensor_value_info("p", TensorProto.DOUBLE, list(p.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, list(p.shape))],
+        [([p], [recorded])],
+        opset=15,
+    )
 
 
 def test_random_outputs_are_scored_by_what_the_op_defines():
@@ -78,9 +84,11 @@ def test_random_outputs_are_scored_by_what_the_op_defines():
     run_case(_bernoulli_case(p, np.array([0.0, 1.0, 1.0, 0.0, 1.0, 1.0])), "ref")
     check = random_checks(_bernoulli_case(p, p).model, {"p": p})[0]
     check([np.array([0.0, 1.0, 0.0, 1.0, 0.0, 1.0])], p, "y")
-    for wrong, message in [([0.0, 1.0, 2.0, 0.0, 0.0, 0.0], "outside"),
-                           ([1.0, 1.0, 0.0, 0.0, 0.0, 0.0], "p = 0"),
-                           ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "p = 1")]:
+    for wrong, message in [
+        ([0.0, 1.0, 2.0, 0.0, 0.0, 0.0], "outside"),
+        ([1.0, 1.0, 0.0, 0.0, 0.0, 0.0], "p = 0"),
+        ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "p = 1"),
+    ]:
         with pytest.raises(AssertionError, match=message):
             check([np.array(wrong)], p, "y")
     with pytest.raises(AssertionError, match="dtype"):
@@ -88,9 +96,13 @@ def test_random_outputs_are_scored_by_what_the_op_defines():
 
 
 def test_uniform_draws_must_lie_in_low_high():
-    case = _case([helper.make_node("RandomUniformLike", ["x"], ["y"], low=-1.0, high=2.0)],
-                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], [], opset=15)
+    case = _case(
+        [helper.make_node("RandomUniformLike", ["x"], ["y"], low=-1.0, high=2.0)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [],
+        opset=15,
+    )
     x = np.zeros(4, np.float32)
     check = random_checks(case.model, {"x": x})[0]
     check([np.array([-1.0, 0.0, 1.5, 1.99], np.float32)], x, "y")
@@ -99,12 +111,20 @@ def test_uniform_draws_must_lie_in_low_high():
 
 
 def _dropout_case():
-    return _case([helper.make_node("Dropout", ["x", "r", "t"], ["y", "m"], seed=0)],
-                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
-                  helper.make_tensor_value_info("r", TensorProto.FLOAT, []),
-                  helper.make_tensor_value_info("t", TensorProto.BOOL, [])],
-                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4]),
-                  helper.make_tensor_value_info("m", TensorProto.BOOL, [4])], [], opset=15)
+    return _case(
+        [helper.make_node("Dropout", ["x", "r", "t"], ["y", "m"], seed=0)],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info("r", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("t", TensorProto.BOOL, []),
+        ],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [4]),
+            helper.make_tensor_value_info("m", TensorProto.BOOL, [4]),
+        ],
+        [],
+        opset=15,
+    )
 
 
 def test_training_dropout_is_checked_against_its_own_mask():

@@ -28,8 +28,13 @@ def _missing_tool() -> str | None:
 @pytest.mark.skipif(_missing_tool() is not None, reason=str(_missing_tool()))
 def test_core_unit_tests_pass_under_asan_and_ubsan(tmp_path):
     env = dict(os.environ, PYTHON=sys.executable)
-    proc = subprocess.run(["bash", SCRIPT, str(tmp_path / "build")], capture_output=True,
-                          text=True, env=env, timeout=1200)
+    proc = subprocess.run(
+        ["bash", SCRIPT, str(tmp_path / "build")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1200,
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-4000:]
     assert "all build_info checks passed" in output

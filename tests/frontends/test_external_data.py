@@ -19,9 +19,12 @@ def _model_with_external(location: str, offset: int = 0, length: int = 12):
     for key, value in (("location", location), ("offset", str(offset)), ("length", str(length))):
         entry = w.external_data.add()
         entry.key, entry.value = key, value
-    return make_model([helper.make_node("Add", ["x", "w"], ["y"])],
-                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], [w])
+    return make_model(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [w],
+    )
 
 
 def _write(folder, name, model):

@@ -16,8 +16,14 @@ F = TensorProto.FLOAT
 
 def _nested_ifs(depth: int) -> onnx.ModelProto:
     """If inside If ... `depth` levels, built in place (onnx.helper copies would reparse)."""
-    model = make_model([], [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
-                            helper.make_tensor_value_info("x", F, [2])], [])
+    model = make_model(
+        [],
+        [
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x", F, [2]),
+        ],
+        [],
+    )
     out = helper.make_tensor_value_info("y", F, [2])
     leaf = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [], [out])
     graph = model.graph
@@ -37,7 +43,9 @@ def test_moderately_nested_ifs_import():
 
 
 def test_thousand_nested_ifs_from_bytes_are_a_model_error():
-    with pytest.raises(graphkiln.ModelError, match="nests messages .* deeper than protobuf decodes"):
+    with pytest.raises(
+        graphkiln.ModelError, match="nests messages .* deeper than protobuf decodes"
+    ):
         graphkiln.parse_onnx_buffer(_nested_ifs(1000).SerializeToString())
 
 
@@ -65,8 +73,10 @@ def test_hundred_thousand_node_chain_in_reverse_order_imports():
 
 
 def test_self_loop_is_a_cycle():
-    model = make_model([helper.make_node("Add", ["x", "y"], ["y"], name="loopy")],
-                       [helper.make_tensor_value_info("x", F, [2])],
-                       [helper.make_tensor_value_info("y", F, [2])])
+    model = make_model(
+        [helper.make_node("Add", ["x", "y"], ["y"], name="loopy")],
+        [helper.make_tensor_value_info("x", F, [2])],
+        [helper.make_tensor_value_info("y", F, [2])],
+    )
     with pytest.raises(graphkiln.ModelError, match="cycle through node 'loopy'"):
         graphkiln.parse_onnx_buffer(model.SerializeToString())

@@ -23,7 +23,8 @@ def _symbolic_conv_model() -> tuple[bytes, np.ndarray]:
         [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["y"])],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2, "H", "W"])],
-        [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel())])
+        [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel())],
+    )
     return model.SerializeToString(), w
 
 
@@ -83,20 +84,22 @@ def test_unknown_input_name_lists_the_model_inputs():
 def test_an_initializer_listed_as_input_is_not_an_input_to_shape():
     data, _ = _symbolic_conv_model()
     model = load_from_string(data)
-    model.graph.input.append(helper.make_tensor_value_info("w", TensorProto.FLOAT,
-                                                           [2, 3, 1, 1]))
+    model.graph.input.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, [2, 3, 1, 1]))
     with pytest.raises(ValueError, match=r"names \['w'\].*inputs: x: f32\[N,3,H,W\]\)"):
         graphkiln.parse_onnx_buffer(model.SerializeToString(), input_shapes={"w": [2, 3, 1, 1]})
 
 
-@pytest.mark.parametrize("dims, error, text", [
-    ([1, 3, 8, 8.5], TypeError, "dims must be ints, got 8.5"),
-    ([1, 3, "H", 8], TypeError, "dims must be ints, got 'H'"),
-    ([1, 3, True, 8], TypeError, "dims must be ints, got True"),
-    (8, TypeError, "expected a list of ints"),
-    ("1,3,8,8", TypeError, "expected a list of ints"),
-    ([-1, 3, 8, 8], ValueError, "dims must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "dims, error, text",
+    [
+        ([1, 3, 8, 8.5], TypeError, "dims must be ints, got 8.5"),
+        ([1, 3, "H", 8], TypeError, "dims must be ints, got 'H'"),
+        ([1, 3, True, 8], TypeError, "dims must be ints, got True"),
+        (8, TypeError, "expected a list of ints"),
+        ("1,3,8,8", TypeError, "expected a list of ints"),
+        ([-1, 3, 8, 8], ValueError, "dims must be >= 0"),
+    ],
+)
 def test_dims_that_are_not_non_negative_ints_are_refused(dims, error, text):
     data, _ = _symbolic_conv_model()
     with pytest.raises(error, match=re.escape(text)) as info:
@@ -105,17 +108,21 @@ def test_dims_that_are_not_non_negative_ints_are_refused(dims, error, text):
 
 
 def test_an_input_without_a_declared_shape_takes_any_rank():
-    model = make_model([helper.make_node("Relu", ["x"], ["y"])],
-                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
-                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-    program = graphkiln.parse_onnx_buffer(model.SerializeToString(),
-                                          input_shapes={"x": [2, 3, 4]})
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    program = graphkiln.parse_onnx_buffer(model.SerializeToString(), input_shapes={"x": [2, 3, 4]})
     assert str(program.get_parameter_shapes()["x"]) == "f32[2,3,4]"
 
 
 def test_a_sequence_input_is_not_shaped():
     seq = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [2])
-    model = make_model([helper.make_node("SequenceLength", ["s"], ["n"])], [seq],
-                       [helper.make_tensor_value_info("n", TensorProto.INT64, [])])
+    model = make_model(
+        [helper.make_node("SequenceLength", ["s"], ["n"])],
+        [seq],
+        [helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+    )
     with pytest.raises(ValueError, match="'s' is sequence_type, not a tensor"):
         graphkiln.parse_onnx_buffer(model.SerializeToString(), input_shapes={"s": [2]})

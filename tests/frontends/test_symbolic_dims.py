@@ -29,9 +29,16 @@ def _model(a_dims, b_dims):
     """y = relu(a * b + w), w: f32[4] broadcast on the last axis."""
     w = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.5, -1.0, 2.0, -0.25])
     graph = helper.make_graph(
-        [helper.make_node("Mul", ["a", "b"], ["m"]), helper.make_node("Add", ["m", "w"], ["s"]),
-         helper.make_node("Relu", ["s"], ["y"])],
-        "g", [_vi("a", a_dims), _vi("b", b_dims)], [_vi("y", [])], [w])
+        [
+            helper.make_node("Mul", ["a", "b"], ["m"]),
+            helper.make_node("Add", ["m", "w"], ["s"]),
+            helper.make_node("Relu", ["s"], ["y"]),
+        ],
+        "g",
+        [_vi("a", a_dims), _vi("b", b_dims)],
+        [_vi("y", [])],
+        [w],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
@@ -65,24 +72,30 @@ def test_default_dim_and_input_shapes_still_fix_them():
 
 
 def test_other_negative_dims_are_refused_saying_what_is_accepted():
-    with pytest.raises(graphkiln.ModelError,
-                       match=r"input 'a': negative dimension -2 \(a dim is a size >= 0, or -1"):
+    with pytest.raises(
+        graphkiln.ModelError,
+        match=r"input 'a': negative dimension -2 \(a dim is a size >= 0, or -1",
+    ):
         graphkiln.parse_onnx_buffer(_model([-2, 1, 1, 4], [1, 1, 1, 4]))
 
 
 def test_a_declared_zero_stays_zero_and_input_shapes_may_set_it():
     prog = graphkiln.parse_onnx_buffer(_model([0, 1, 1, 4], [0, 1, 1, 4])).compile("ref")
     assert str(prog.get_parameter_shapes()["a"]) == "f32[0,1,1,4]"
-    (y,) = prog.run({"a": np.ones((0, 1, 1, 4), np.float32), "b": np.ones((0, 1, 1, 4), np.float32)})
+    (y,) = prog.run(
+        {"a": np.ones((0, 1, 1, 4), np.float32), "b": np.ones((0, 1, 1, 4), np.float32)}
+    )
     assert y.shape == (0, 1, 1, 4)
     with pytest.raises(ValueError) as info:
         prog.run({"a": np.ones((2, 1, 1, 4), np.float32), "b": np.ones((2, 1, 1, 4), np.float32)})
     assert str(info.value) == (
         "input 'a': dim 0 is fixed at 0; got 2 (shape [2, 1, 1, 4], expected f32[0,1,1,4]) "
         "(a dim declared 0 is an empty axis; if the model means 'any size' there, set it "
-        "with parse_onnx(..., input_shapes=...))")
-    fixed = graphkiln.parse_onnx_buffer(_model([0, 1, 1, 4], [0, 1, 1, 4]),
-                                        input_shapes={"a": [2, 1, 1, 4], "b": [2, 1, 1, 4]})
+        "with parse_onnx(..., input_shapes=...))"
+    )
+    fixed = graphkiln.parse_onnx_buffer(
+        _model([0, 1, 1, 4], [0, 1, 1, 4]), input_shapes={"a": [2, 1, 1, 4], "b": [2, 1, 1, 4]}
+    )
     assert str(fixed.get_parameter_shapes()["a"]) == "f32[2,1,1,4]"
 
 
@@ -108,32 +121,45 @@ def test_feed_errors_name_the_input_dim_symbol_and_who_set_it():
     a = np.ones((2, 3, 5, 4), np.float32)
     with pytest.raises(ValueError) as info:
         prog.run({"a": a, "b": np.ones((3, 1, 5, 4), np.float32)})
-    assert str(info.value) == ("input 'b': dim 0 is 'batch', which input 'a' set to 2; got 3 "
-                               "(shape [3, 1, 5, 4], expected f32[batch,b_dim1,seq_len,4])")
+    assert str(info.value) == (
+        "input 'b': dim 0 is 'batch', which input 'a' set to 2; got 3 "
+        "(shape [3, 1, 5, 4], expected f32[batch,b_dim1,seq_len,4])"
+    )
     with pytest.raises(ValueError) as info:
         prog.run({"a": np.ones((2, 3, 5, 3), np.float32), "b": a})
-    assert str(info.value) == ("input 'a': dim 3 is fixed at 4; got 3 (shape [2, 3, 5, 3], "
-                               "expected f32[batch,a_dim1,a_dim2,4])")
+    assert str(info.value) == (
+        "input 'a': dim 3 is fixed at 4; got 3 (shape [2, 3, 5, 3], "
+        "expected f32[batch,a_dim1,a_dim2,4])"
+    )
 
 
 def test_a_symbol_repeated_in_one_input_must_agree():
-    graph = helper.make_graph([helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])], "g",
-                              [_vi("x", ["n", "n"])], [_vi("y", [])])
+    graph = helper.make_graph(
+        [helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])],
+        "g",
+        [_vi("x", ["n", "n"])],
+        [_vi("y", [])],
+    )
     data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
     prog = graphkiln.parse_onnx_buffer(data).compile("ref")
     x = np.arange(9, dtype=np.float32).reshape(3, 3)
     np.testing.assert_array_equal(prog.run({"x": x})[0], x.T)
     with pytest.raises(ValueError) as info:
         prog.run({"x": np.ones((3, 2), np.float32)})
-    assert str(info.value) == ("input 'x': dim 1 is 'n', which dim 0 of the same input set to "
-                               "3; got 2 (shape [3, 2], expected f32[n,n])")
+    assert str(info.value) == (
+        "input 'x': dim 1 is 'n', which dim 0 of the same input set to "
+        "3; got 2 (shape [3, 2], expected f32[n,n])"
+    )
 
 
 def test_input_shapes_on_one_input_sets_the_shared_symbol_on_the_others():
     prog = graphkiln.parse_onnx_buffer(MIXED, input_shapes={"a": [2, 3, 5, 4]})
     assert str(prog.get_parameter_shapes()["b"]) == "f32[2,b_dim1,seq_len,4]"
-    with pytest.raises(ValueError, match=r"input_shapes\['b'\] sets dim 0 \('batch'\) to 3, but "
-                                         r"input_shapes\['a'\] sets 'batch' to 2"):
+    with pytest.raises(
+        ValueError,
+        match=r"input_shapes\['b'\] sets dim 0 \('batch'\) to 3, but "
+        r"input_shapes\['a'\] sets 'batch' to 2",
+    ):
         graphkiln.parse_onnx_buffer(MIXED, input_shapes={"a": [2, 3, 5, 4], "b": [3, 1, 5, 4]})
 
 
@@ -145,8 +171,10 @@ def test_a_compiled_symbolic_cpu_program_saves_loads_and_runs_at_new_shapes():
     b = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
     np.testing.assert_allclose(prog.run({"a": a, "b": b})[0], _expected(a, b), rtol=1e-6)
     loaded = graphkiln.load_buffer(graphkiln.save_buffer(prog))
-    assert loaded.is_compiled and str(loaded.get_parameter_shapes()["a"]) == \
-        "f32[batch,a_dim1,a_dim2,4]"
+    assert (
+        loaded.is_compiled
+        and str(loaded.get_parameter_shapes()["a"]) == "f32[batch,a_dim1,a_dim2,4]"
+    )
     for shape in [(2, 3, 5, 4), (1, 2, 6, 4)]:
         a = rng.standard_normal(shape).astype(np.float32)
         b = rng.standard_normal(shape).astype(np.float32)

@@ -12,8 +12,7 @@ from graphkiln.passes.op_classes import POINTWISE, REDUCTIONS, VIEWS
 def test_classes_come_from_traits():
     assert {"Relu", "HardSwish", "Add", "Where", "Cast"} <= POINTWISE
     assert "Conv" not in POINTWISE and "Reshape" in VIEWS and "Softmax" in REDUCTIONS
-    assert ops_with_trait("half_anchor") == {"Conv", "ConvTranspose", "MatMul", "Gemm",
-                                             "Attention"}
+    assert ops_with_trait("half_anchor") == {"Conv", "ConvTranspose", "MatMul", "Gemm", "Attention"}
     assert {"Exp", "ReduceSum", "CumSum"} <= ops_with_trait("half_fp32")
 
 

@@ -28,7 +28,7 @@ def test_text_parses_and_prints_back_identically():
 def test_large_and_typed_constants_round_trip(rng):
     g = Graph()
     big = rng.standard_normal((4, 40)).astype(np.float16)
-    small_int = rng.integers(-2**40, 2**40, size=5).astype(np.int64)
+    small_int = rng.integers(-(2**40), 2**40, size=5).astype(np.int64)
     strings = np.array(["a", 'quote " and \\ back', "ü"], dtype=object)
     outs = [g.constant(a) for a in (big, small_int, strings, np.array(True))]
     g.outputs = outs
@@ -59,13 +59,16 @@ graph main(%c: bool[], %x: f32[2]) {
     assert print_graph(parse_graph(text)) == text
 
 
-@pytest.mark.parametrize("text, message", [
-    ("graph g(%x: f32[2]) {\n  %y = Relu(%z)\n  return %y\n}", "used before it is defined"),
-    ("graph g(%x: f32[2]) {\n  %y = NoSuchOp(%x)\n  return %y\n}", "unknown op"),
-    ("graph g(%x: q7[2]) {\n  return %x\n}", "unknown element type"),
-    ("graph g(%x: f32[2]) {\n  %y = Relu(%x) {alpha = 1.0}\n  return %y\n}", "no attribute"),
-    ("graph g(%x: f32[2]) {\n  %x = Relu(%x)\n  return %x\n}", "defined twice"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("graph g(%x: f32[2]) {\n  %y = Relu(%z)\n  return %y\n}", "used before it is defined"),
+        ("graph g(%x: f32[2]) {\n  %y = NoSuchOp(%x)\n  return %y\n}", "unknown op"),
+        ("graph g(%x: q7[2]) {\n  return %x\n}", "unknown element type"),
+        ("graph g(%x: f32[2]) {\n  %y = Relu(%x) {alpha = 1.0}\n  return %y\n}", "no attribute"),
+        ("graph g(%x: f32[2]) {\n  %x = Relu(%x)\n  return %x\n}", "defined twice"),
+    ],
+)
 def test_bad_text_raises_parse_error_with_position(text, message):
     with pytest.raises(ParseError, match=message) as info:
         parse_graph(text)

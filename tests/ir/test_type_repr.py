@@ -12,15 +12,18 @@ from graphkiln.ir import DType, OptionalType, SequenceType, TensorType, parse_gr
 f32, i64 = TensorType(DType.f32, (1, 3, 224, 224)), TensorType(DType.i64, ("N", 2))
 
 
-@pytest.mark.parametrize("value_type, text", [
-    (f32, "f32[1,3,224,224]"),
-    (i64, "i64[N,2]"),
-    (TensorType(DType.f32, None), "f32[*]"),
-    (TensorType(DType.bool, ()), "bool[]"),
-    (TensorType(DType.f16, ("batch", 0)), "f16[batch,0]"),
-    (SequenceType(i64), "seq<i64[N,2]>"),
-    (OptionalType(SequenceType(f32)), "opt<seq<f32[1,3,224,224]>>"),
-])
+@pytest.mark.parametrize(
+    "value_type, text",
+    [
+        (f32, "f32[1,3,224,224]"),
+        (i64, "i64[N,2]"),
+        (TensorType(DType.f32, None), "f32[*]"),
+        (TensorType(DType.bool, ()), "bool[]"),
+        (TensorType(DType.f16, ("batch", 0)), "f16[batch,0]"),
+        (SequenceType(i64), "seq<i64[N,2]>"),
+        (OptionalType(SequenceType(f32)), "opt<seq<f32[1,3,224,224]>>"),
+    ],
+)
 def test_repr_is_the_ir_text_and_parses_back(value_type, text):
     assert repr(value_type) == text
     assert str(value_type) == text

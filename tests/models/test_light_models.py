@@ -22,7 +22,7 @@ MODELS = sorted(glob.glob(os.path.join(LIGHT, "light_*.onnx")))
 
 
 def _input_for(prog):
-    (name, t), = prog.get_parameter_shapes().items()
+    ((name, t),) = prog.get_parameter_shapes().items()
     n = int(np.prod(t.dims))
     return {name: (np.arange(n).reshape(t.dims) / n).astype(np.float32)}
 

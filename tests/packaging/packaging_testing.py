@@ -30,8 +30,9 @@ def make_elf(sections: dict[str, bytes]) -> bytes:
         body += struct.pack("<IIQQQQIIQQ", name_offset, kind, 0, 0, offset, size, 0, 0, 1, 0)
         name_offset += len(name) + 1
     ident = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
-    header = ident + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64,
-                                 len(names) + 1, 1)
+    header = ident + struct.pack(
+        "<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, len(names) + 1, 1
+    )
     body[:64] = header
     return bytes(body)
 
@@ -59,8 +60,11 @@ def nv_fatbin(sms: list[int], ptx: list[int] = ()) -> bytes:
 
 # The METADATA fields of a real wheel that tools/check_wheel.py requires (and a few others).
 METADATA_FIELDS = [
-    ("Metadata-Version", "2.4"), ("Name", "graphkiln"), ("Version", "{version}"),
-    ("Author", "graphkiln authors"), ("License-Expression", "Apache-2.0"),
+    ("Metadata-Version", "2.4"),
+    ("Name", "graphkiln"),
+    ("Version", "{version}"),
+    ("Author", "graphkiln authors"),
+    ("License-Expression", "Apache-2.0"),
     ("License-File", "LICENSE"),
     ("Project-URL", "Homepage, https://github.com/graphkiln/graphkiln"),
     ("Project-URL", "Source, https://github.com/graphkiln/graphkiln"),
@@ -69,29 +73,37 @@ METADATA_FIELDS = [
 ]
 
 
-def make_wheel(folder: Path, version: str, sections: dict[str, bytes] | None = None,
-               padding: int = 0, leave_out: tuple[str, ...] = (),
-               license_text: bytes | None = None) -> Path:
+def make_wheel(
+    folder: Path,
+    version: str,
+    sections: dict[str, bytes] | None = None,
+    padding: int = 0,
+    leave_out: tuple[str, ...] = (),
+    license_text: bytes | None = None,
+) -> Path:
     """graphkiln-<version>-cp311-cp311-manylinux_2_28_x86_64.whl with an _core ELF, METADATA
     (METADATA_FIELDS but those named in `leave_out`, e.g. "Author" or "Project-URL: Issues")
     and dist-info/licenses/LICENSE (the repository's, or `license_text`; not there when
     `leave_out` names "licenses/LICENSE")."""
     path = folder / f"graphkiln-{version}-cp311-cp311-manylinux_2_28_x86_64.whl"
     info = f"graphkiln-{version}.dist-info"
-    fields = [(k, v.format(version=version)) for k, v in METADATA_FIELDS
-              if k not in leave_out and f"{k}: {v.partition(',')[0]}" not in leave_out]
+    fields = [
+        (k, v.format(version=version))
+        for k, v in METADATA_FIELDS
+        if k not in leave_out and f"{k}: {v.partition(',')[0]}" not in leave_out
+    ]
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as wheel:
         wheel.writestr("graphkiln/_core.cpython-311-x86_64-linux-gnu.so", make_elf(sections or {}))
         wheel.writestr("graphkiln/__init__.py", "")
         if padding:
             wheel.writestr("graphkiln/models/blob.bin", bytes(padding))
-        wheel.writestr(f"{info}/METADATA",
-                       "".join(f"{k}: {v}\n" for k, v in fields) + "\nThe README.\n")
+        wheel.writestr(
+            f"{info}/METADATA", "".join(f"{k}: {v}\n" for k, v in fields) + "\nThe README.\n"
+        )
         if "licenses/LICENSE" not in leave_out:
             text = (ROOT / "LICENSE").read_bytes() if license_text is None else license_text
             wheel.writestr(f"{info}/licenses/LICENSE", text)
     return path
-
 
 
 def amd_sections(isas: list[str]) -> dict[str, bytes]:

@@ -5,7 +5,12 @@ license and metadata in .dist-info; the repository's LICENSE and pyproject metad
 
 import pytest
 
-from packaging_testing import ROOT, amd_sections, make_wheel, nvidia_sections  # first: tools/ on sys.path
+from packaging_testing import (
+    ROOT,
+    amd_sections,
+    make_wheel,
+    nvidia_sections,
+)  # first: tools/ on sys.path
 import build_wheels
 import check_wheel
 
@@ -13,7 +18,8 @@ import check_wheel
 def test_amd_wheel_carries_its_label(tmp_path):
     wheel = make_wheel(tmp_path, "0.1.0+rocm6.gfx90a", amd_sections(["gfx90a"]))
     assert check_wheel.wheel_isas(wheel) == {
-        "graphkiln/_core.cpython-311-x86_64-linux-gnu.so": {"gfx90a"}}
+        "graphkiln/_core.cpython-311-x86_64-linux-gnu.so": {"gfx90a"}
+    }
     assert check_wheel.main([str(wheel)]) == 0
 
 
@@ -33,7 +39,8 @@ def test_fat_wheel_is_checked_against_the_supported_list_or_expect(tmp_path):
 def test_nvidia_sass_entries_are_listed_and_ptx_is_not(tmp_path):
     wheel = make_wheel(tmp_path, "0.1.0+cu13.sm90", nvidia_sections([90], ptx=[90]))
     assert check_wheel.wheel_isas(wheel) == {
-        "graphkiln/_core.cpython-311-x86_64-linux-gnu.so": {"sm_90"}}
+        "graphkiln/_core.cpython-311-x86_64-linux-gnu.so": {"sm_90"}
+    }
     assert check_wheel.main([str(wheel)]) == 0
     fat = make_wheel(tmp_path, "0.1.0+cu13", nvidia_sections([80, 86, 89, 90, 100, 120]))
     assert check_wheel.main([str(fat)]) == 0
@@ -59,18 +66,23 @@ def test_unknown_label_fails(tmp_path, capsys):
 def test_wheel_with_license_and_metadata_passes(tmp_path):
     wheel = make_wheel(tmp_path, "0.1.0")
     assert check_wheel.metadata_problems(wheel) == []
-    relabeled = build_wheels.relabel(wheel, "cu13.sm90")   # the license moves with dist-info
+    relabeled = build_wheels.relabel(wheel, "cu13.sm90")  # the license moves with dist-info
     assert check_wheel.metadata_problems(relabeled) == []
 
 
-@pytest.mark.parametrize("leave_out, problem", [
-    (("licenses/LICENSE",), "graphkiln-0.1.0.dist-info/licenses/LICENSE is missing"),
-    (("License-File",), "no License-File: LICENSE in METADATA"),
-    (("License-Expression",), "License-Expression is None, not 'Apache-2.0'"),
-    (("Author",), "no Author in METADATA"),
-    (("Project-URL: Issues", "Project-URL: Documentation"),
-     "no Project-URL for Issues, Documentation"),
-])
+@pytest.mark.parametrize(
+    "leave_out, problem",
+    [
+        (("licenses/LICENSE",), "graphkiln-0.1.0.dist-info/licenses/LICENSE is missing"),
+        (("License-File",), "no License-File: LICENSE in METADATA"),
+        (("License-Expression",), "License-Expression is None, not 'Apache-2.0'"),
+        (("Author",), "no Author in METADATA"),
+        (
+            ("Project-URL: Issues", "Project-URL: Documentation"),
+            "no Project-URL for Issues, Documentation",
+        ),
+    ],
+)
 def test_wheel_without_license_or_metadata_fails(tmp_path, capsys, leave_out, problem):
     wheel = make_wheel(tmp_path, "0.1.0", leave_out=leave_out)
     assert check_wheel.metadata_problems(wheel) == [problem]
@@ -81,7 +93,8 @@ def test_wheel_without_license_or_metadata_fails(tmp_path, capsys, leave_out, pr
 def test_wheel_license_must_be_the_apache_text(tmp_path):
     wheel = make_wheel(tmp_path, "0.1.0", license_text=b"MIT License\n")
     assert check_wheel.metadata_problems(wheel) == [
-        "graphkiln-0.1.0.dist-info/licenses/LICENSE is not the Apache License 2.0 text"]
+        "graphkiln-0.1.0.dist-info/licenses/LICENSE is not the Apache License 2.0 text"
+    ]
 
 
 def test_repository_license_and_project_metadata():
@@ -96,8 +109,9 @@ def test_repository_license_and_project_metadata():
     assert project["license-files"] == [check_wheel.LICENSE_FILE]
     assert project["authors"] == [{"name": "graphkiln authors"}]
     assert tuple(project["urls"]) == check_wheel.PROJECT_URLS
-    assert all(url.startswith("https://github.com/graphkiln/graphkiln")
-               for url in project["urls"].values())
+    assert all(
+        url.startswith("https://github.com/graphkiln/graphkiln") for url in project["urls"].values()
+    )
     # PEP 639's string license and license-files need scikit-build-core 0.11
     assert "scikit-build-core>=0.11" in pyproject["build-system"]["requires"]
     assert pyproject["tool"]["scikit-build"]["minimum-version"] == "0.11"

@@ -15,14 +15,25 @@ from graphkiln.targets import registry
 
 try:
     from graphkiln._native import load_core
+
     _core = load_core()
 except ImportError:
     pytest.skip("the C++ core is not built", allow_module_level=True)
 
-CPU_BUILD = {"version": "0.1.0", "compiler": "gcc", "gpu_platform": "none",
-             "gpu_targets": [], "gpu_toolkit": ""}
-NVIDIA_BUILD = {"version": "0.1.0", "compiler": "gcc", "gpu_platform": "nvidia",
-                "gpu_targets": ["sm_90"], "gpu_toolkit": "CUDA 13.0"}
+CPU_BUILD = {
+    "version": "0.1.0",
+    "compiler": "gcc",
+    "gpu_platform": "none",
+    "gpu_targets": [],
+    "gpu_toolkit": "",
+}
+NVIDIA_BUILD = {
+    "version": "0.1.0",
+    "compiler": "gcc",
+    "gpu_platform": "nvidia",
+    "gpu_targets": ["sm_90"],
+    "gpu_toolkit": "CUDA 13.0",
+}
 
 
 @pytest.fixture
@@ -104,6 +115,9 @@ def test_a_saved_gpu_program_on_a_cpu_build_names_the_missing_target(monkeypatch
     doc = json.loads(graphkiln.save_buffer(program, "json"))
     doc["compiled"].update(target="gpu", options={}, gpu_arch="sm_90")
     monkeypatch.setenv("GRAPHKILN_FAKE_GPU_ARCH", "sm_90")
-    with pytest.raises(graphkiln.FormatError, match="target 'gpu', which this build of "
-                                                    r"graphkiln lacks \(available: cpu, ref\)"):
+    with pytest.raises(
+        graphkiln.FormatError,
+        match="target 'gpu', which this build of "
+        r"graphkiln lacks \(available: cpu, ref\)",
+    ):
         graphkiln.load_buffer(json.dumps(doc).encode())

@@ -54,12 +54,13 @@ def test_the_oldest_constraints_pin_each_lower_bound():
         oldest = [v for v, m in rows if m is None or m.evaluate(OLDEST_PYTHON)]
         # on the oldest Python we support, the bound itself (7 is pinned as 7.0.0; a bound
         # with no release of its own, as the oldest release it starts: 0.9 as 0.9.0.2)
-        assert len(oldest) == 1 and oldest[0].release[:len(bound.release)] == bound.release, (
-            f"{name}: pinned {oldest} for Python 3.10, lower bound {bound}")
+        assert len(oldest) == 1 and oldest[0].release[: len(bound.release)] == bound.release, (
+            f"{name}: pinned {oldest} for Python 3.10, lower bound {bound}"
+        )
         assert all(v >= bound for v, _ in rows), f"{name}: a pin below {bound}"
 
 
-NEWER_OPSET_TESTS = '''
+NEWER_OPSET_TESTS = """
 import graphkiln
 import onnx
 from onnx import TensorProto, helper
@@ -78,7 +79,7 @@ def test_below_the_oldest_opset():
 
 def test_plain_failure():
     assert False
-'''
+"""
 
 
 @pytest.mark.parametrize("flag, outcome", [(True, "2 failed, 1 skipped"), (False, "3 failed")])
@@ -88,10 +89,18 @@ def test_skip_newer_opsets_skips_only_models_beyond_the_installed_onnx(tmp_path,
     (tmp_path / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
     (tmp_path / "test_opsets.py").write_text(NEWER_OPSET_TESTS)
     package_dir = str(Path(graphkiln.__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_dir, os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([package_dir, os.environ.get("PYTHONPATH", "")])
+    )
     args = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(tmp_path)]
-    done = subprocess.run(args + (["--skip-newer-opsets"] if flag else []), cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        args + (["--skip-newer-opsets"] if flag else []),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert outcome in done.stdout, done.stdout + done.stderr
     if flag:
         assert "needs opset" in done.stdout and "knows up to" in done.stdout, done.stdout

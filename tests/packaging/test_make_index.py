@@ -10,12 +10,25 @@ import make_index
 
 
 def test_index_tree_per_flavor(tmp_path):
-    wheels = [make_wheel(tmp_path, v) for v in
-              ("0.1.0", "0.1.0+rocm6", "0.1.0+rocm6.gfx90a", "0.1.0+rocm6.gfx1100", "0.1.0+cu13.sm90")]
+    wheels = [
+        make_wheel(tmp_path, v)
+        for v in (
+            "0.1.0",
+            "0.1.0+rocm6",
+            "0.1.0+rocm6.gfx90a",
+            "0.1.0+rocm6.gfx1100",
+            "0.1.0+cu13.sm90",
+        )
+    ]
     out = tmp_path / "site"
     assert make_index.main([str(tmp_path), str(out)]) == 0
-    expected = {"cpu": wheels[0], "rocm6": wheels[1], "rocm6/gfx90a": wheels[2],
-                "rocm6/gfx1100": wheels[3], "cu13/sm_90": wheels[4]}
+    expected = {
+        "cpu": wheels[0],
+        "rocm6": wheels[1],
+        "rocm6/gfx90a": wheels[2],
+        "rocm6/gfx1100": wheels[3],
+        "cu13/sm_90": wheels[4],
+    }
     for folder, wheel in expected.items():
         assert 'href="graphkiln/"' in (out / folder / "index.html").read_text()
         page = (out / folder / "graphkiln" / "index.html").read_text()

@@ -12,13 +12,16 @@ import build_wheels
 from build_wheels import Flavor, parse_label
 
 
-@pytest.mark.parametrize("flavor, label, index", [
-    (Flavor("cpu"), None, "cpu"),
-    (Flavor("rocm6", fat=True), "rocm6", "rocm6"),
-    (Flavor("rocm6", ("gfx90a",)), "rocm6.gfx90a", "rocm6/gfx90a"),
-    (Flavor("cu13", fat=True), "cu13", "cu13"),
-    (Flavor("cu13", ("sm_90",)), "cu13.sm90", "cu13/sm_90"),
-])
+@pytest.mark.parametrize(
+    "flavor, label, index",
+    [
+        (Flavor("cpu"), None, "cpu"),
+        (Flavor("rocm6", fat=True), "rocm6", "rocm6"),
+        (Flavor("rocm6", ("gfx90a",)), "rocm6.gfx90a", "rocm6/gfx90a"),
+        (Flavor("cu13", fat=True), "cu13", "cu13"),
+        (Flavor("cu13", ("sm_90",)), "cu13.sm90", "cu13/sm_90"),
+    ],
+)
 def test_label_round_trip(flavor, label, index):
     assert flavor.label == label
     assert parse_label("0.1.0" + (f"+{label}" if label else "")) == flavor

@@ -9,19 +9,23 @@ from pass_testing import check_pass
 
 
 def test_constant_expression_becomes_a_constant():
-    check_pass(fold_constants, """
+    check_pass(
+        fold_constants,
+        """
 graph main(%x: f32[2]) {
   %a: f32[2] = Constant() {value = tensor<f32[2]> [1.0, 2.0]}
   %b: f32[2] = Add(%a, %a)
   %c: f32[2] = Add(%x, %b)
   return %c
-}""", """
+}""",
+        """
 graph main(%x: f32[2]) {
   %a: f32[2] = Constant() {value = tensor<f32[2]> [1.0, 2.0]}
   %b: f32[2] = Constant() {value = tensor<f32[2]> [2.0, 4.0]}
   %c: f32[2] = Add(%x, %b)
   return %c
-}""")
+}""",
+    )
 
 
 def test_exporter_shape_chain_folds_into_a_constant_shape():
@@ -90,7 +94,8 @@ def _fold(graph):
 def test_chain_through_a_reshape_whose_dims_the_walk_made_static_folds_in_one_run():
     # the second Shape reads a Reshape typed f32[a,b,c]: its dims are known only once the
     # first chain folded and the Reshape's type was inferred again, in the same walk
-    graph = _fold(parse_graph("""
+    graph = _fold(
+        parse_graph("""
 graph main(%x: f32[2,3,4]) {
   %s: i64[3] = Shape(%x)
   %i: i64[] = Constant() {value = tensor<i64[]> [0]}
@@ -107,7 +112,8 @@ graph main(%x: f32[2,3,4]) {
   %shape2: i64[2] = Concat(%minus, %k) {axis = 0}
   %z: f32[p,q] = Reshape(%y, %shape2)
   return %z
-}"""))
+}""")
+    )
     assert [n.op for n in graph.nodes] == ["Constant", "Reshape", "Constant", "Reshape"]
     assert graph.nodes[2].attrs["value"].tolist() == [-1, 3]
     assert graph.outputs[0].type.dims == (8, 3)

@@ -7,7 +7,9 @@ from pass_testing import check_pass
 
 
 def test_pointwise_chain_becomes_one_fused_node():
-    check_pass(fuse_pointwise, """
+    check_pass(
+        fuse_pointwise,
+        """
 graph main(%x: f32[2,3], %y: f32[2,3]) {
   %half: f32[] = Constant() {value = tensor<f32[]> [0.5]}
   %a: f32[2,3] = Add(%x, %y)
@@ -16,7 +18,8 @@ graph main(%x: f32[2,3], %y: f32[2,3]) {
   %d: f32[2,3] = Sigmoid(%y)
   %e: f32[2,3] = Sub(%c, %d)
   return %e
-}""", """
+}""",
+        """
 graph main(%x: f32[2,3], %y: f32[2,3]) {
   %half: f32[] = Constant() {value = tensor<f32[]> [0.5]}
   %e: f32[2,3] = Fused(%x, %y) {
@@ -32,7 +35,8 @@ graph main(%x: f32[2,3], %y: f32[2,3]) {
     }
   }
   return %e
-}""")
+}""",
+    )
 
 
 def test_value_read_twice_ends_a_group():
@@ -48,14 +52,17 @@ graph main(%x: f32[4]) {
 
 
 def test_conv_takes_bias_residual_and_relu_as_epilogue():
-    check_pass(fuse_epilogue, """
+    check_pass(
+        fuse_epilogue,
+        """
 graph main(%x: f32[1,2,4,4], %r: f32[1,2,4,4]) {
   %w: f32[2,2,1,1] = Constant() {value = tensor<f32[2,2,1,1]> [1.0, -1.0, 0.5, 2.0]}
   %c: f32[1,2,4,4] = Conv(%x, %w)
   %a: f32[1,2,4,4] = Add(%c, %r)
   %y: f32[1,2,4,4] = Relu(%a)
   return %y
-}""", """
+}""",
+        """
 graph main(%x: f32[1,2,4,4], %r: f32[1,2,4,4]) {
   %w: f32[2,2,1,1] = Constant() {value = tensor<f32[2,2,1,1]> [1.0, -1.0, 0.5, 2.0]}
   %y: f32[1,2,4,4] = Fused(%x, %r) {
@@ -69,18 +76,22 @@ graph main(%x: f32[1,2,4,4], %r: f32[1,2,4,4]) {
     }
   }
   return %y
-}""")
+}""",
+    )
 
 
 def test_reduction_takes_pointwise_prologue_and_epilogue():
-    check_pass(fuse_reduction, """
+    check_pass(
+        fuse_reduction,
+        """
 graph main(%x: f32[2,8]) {
   %sq: f32[2,8] = Mul(%x, %x)
   %axes: i64[1] = Constant() {value = tensor<i64[1]> [1]}
   %m: f32[2,1] = ReduceMean(%sq, %axes)
   %y: f32[2,1] = Sqrt(%m)
   return %y
-}""", """
+}""",
+        """
 graph main(%x: f32[2,8]) {
   %axes: i64[1] = Constant() {value = tensor<i64[1]> [1]}
   %y: f32[2,1] = Fused(%x) {
@@ -94,7 +105,8 @@ graph main(%x: f32[2,8]) {
     }
   }
   return %y
-}""")
+}""",
+    )
 
 
 def test_shape_computations_are_not_fused():
@@ -114,6 +126,13 @@ graph main(%x: f32[N,4], %y: f32[N,4]) {
   return %z
 }""")
     fuse_pointwise.run(graph, PassContext())
-    assert [n.op for n in graph.nodes] == ["Shape", "Constant", "Gather", "Cast", "Constant",
-                                          "Pow", "Fused"]
+    assert [n.op for n in graph.nodes] == [
+        "Shape",
+        "Constant",
+        "Gather",
+        "Cast",
+        "Constant",
+        "Pow",
+        "Fused",
+    ]
     assert [n.op for n in graph.nodes[-1].attrs["body"].nodes] == ["Mul", "Relu", "Add"]

@@ -28,8 +28,9 @@ graph main(%x: f32[2,3]) {
 
 def test_trace_prints_ir_after_each_pass_with_time():
     out = io.StringIO()
-    records = run_pipeline(parse_graph(TEXT), [eliminate_dead_code, fuse_pointwise],
-                           PassContext(), trace=True, out=out)
+    records = run_pipeline(
+        parse_graph(TEXT), [eliminate_dead_code, fuse_pointwise], PassContext(), trace=True, out=out
+    )
     text = out.getvalue()
     assert "// after eliminate_dead_code" in text and "// after fuse_pointwise" in text
     assert "Fused" in text and " ms, " in text

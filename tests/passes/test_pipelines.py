@@ -16,8 +16,13 @@ import pytest
 
 import graphkiln
 from graphkiln.ir.clone import clone_graph
-from graphkiln.passes import (attention_heads, fuse_epilogue, fuse_pointwise, fuse_reduction,
-                              pipelines)
+from graphkiln.passes import (
+    attention_heads,
+    fuse_epilogue,
+    fuse_pointwise,
+    fuse_reduction,
+    pipelines,
+)
 from graphkiln.passes.context import PassContext
 from graphkiln.passes.manager import run_pipeline
 from graphkiln.targets.cpu import table as cpu_table
@@ -42,6 +47,7 @@ def test_pipelines_are_their_phases():
     assert gpu.index(attention_heads) < gpu.index(fuse_pointwise)
     assert gpu.index(fuse_reduction) < gpu.index(fuse_epilogue)
     from graphkiln.targets.gpu import precision
+
     assert precision in GpuTarget().passes({"fp16": True})
     assert precision not in gpu
 
@@ -70,7 +76,9 @@ def _models():
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
-@pytest.mark.parametrize("name,model,shapes", list(_models()), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    "name,model,shapes", list(_models()), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_fused_nodes_of_real_graphs_lower(target, name, model, shapes):
     instance, table = TARGETS[target]
     program = graphkiln.parse_onnx_buffer(model.SerializeToString(), default_dim=1)
@@ -90,9 +98,11 @@ def test_fused_nodes_of_real_graphs_lower(target, name, model, shapes):
         for v in program.graph.inputs:
             dims = [d if isinstance(d, int) else 1 for d in v.type.dims]
             dtype = v.type.dtype.numpy
-            feeds[v.name] = (rng.integers(0, 50, dims).astype(dtype)
-                             if np.issubdtype(dtype, np.integer)
-                             else rng.standard_normal(dims).astype(dtype))
+            feeds[v.name] = (
+                rng.integers(0, 50, dims).astype(dtype)
+                if np.issubdtype(dtype, np.integer)
+                else rng.standard_normal(dims).astype(dtype)
+            )
         cpu = graphkiln.parse_onnx_buffer(model.SerializeToString(), default_dim=1)
         ref = graphkiln.parse_onnx_buffer(model.SerializeToString(), default_dim=1)
         got = cpu.compile("cpu").run(feeds)

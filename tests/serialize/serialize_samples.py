@@ -13,7 +13,9 @@ import numpy as np
 import graphkiln
 from graphkiln.ir import DType, Graph, OptionalType, SequenceType, TensorType
 
-CONFORMANCE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conformance")
+CONFORMANCE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conformance"
+)
 
 
 def node_cases():
@@ -40,7 +42,7 @@ def array_of(dtype: DType, rng: np.random.Generator) -> np.ndarray:
         info = np.iinfo(dtype.numpy)
         return np.array([info.min, 0, 1, info.max], dtype=dtype.numpy).reshape(2, 2)
     values = rng.standard_normal((2, 3)).astype(np.float32)
-    if dtype is DType.f8e8m0:   # powers of two only, no sign, no zero
+    if dtype is DType.f8e8m0:  # powers of two only, no sign, no zero
         return (np.abs(values) + 0.5).astype(dtype.numpy)
     values[0, 0] = -0.0
     if dtype in (DType.f32, DType.f64, DType.f16, DType.bf16, DType.f8e5m2):
@@ -66,8 +68,14 @@ def every_kind_program(compile_it: bool = True) -> tuple[graphkiln.Program, dict
     leaky = g.add_node("LeakyRelu", [x], {"alpha": 0.125}, name="leaky").outputs[0]
     cast = g.add_node("Cast", [leaky], {"to": DType.f16, "saturate": 1}, name="to_half").outputs[0]
     perm = g.add_node("Transpose", [leaky], {"perm": (1, 0)}).outputs[0]
-    values, _ = g.add_node("TopK", [leaky, k], {"axis": -1, "largest": 1}, num_outputs=2,
-                           output_names=["top", None], name="topk").outputs
+    values, _ = g.add_node(
+        "TopK",
+        [leaky, k],
+        {"axis": -1, "largest": 1},
+        num_outputs=2,
+        output_names=["top", None],
+        name="topk",
+    ).outputs
     dropped = g.add_node("Dropout", [leaky, None, None], output_names=["dropped", None]).outputs[0]
     seq = g.add("SequenceConstruct", leaky, x)
     optional = g.add("Optional", k)
@@ -75,21 +83,36 @@ def every_kind_program(compile_it: bool = True) -> tuple[graphkiln.Program, dict
     then_branch, else_branch = Graph("then_branch", g), Graph("else_branch", g)
     then_branch.outputs = [then_branch.add("Add", x, leaky)]
     else_branch.outputs = [else_branch.add("Mul", x, g.constant(np.float32(3.0), "three"))]
-    chosen = g.add_node("If", [cond], {"then_branch": then_branch, "else_branch": else_branch},
-                        output_names=["chosen"], name="branch").outputs[0]
+    chosen = g.add_node(
+        "If",
+        [cond],
+        {"then_branch": then_branch, "else_branch": else_branch},
+        output_names=["chosen"],
+        name="branch",
+    ).outputs[0]
     lstm_x = g.constant(rng.standard_normal((2, 1, 3)).astype(np.float32), "lstm_x")
     lstm_w = g.constant(rng.standard_normal((1, 8, 3)).astype(np.float32), "lstm_w")
     lstm_r = g.constant(rng.standard_normal((1, 8, 2)).astype(np.float32), "lstm_r")
-    lstm = g.add_node("LSTM", [lstm_x, lstm_w, lstm_r], {
-        "hidden_size": 2, "activations": ("Sigmoid", "Tanh", "Tanh"),
-        "activation_alpha": (1.0, 0.5, 0.25), "activation_beta": (0.0, 0.0, 0.0)},
-        output_names=["lstm_y", None, None]).outputs[0]
+    lstm = g.add_node(
+        "LSTM",
+        [lstm_x, lstm_w, lstm_r],
+        {
+            "hidden_size": 2,
+            "activations": ("Sigmoid", "Tanh", "Tanh"),
+            "activation_alpha": (1.0, 0.5, 0.25),
+            "activation_beta": (0.0, 0.0, 0.0),
+        },
+        output_names=["lstm_y", None, None],
+    ).outputs[0]
     g.outputs = outputs + [cast, perm, values, dropped, seq, optional, untyped, chosen, lstm]
     program = graphkiln.Program(g)
     if compile_it:
         program.compile("ref")
-    feeds = {"x": rng.standard_normal((3, 4)).astype(np.float32), "k": np.array([2]),
-             "cond": np.array(True)}
+    feeds = {
+        "x": rng.standard_normal((3, 4)).astype(np.float32),
+        "k": np.array([2]),
+        "cond": np.array(True),
+    }
     return program, feeds
 
 

@@ -12,9 +12,13 @@ from graphkiln.cli.common import EXAMPLE_MODEL
 from graphkiln.cli.main import main
 
 
-@pytest.mark.parametrize("target, options, rerun", [
-    ("ref", {"optimize": True}, ["--target", "ref", "--optimize"]),
-    ("cpu", {}, ["--target", "cpu"])])
+@pytest.mark.parametrize(
+    "target, options, rerun",
+    [
+        ("ref", {"optimize": True}, ["--target", "ref", "--optimize"]),
+        ("cpu", {}, ["--target", "cpu"]),
+    ],
+)
 def test_compile_save_run_read(tmp_path, capsys, target, options, rerun):
     saved = tmp_path / "model.gkp"
     assert main(["compile", EXAMPLE_MODEL, "--target", target, "-o", str(saved)]) == 0
@@ -26,12 +30,32 @@ def test_compile_save_run_read(tmp_path, capsys, target, options, rerun):
     x = np.random.default_rng(5).standard_normal((1, 3, 32, 32)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     out_saved, out_onnx = tmp_path / "saved.npz", tmp_path / "onnx.npz"
-    assert main(["run", str(saved), "--input", f"image={tmp_path / 'x.npy'}", "--save", str(out_saved)]) == 0
+    assert (
+        main(
+            ["run", str(saved), "--input", f"image={tmp_path / 'x.npy'}", "--save", str(out_saved)]
+        )
+        == 0
+    )
     assert "saved program" in capsys.readouterr().out
-    assert main(["run", EXAMPLE_MODEL, *rerun, "--input", f"image={tmp_path / 'x.npy'}",
-                 "--save", str(out_onnx)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                EXAMPLE_MODEL,
+                *rerun,
+                "--input",
+                f"image={tmp_path / 'x.npy'}",
+                "--save",
+                str(out_onnx),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert np.load(out_saved)["probabilities"].tobytes() == np.load(out_onnx)["probabilities"].tobytes()
+    assert (
+        np.load(out_saved)["probabilities"].tobytes()
+        == np.load(out_onnx)["probabilities"].tobytes()
+    )
 
     assert main(["read", str(saved), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -47,13 +71,16 @@ def test_compile_save_run_read(tmp_path, capsys, target, options, rerun):
 
 
 def test_json_format_and_detection_by_magic(tmp_path, capsys):
-    saved = tmp_path / "model.onnx"   # a misleading name: the content decides
-    assert main(["compile", EXAMPLE_MODEL, "--target", "ref", "-o", str(saved), "--format", "json"]) == 0
+    saved = tmp_path / "model.onnx"  # a misleading name: the content decides
+    assert (
+        main(["compile", EXAMPLE_MODEL, "--target", "ref", "-o", str(saved), "--format", "json"])
+        == 0
+    )
     assert saved.read_text().startswith('{\n "magic": "graphkiln"')
     capsys.readouterr()
     assert main(["run", str(saved)]) == 0
     assert "saved program" in capsys.readouterr().out
-    assert main(["run", str(saved), "--no-optimize"]) == 0   # recompiles from the imported graph
+    assert main(["run", str(saved), "--no-optimize"]) == 0  # recompiles from the imported graph
     assert "saved program" not in capsys.readouterr().out
 
 

@@ -39,32 +39,52 @@ def model(nodes, inputs: dict, outputs: dict, initializers: dict) -> bytes:
 
     def info(name, shape):
         return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
-    graph = helper.make_graph(nodes, "m", [info(k, v) for k, v in inputs.items()],
-                              [info(k, v) for k, v in outputs.items()],
-                              [numpy_helper.from_array(a, k) for k, a in initializers.items()])
+
+    graph = helper.make_graph(
+        nodes,
+        "m",
+        [info(k, v) for k, v in inputs.items()],
+        [info(k, v) for k, v in outputs.items()],
+        [numpy_helper.from_array(a, k) for k, a in initializers.items()],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
 def conv_model() -> bytes:
     """conv 3x3 + bias + relu, max pool, conv 1x1 grouped: oneDNN packs both weights."""
     node = helper.make_node
-    return model([node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
-                  node("Relu", ["c1"], ["r1"]),
-                  node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
-                  node("Conv", ["p1", "w2"], ["y"], group=2)],
-                 {"x": [2, 4, 12, 12]}, {"y": [2, 6, 6, 6]},
-                 {"w1": rand((8, 4, 3, 3), 1), "b1": rand((8,), 2), "w2": rand((6, 4, 1, 1), 3)})
+    return model(
+        [
+            node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+            node("Relu", ["c1"], ["r1"]),
+            node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+            node("Conv", ["p1", "w2"], ["y"], group=2),
+        ],
+        {"x": [2, 4, 12, 12]},
+        {"y": [2, 6, 6, 6]},
+        {"w1": rand((8, 4, 3, 3), 1), "b1": rand((8,), 2), "w2": rand((6, 4, 1, 1), 3)},
+    )
 
 
 def matmul_model() -> bytes:
     """relu(x @ w1 + b1), then Gemm with transB, alpha and a bias: oneDNN matmuls."""
     node = helper.make_node
-    return model([node("MatMul", ["x", "w1"], ["m"]), node("Add", ["m", "b1"], ["a"]),
-                  node("Relu", ["a"], ["r"]),
-                  node("Gemm", ["r", "w2", "b2"], ["y"], transB=1, alpha=0.5)],
-                 {"x": [15, 32]}, {"y": [15, 16]},
-                 {"w1": rand((32, 48), 4), "b1": rand((48,), 5), "w2": rand((16, 48), 6),
-                  "b2": rand((16,), 7)})
+    return model(
+        [
+            node("MatMul", ["x", "w1"], ["m"]),
+            node("Add", ["m", "b1"], ["a"]),
+            node("Relu", ["a"], ["r"]),
+            node("Gemm", ["r", "w2", "b2"], ["y"], transB=1, alpha=0.5),
+        ],
+        {"x": [15, 32]},
+        {"y": [15, 16]},
+        {
+            "w1": rand((32, 48), 4),
+            "b1": rand((48,), 5),
+            "w2": rand((16, 48), 6),
+            "b2": rand((16,), 7),
+        },
+    )
 
 
 MODELS = {"conv": (conv_model, (2, 4, 12, 12)), "matmul": (matmul_model, (15, 32))}
@@ -84,8 +104,10 @@ def plan_segments(program) -> list:
 
 
 def same_bytes(a: list, b: list) -> bool:
-    return all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
-               for x, y in zip(a, b)) and len(a) == len(b)
+    return all(
+        x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+        for x, y in zip(a, b)
+    ) and len(a) == len(b)
 
 
 def edit_document(data: bytes, edit) -> bytes:
@@ -118,16 +140,17 @@ def test_saved_plan_is_used_and_bit_identical(kind, fmt):
     program, feeds, oracle = compiled(kind)
     expected = program.run(feeds)
     np.testing.assert_allclose(expected[0], oracle[0], rtol=1e-4, atol=1e-5)
-    packed = sum(len(items) for s in plan_segments(program)
-                 for _, items in s.executor.packed_constants())
-    assert packed >= 2   # both weights of each model were packed by oneDNN kernels
+    packed = sum(
+        len(items) for s in plan_segments(program) for _, items in s.executor.packed_constants()
+    )
+    assert packed >= 2  # both weights of each model were packed by oneDNN kernels
     loaded = gk.load_buffer(gk.save_buffer(program, fmt))
     assert loaded._executable.plan_source == "saved"
     assert loaded.stats()["plan"]["plan_source"] == "saved"
     (segment,) = plan_segments(loaded)
-    assert segment.reused_packings == packed   # no weight reordered again
+    assert segment.reused_packings == packed  # no weight reordered again
     assert same_bytes(expected, loaded.run(feeds))
-    again = gk.load_buffer(gk.save_buffer(loaded, fmt))   # a loaded program saves its plan too
+    again = gk.load_buffer(gk.save_buffer(loaded, fmt))  # a loaded program saves its plan too
     assert again._executable.plan_source == "saved"
     assert same_bytes(expected, again.run(feeds))
 
@@ -146,8 +169,9 @@ def test_other_key_is_lowered_again(monkeypatch):
     graph is lowered again, outputs still bit-identical."""
     program, feeds, _ = compiled("conv")
     data = gk.save_buffer(program)
-    monkeypatch.setattr(saved_plan, "plan_key",
-                        lambda: {"isa": "avx2", "onednn": "3.2.0", "graphkiln": "0.1.0"})
+    monkeypatch.setattr(
+        saved_plan, "plan_key", lambda: {"isa": "avx2", "onednn": "3.2.0", "graphkiln": "0.1.0"}
+    )
     assert_lowered_again(data, program, feeds)
 
 
@@ -157,7 +181,7 @@ def test_key_edited_in_the_file_is_lowered_again():
 
     def other_isa(doc):
         doc["compiled"]["cpu_plan"]["key"]["isa"] = "sse41"
-        resign(doc)   # a file honestly saved on an sse41 machine here
+        resign(doc)  # a file honestly saved on an sse41 machine here
 
     assert_lowered_again(edit_document(data, other_isa), program, feeds)
 
@@ -186,7 +210,7 @@ def test_no_secret_saves_no_plan(tmp_path, monkeypatch):
     plan_secret._cache.clear()
     program, feeds, _ = compiled("matmul")
     data = gk.save_buffer(program)
-    assert data[6:10] == (1).to_bytes(4, "little")   # no plan: format version 1
+    assert data[6:10] == (1).to_bytes(4, "little")  # no plan: format version 1
     assert_lowered_again(data, program, feeds)
 
 
@@ -209,20 +233,33 @@ DAMAGE = {
     "storage kind": (lambda d: step_tensor(d).__setitem__(3, 7), "outside [0, 3]"),
     "dtype": (lambda d: step_tensor(d).__setitem__(0, "f8"), "not an element type"),
     "strides": (lambda d: step_tensor(d)[2].pop(), "strides and dims differ"),
-    "constant index": (lambda d: d["compiled"]["cpu_plan"]["segments"][0]["constants"]
-                       .__setitem__(0, 10 ** 6), "constants[0]"),
-    "input made later": (lambda d: d["compiled"]["cpu_plan"]["segments"][0]["inputs"]
-                         .__setitem__(0, len(d["compiled"]["graph"]["inputs"]) + 5),
-                         "inputs[0]"),
-    "attribute code": (lambda d: d["compiled"]["cpu_plan"]["segments"][0]["steps"][0]["attrs"]
-                       .append(["x", "Q", 1]), "unknown attribute code"),
+    "constant index": (
+        lambda d: d["compiled"]["cpu_plan"]["segments"][0]["constants"].__setitem__(0, 10**6),
+        "constants[0]",
+    ),
+    "input made later": (
+        lambda d: d["compiled"]["cpu_plan"]["segments"][0]["inputs"].__setitem__(
+            0, len(d["compiled"]["graph"]["inputs"]) + 5
+        ),
+        "inputs[0]",
+    ),
+    "attribute code": (
+        lambda d: d["compiled"]["cpu_plan"]["segments"][0]["steps"][0]["attrs"].append(
+            ["x", "Q", 1]
+        ),
+        "unknown attribute code",
+    ),
     "missing mac": (lambda d: d["compiled"]["cpu_plan"].pop("mac"), "missing field"),
-    "step without inputs": (lambda d: d["compiled"]["cpu_plan"]["segments"][0]["steps"][0]
-                            .pop("inputs"), "missing field"),
-    "packed not bytes": (lambda d: d["compiled"]["cpu_plan"]["segments"][0]["steps"][0]
-                         .__setitem__("packed", [["layout", d["compiled"]["cpu_plan"]
-                                                  ["segments"][0]["constants"][0]]]),
-                         "1-D u8"),
+    "step without inputs": (
+        lambda d: d["compiled"]["cpu_plan"]["segments"][0]["steps"][0].pop("inputs"),
+        "missing field",
+    ),
+    "packed not bytes": (
+        lambda d: d["compiled"]["cpu_plan"]["segments"][0]["steps"][0].__setitem__(
+            "packed", [["layout", d["compiled"]["cpu_plan"]["segments"][0]["constants"][0]]]
+        ),
+        "1-D u8",
+    ),
 }
 
 
@@ -233,7 +270,7 @@ def test_damaged_plan_section_is_a_format_error(damage):
     with pytest.raises(FormatError) as info:
         gk.load_buffer(edit_document(gk.save_buffer(program), edit))
     assert "cpu_plan" in str(info.value) and words in str(info.value)
-    assert info.value.__cause__ is None   # a check said so, not the loader's catch-all
+    assert info.value.__cause__ is None  # a check said so, not the loader's catch-all
 
 
 @pytest.mark.parametrize("where", ["offset", "dims"])
@@ -256,8 +293,9 @@ def test_tensor_outside_its_storage_is_refused_by_the_executor(where):
 
 def test_cpu_plan_in_a_ref_program_is_a_format_error():
     cpu_program, _, _ = compiled("conv")
-    plan = msgpack.unpackb(bytes(msgpack_container.split(gk.save_buffer(cpu_program))[0]),
-                           raw=False)["compiled"]["cpu_plan"]
+    plan = msgpack.unpackb(
+        bytes(msgpack_container.split(gk.save_buffer(cpu_program))[0]), raw=False
+    )["compiled"]["cpu_plan"]
     ref_program = gk.parse_onnx_buffer(conv_model()).compile("ref")
 
     def add_plan(doc):
@@ -269,8 +307,9 @@ def test_cpu_plan_in_a_ref_program_is_a_format_error():
 
 def test_fuzzing_a_compiled_cpu_program_raises_only_format_errors(monkeypatch):
     """tools/fuzz_load.py's mutations on a compiled cpu program (msgpack and JSON)."""
-    spec = importlib.util.spec_from_file_location("fuzz_load",
-                                                  os.path.join(ROOT, "tools", "fuzz_load.py"))
+    spec = importlib.util.spec_from_file_location(
+        "fuzz_load", os.path.join(ROOT, "tools", "fuzz_load.py")
+    )
     fuzz = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fuzz)
     program, _, _ = compiled("conv")

@@ -68,7 +68,9 @@ def test_newer_format_version(saved):
     newest = graphkiln.serialize.FORMAT_VERSION
     struct.pack_into("<I", newer, 6, newest + 1)
     load_fails(bytes(newer), f"format version {newest + 1} is newer", "upgrade")
-    load_fails(edit_json(saved["json"], lambda d: d.update(format_version=7)), "format version 7 is newer")
+    load_fails(
+        edit_json(saved["json"], lambda d: d.update(format_version=7)), "format version 7 is newer"
+    )
     load_fails(edit_json(saved["json"], lambda d: d.update(format_version=0)), "does not exist")
 
 
@@ -97,8 +99,11 @@ def test_flipped_bytes_at_many_points(rich, fmt):
     """Every failure is a FormatError; in msgpack the header and document are covered by a
     CRC (always checked) and the tensor data by one checked with verify_data=True."""
     data = rich[fmt]
-    document_end = msgpack_container.HEADER_SIZE + struct.unpack_from("<Q", data, 10)[0] \
-        if fmt == "msgpack" else 0
+    document_end = (
+        msgpack_container.HEADER_SIZE + struct.unpack_from("<Q", data, 10)[0]
+        if fmt == "msgpack"
+        else 0
+    )
     loaded = 0
     for position in range(0, len(data), max(1, len(data) // 500)):
         damaged = bytearray(data)
@@ -112,7 +117,7 @@ def test_flipped_bytes_at_many_points(rich, fmt):
         if fmt == "msgpack":
             with pytest.raises(FormatError):
                 graphkiln.load_buffer(bytes(damaged), verify_data=True)
-    assert fmt == "json" or loaded > 0   # flips in tensor data load without verify_data
+    assert fmt == "json" or loaded > 0  # flips in tensor data load without verify_data
 
 
 def test_oversize_declared_shapes(saved):
@@ -190,7 +195,12 @@ def test_subgraph_values_are_not_visible_outside(rich):
 def test_damaged_json_and_strings(rich):
     load_fails(rich["json"][:-2] + b"x}", "does not parse")
     load_fails(b'{"magic": "graphkiln", "format_version": 1, "x": NaN}', "does not parse")
-    load_fails(b'{"magic": "graphkiln", "format_version": 1, "graph": ' + b"[" * 100000 + b"]" * 100000 + b"}")
+    load_fails(
+        b'{"magic": "graphkiln", "format_version": 1, "graph": '
+        + b"[" * 100000
+        + b"]" * 100000
+        + b"}"
+    )
 
     def bad_bool(doc):
         record = next(t for t in doc["tensors"] if t["dtype"] == "bool")
@@ -211,12 +221,21 @@ def test_gpu_program_for_another_architecture(saved, fmt, monkeypatch):
     with GPU code: a CPU-only build lacks the gpu target, test_cpu_only_build.py)."""
     try:
         from graphkiln._native import load_core
+
         core = load_core()
     except ImportError:
         pytest.skip("the C++ core is not built")
-    monkeypatch.setattr(core, "build_info", lambda: {
-        "version": "0.1.0", "compiler": "gcc", "gpu_platform": "nvidia",
-        "gpu_targets": ["sm_90"], "gpu_toolkit": "CUDA 13.0"})
+    monkeypatch.setattr(
+        core,
+        "build_info",
+        lambda: {
+            "version": "0.1.0",
+            "compiler": "gcc",
+            "gpu_platform": "nvidia",
+            "gpu_targets": ["sm_90"],
+            "gpu_toolkit": "CUDA 13.0",
+        },
+    )
     monkeypatch.setenv("GRAPHKILN_FAKE_GPU_ARCH", "sm_90")
 
     def to_gfx90a(doc):

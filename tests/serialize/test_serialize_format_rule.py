@@ -20,23 +20,37 @@ def program():
     return graphkiln.parse_onnx(EXAMPLE_MODEL).compile("ref")
 
 
-@pytest.mark.parametrize("name, format, written", [
-    ("p.json", None, "json"), ("p.JSON", None, "json"), ("p.gkp", None, "msgpack"),
-    ("p.msgpack", None, "msgpack"), ("p", None, "msgpack"), ("p.json.gkp", None, "msgpack"),
-    ("p.gkp", "json", "json"), ("p.gkp", "msgpack", "msgpack"), ("p.json", "json", "json"),
-    ("p.msgpack", "msgpack", "msgpack"), ("p.onnx", "json", "json"),
-])
+@pytest.mark.parametrize(
+    "name, format, written",
+    [
+        ("p.json", None, "json"),
+        ("p.JSON", None, "json"),
+        ("p.gkp", None, "msgpack"),
+        ("p.msgpack", None, "msgpack"),
+        ("p", None, "msgpack"),
+        ("p.json.gkp", None, "msgpack"),
+        ("p.gkp", "json", "json"),
+        ("p.gkp", "msgpack", "msgpack"),
+        ("p.json", "json", "json"),
+        ("p.msgpack", "msgpack", "msgpack"),
+        ("p.onnx", "json", "json"),
+    ],
+)
 def test_format_for_path(tmp_path, name, format, written):
     assert format_for_path(name, format) == written
-    assert format_for_path(tmp_path / name, format) == written   # os.PathLike too
+    assert format_for_path(tmp_path / name, format) == written  # os.PathLike too
 
 
-@pytest.mark.parametrize("name, format", [("p.json", "msgpack"), ("p.JSON", "msgpack"),
-                                          ("p.msgpack", "json")])
+@pytest.mark.parametrize(
+    "name, format", [("p.json", "msgpack"), ("p.JSON", "msgpack"), ("p.msgpack", "json")]
+)
 def test_format_contradicting_the_name_is_refused(name, format):
     named = "msgpack" if format == "json" else "json"
-    with pytest.raises(ValueError, match=rf"'{name}' is named as a {named} file .* the format "
-                                         rf"asked for is '{format}': ask for '{named}'"):
+    with pytest.raises(
+        ValueError,
+        match=rf"'{name}' is named as a {named} file .* the format "
+        rf"asked for is '{format}': ask for '{named}'",
+    ):
         format_for_path(name, format)
 
 
@@ -72,8 +86,23 @@ def test_cli_compile_output_follows_the_same_rule(tmp_path, capsys):
     assert main(["compile", EXAMPLE_MODEL, "--target", "ref", "-o", str(tmp_path / "c.json")]) == 0
     assert "(json, " in capsys.readouterr().out
     assert (tmp_path / "c.json").read_bytes().startswith(JSON)
-    assert main(["compile", EXAMPLE_MODEL, "--target", "ref", "-o", str(tmp_path / "c.msgpack"),
-                 "--format", "json"]) == 1
+    assert (
+        main(
+            [
+                "compile",
+                EXAMPLE_MODEL,
+                "--target",
+                "ref",
+                "-o",
+                str(tmp_path / "c.msgpack"),
+                "--format",
+                "json",
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
-    assert "c.msgpack' is named as a msgpack file (.msgpack) but the format asked for is 'json'" in err
+    assert (
+        "c.msgpack' is named as a msgpack file (.msgpack) but the format asked for is 'json'" in err
+    )
     assert not (tmp_path / "c.msgpack").exists()

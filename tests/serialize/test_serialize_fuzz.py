@@ -9,7 +9,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_fuzz_load_300_iterations():
-    spec = importlib.util.spec_from_file_location("fuzz_load", os.path.join(ROOT, "tools", "fuzz_load.py"))
+    spec = importlib.util.spec_from_file_location(
+        "fuzz_load", os.path.join(ROOT, "tools", "fuzz_load.py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     lines = []

@@ -15,13 +15,16 @@ FORMATS = ["msgpack", "json"]
 
 def roundtrip(program, fmt):
     loaded = graphkiln.load_buffer(graphkiln.save_buffer(program, fmt))
-    assert structural_diff(program.graph, loaded.graph) is None, structural_diff(program.graph, loaded.graph)
+    assert structural_diff(program.graph, loaded.graph) is None, structural_diff(
+        program.graph, loaded.graph
+    )
     if program.is_compiled:
         assert loaded.is_compiled
         assert structural_diff(program.compiled_graph, loaded.compiled_graph) is None
         assert loaded.target.name == program.target.name and loaded.options == program.options
-        assert [(r.name, r.ms, r.nodes_after) for r in loaded.pass_records] == \
-            [(r.name, r.ms, r.nodes_after) for r in program.pass_records]
+        assert [(r.name, r.ms, r.nodes_after) for r in loaded.pass_records] == [
+            (r.name, r.ms, r.nodes_after) for r in program.pass_records
+        ]
     else:
         assert not loaded.is_compiled and loaded.compiled_graph is None
     return loaded
@@ -32,7 +35,9 @@ def names_and_types(graph):
     for v in graph.inputs:
         result.append((v.name, v.type))
     for node in graph.nodes:
-        result.append((node.name, tuple(None if v is None else (v.name, v.type) for v in node.outputs)))
+        result.append(
+            (node.name, tuple(None if v is None else (v.name, v.type) for v in node.outputs))
+        )
     return result
 
 
@@ -86,10 +91,20 @@ def test_shared_constants_are_stored_once():
     assert all(a is b for a, b in zip(first, second))
 
 
-@pytest.mark.parametrize("case_name", [
-    "test_if", "test_if_seq", "test_if_opt", "test_loop11", "test_loop13_seq",
-    "test_loop16_seq_none", "test_scan9_sum", "test_scan_sum", "test_range_float_type_positive_delta_expanded",
-])
+@pytest.mark.parametrize(
+    "case_name",
+    [
+        "test_if",
+        "test_if_seq",
+        "test_if_opt",
+        "test_loop11",
+        "test_loop13_seq",
+        "test_loop16_seq_none",
+        "test_scan9_sum",
+        "test_scan_sum",
+        "test_range_float_type_positive_delta_expanded",
+    ],
+)
 @pytest.mark.parametrize("optimize", [False, True])
 def test_backend_cases_with_subgraphs(case_name, optimize):
     cases = node_cases()

@@ -29,17 +29,23 @@ def gather_model() -> onnx.ModelProto:
     rng = np.random.default_rng(7)
     table = numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "table")
     graph = helper.make_graph(
-        [helper.make_node("Gather", ["table", "idx"], ["y"], axis=0)], "gather",
+        [helper.make_node("Gather", ["table", "idx"], ["y"], axis=0)],
+        "gather",
         [helper.make_tensor_value_info("idx", TensorProto.INT64, ["N"])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])], [table])
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+        [table],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def write_models(folder: Path) -> dict[str, Path]:
     """cnn (resnet_like, x f32[N,3,16,16] -> logits f32[N,10]), bert (bert_like, seq 16),
     gather: {name: path}."""
-    models = {"cnn": resnet_like(seed=3, size=16), "bert": bert_like(seed=4),
-              "gather": gather_model()}
+    models = {
+        "cnn": resnet_like(seed=3, size=16),
+        "bert": bert_like(seed=4),
+        "gather": gather_model(),
+    }
     paths = {}
     for name, model in models.items():
         paths[name] = folder / f"{name}.onnx"
@@ -54,9 +60,8 @@ def cnn_input(seed: int, batch: int = 1) -> np.ndarray:
 def bert_inputs(seed: int, batch: int = 1) -> dict:
     rng = np.random.default_rng(seed)
     mask = np.ones((batch, 16), np.int64)
-    mask[:, 16 - 1 - seed % 8:] = 0
-    return {"input_ids": rng.integers(0, 100, (batch, 16), dtype=np.int64),
-            "attention_mask": mask}
+    mask[:, 16 - 1 - seed % 8 :] = 0
+    return {"input_ids": rng.integers(0, 100, (batch, 16), dtype=np.int64), "attention_mask": mask}
 
 
 class Reference:
@@ -84,17 +89,32 @@ class Server:
     """`python -m graphkiln serve ARGS --port 0` in a subprocess; `url` once it listens."""
 
     def __init__(self, args: list[str], env: dict | None = None, timeout: float = 60.0):
-        cmd = [sys.executable, "-m", "graphkiln", "serve", "--host", "127.0.0.1", "--port", "0",
-               *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, env={**os.environ, **(env or {})})
+        cmd = [
+            sys.executable,
+            "-m",
+            "graphkiln",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            *args,
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
         self.lines: list[str] = []
         deadline = time.monotonic() + timeout
         while True:
             line = self.proc.stdout.readline()
             if not line:
-                raise RuntimeError(f"the server exited ({self.proc.wait()}):\n"
-                                   + "".join(self.lines))
+                raise RuntimeError(
+                    f"the server exited ({self.proc.wait()}):\n" + "".join(self.lines)
+                )
             self.lines.append(line)
             found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
             if found:

@@ -10,8 +10,15 @@ import json
 import numpy as np
 import pytest
 
-from graphkiln.serving.codec import (DATATYPES, ProtocolError, decode_inputs, encode_response,
-                                     read_body, requested_outputs, split_binary)
+from graphkiln.serving.codec import (
+    DATATYPES,
+    ProtocolError,
+    decode_inputs,
+    encode_response,
+    read_body,
+    requested_outputs,
+    split_binary,
+)
 
 RNG = np.random.default_rng(11)
 
@@ -45,34 +52,56 @@ def test_every_datatype_round_trips(datatype, binary):
     if datatype == "BYTES":
         assert got.tolist() == value.tolist()
     else:
-        np.testing.assert_array_equal(got.astype(np.float64) if datatype == "BF16" else got,
-                                      value.astype(np.float64) if datatype == "BF16" else value)
+        np.testing.assert_array_equal(
+            got.astype(np.float64) if datatype == "BF16" else got,
+            value.astype(np.float64) if datatype == "BF16" else value,
+        )
     assert got.flags.writeable
 
 
 def test_nested_json_data_is_row_major():
-    request = {"inputs": [{"name": "x", "datatype": "INT32", "shape": [2, 2],
-                           "data": [[1, 2], [3, 4]]}]}
+    request = {
+        "inputs": [{"name": "x", "datatype": "INT32", "shape": [2, 2], "data": [[1, 2], [3, 4]]}]
+    }
     x = decode_inputs(request, memoryview(b""))["x"]
     np.testing.assert_array_equal(x, np.array([[1, 2], [3, 4]], np.int32))
 
 
-@pytest.mark.parametrize("request_json, message", [
-    ({"inputs": [{"name": "x", "datatype": "INT8", "shape": [1], "data": [300]}]},
-     "outside INT8's range [-128, 127]"),
-    ({"inputs": [{"name": "x", "datatype": "BOOL", "shape": [1], "data": [1]}]},
-     "BOOL data must be booleans"),
-    ({"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 2], "data": [[1, 2], [3]]}]},
-     "not a rectangular list"),
-    ({"inputs": [{"name": "x", "datatype": "FP32", "shape": [2 ** 32, 2 ** 32], "data": []}]},
-     "0 data elements for shape"),
-    ({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1]},
-                 {"name": "x", "datatype": "FP32", "shape": [1], "data": [1]}]},
-     "input 'x' is given twice"),
-    ({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1]}]}, "neither \"data\" nor"),
-    ({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": [1]}]},
-     "BYTES data must be strings"),
-])
+@pytest.mark.parametrize(
+    "request_json, message",
+    [
+        (
+            {"inputs": [{"name": "x", "datatype": "INT8", "shape": [1], "data": [300]}]},
+            "outside INT8's range [-128, 127]",
+        ),
+        (
+            {"inputs": [{"name": "x", "datatype": "BOOL", "shape": [1], "data": [1]}]},
+            "BOOL data must be booleans",
+        ),
+        (
+            {"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 2], "data": [[1, 2], [3]]}]},
+            "not a rectangular list",
+        ),
+        (
+            {"inputs": [{"name": "x", "datatype": "FP32", "shape": [2**32, 2**32], "data": []}]},
+            "0 data elements for shape",
+        ),
+        (
+            {
+                "inputs": [
+                    {"name": "x", "datatype": "FP32", "shape": [1], "data": [1]},
+                    {"name": "x", "datatype": "FP32", "shape": [1], "data": [1]},
+                ]
+            },
+            "input 'x' is given twice",
+        ),
+        ({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1]}]}, 'neither "data" nor'),
+        (
+            {"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": [1]}]},
+            "BYTES data must be strings",
+        ),
+    ],
+)
 def test_bad_json_tensors(request_json, message):
     with pytest.raises(ProtocolError, match=message.replace("[", r"\[").replace("(", r"\(")) as e:
         decode_inputs(request_json, memoryview(b""))
@@ -80,8 +109,11 @@ def test_bad_json_tensors(request_json, message):
 
 
 def test_bad_binary_tensors():
-    head = {"inputs": [{"name": "s", "datatype": "BYTES", "shape": [2],
-                        "parameters": {"binary_data_size": 9}}]}
+    head = {
+        "inputs": [
+            {"name": "s", "datatype": "BYTES", "shape": [2], "parameters": {"binary_data_size": 9}}
+        ]
+    }
     blob = (3).to_bytes(4, "little") + b"abc" + b"\x05\x00"  # the second length cut short
     with pytest.raises(ProtocolError, match="ends inside an element's 4-byte length"):
         decode_inputs(head, memoryview(blob))
@@ -116,23 +148,35 @@ def test_requested_outputs_binary_flags():
     names = ["a", "b"]
     assert requested_outputs({}, names) == [("a", False), ("b", False)]
     assert requested_outputs({"parameters": {"binary_data_output": True}}, names) == [
-        ("a", True), ("b", True)]
-    assert requested_outputs({"outputs": [{"name": "b", "parameters": {"binary_data": True}}]},
-                             names) == [("b", True)]
+        ("a", True),
+        ("b", True),
+    ]
+    assert requested_outputs(
+        {"outputs": [{"name": "b", "parameters": {"binary_data": True}}]}, names
+    ) == [("b", True)]
 
 
 def test_binary_response_layout():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.array([True, False])
-    body, headers = encode_response({"model_name": "m", "id": "7"},
-                                    [("a", a, True), ("b", b, False)])
+    body, headers = encode_response(
+        {"model_name": "m", "id": "7"}, [("a", a, True), ("b", b, False)]
+    )
     n = int(headers["inference-header-content-length"])
     head = json.loads(body[:n])
     assert head["id"] == "7"
-    assert head["outputs"][0] == {"name": "a", "datatype": "FP32", "shape": [2, 3],
-                                  "parameters": {"binary_data_size": 24}}
-    assert head["outputs"][1] == {"name": "b", "datatype": "BOOL", "shape": [2],
-                                  "data": [True, False]}
+    assert head["outputs"][0] == {
+        "name": "a",
+        "datatype": "FP32",
+        "shape": [2, 3],
+        "parameters": {"binary_data_size": 24},
+    }
+    assert head["outputs"][1] == {
+        "name": "b",
+        "datatype": "BOOL",
+        "shape": [2],
+        "data": [True, False],
+    }
     np.testing.assert_array_equal(np.frombuffer(body[n:], np.float32).reshape(2, 3), a)
     with pytest.raises(ProtocolError, match="no datatype for"):
         encode_response({}, [("c", np.zeros(2, np.complex64), False)])

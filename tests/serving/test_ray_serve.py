@@ -33,8 +33,11 @@ def _free_port() -> int:
 
 
 def _replicas() -> set[str]:
-    return {a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-            if a["name"].startswith("SERVE_REPLICA::graphkiln#")}
+    return {
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["name"].startswith("SERVE_REPLICA::graphkiln#")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +49,20 @@ def ray_server(tmp_path_factory, request):
     package_dir = str(Path(graphkiln.__file__).resolve().parents[1])
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (package_dir, saved) if p)
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=150 * 2 ** 20,
-             log_to_driver=False)
+    ray.init(
+        num_cpus=2, include_dashboard=False, object_store_memory=150 * 2**20, log_to_driver=False
+    )
     try:
         port = _free_port()
-        ray_serving.start([("cnn", str(paths["cnn"])), ("gather", str(paths["gather"]))],
-                          host="127.0.0.1", port=port, replicas=2, max_batch=8,
-                          max_delay_s=0.005, cpus_per_replica=1)
+        ray_serving.start(
+            [("cnn", str(paths["cnn"])), ("gather", str(paths["gather"]))],
+            host="127.0.0.1",
+            port=port,
+            replicas=2,
+            max_batch=8,
+            max_delay_s=0.005,
+            cpus_per_replica=1,
+        )
         yield f"http://127.0.0.1:{port}", paths
     finally:
         try:
@@ -66,8 +76,11 @@ def ray_server(tmp_path_factory, request):
 
 
 def _body(x):
-    return {"inputs": [{"name": "x", "datatype": "FP32", "shape": list(x.shape),
-                        "data": x.ravel().tolist()}]}
+    return {
+        "inputs": [
+            {"name": "x", "datatype": "FP32", "shape": list(x.shape), "data": x.ravel().tolist()}
+        ]
+    }
 
 
 def _logits(r):
@@ -81,7 +94,8 @@ def test_protocol_through_ray(ray_server):
     with httpx.Client(base_url=url, timeout=60) as c:
         assert c.get("/v2/health/ready").status_code == 200
         assert c.get("/v2/models/cnn").json()["inputs"] == [
-            {"name": "x", "datatype": "FP32", "shape": [-1, 3, 16, 16]}]
+            {"name": "x", "datatype": "FP32", "shape": [-1, 3, 16, 16]}
+        ]
         r = c.get("/v2/models/nope")
         assert r.status_code == 404 and "unknown model 'nope'" in r.json()["error"]
         r = c.post("/v2/models/cnn/infer", content=b"{")
@@ -90,8 +104,10 @@ def test_protocol_through_ray(ray_server):
         r = c.post("/v2/models/cnn/infer", json=_body(x))
         assert r.status_code == 200, r.text
         assert_outputs([_logits(r)], ref.run({"x": x}))
-        r = c.post("/v2/models/gather/infer", json={"inputs": [
-            {"name": "idx", "datatype": "INT64", "shape": [1], "data": [9]}]})
+        r = c.post(
+            "/v2/models/gather/infer",
+            json={"inputs": [{"name": "idx", "datatype": "INT64", "shape": [1], "data": [9]}]},
+        )
         assert r.status_code == 500 and "Gather" in r.json()["error"]
 
 
@@ -102,8 +118,8 @@ def test_survives_a_replica_killed_mid_load(ray_server):
     expected = [ref.run({"x": x})[0] for x in inputs]
     before = _replicas()
     assert len(before) == 2
-    answered = []      # (input index, attempts) of each request answered 200
-    failures = []      # what the failed attempts got (retried)
+    answered = []  # (input index, attempts) of each request answered 200
+    failures = []  # what the failed attempts got (retried)
     wrong = []
     lock = threading.Lock()
     stop = threading.Event()

@@ -28,15 +28,18 @@ def test_help_explains_every_option(command, capsys):
             assert flag in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["m.onnx", "--port", "70000"], "expected a port from 0 to 65535, got '70000'"),
-    (["m.onnx", "--max-batch", "0"], "expected an integer >= 1, got '0'"),
-    (["m.onnx", "--instances", "two"], "expected an integer >= 1, got 'two'"),
-    (["m.onnx", "--max-delay-ms", "-1"], "expected a number >= 0, got '-1'"),
-    (["m.onnx", "--max-body-mb", "0"], "expected a number > 0, got '0'"),
-    (["m.onnx", "--target", "tpu"], "invalid choice: 'tpu'"),
-    (["m.onnx", "--ray", "--autoscaling", "[1]"], "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["m.onnx", "--port", "70000"], "expected a port from 0 to 65535, got '70000'"),
+        (["m.onnx", "--max-batch", "0"], "expected an integer >= 1, got '0'"),
+        (["m.onnx", "--instances", "two"], "expected an integer >= 1, got 'two'"),
+        (["m.onnx", "--max-delay-ms", "-1"], "expected a number >= 0, got '-1'"),
+        (["m.onnx", "--max-body-mb", "0"], "expected a number > 0, got '0'"),
+        (["m.onnx", "--target", "tpu"], "invalid choice: 'tpu'"),
+        (["m.onnx", "--ray", "--autoscaling", "[1]"], "expected a JSON object"),
+    ],
+)
 def test_bad_serve_options_are_usage_errors(args, message, capsys):
     with pytest.raises(SystemExit) as done:
         main(["serve", *args])
@@ -44,11 +47,14 @@ def test_bad_serve_options_are_usage_errors(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["m.onnx", "--replicas", "2"], "--replicas apply with --ray only"),
-    (["a=x.onnx", "a=y.onnx"], "two models are named ['a']"),
-    (["a/b=x.onnx"], "cannot appear in a URL path"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["m.onnx", "--replicas", "2"], "--replicas apply with --ray only"),
+        (["a=x.onnx", "a=y.onnx"], "two models are named ['a']"),
+        (["a/b=x.onnx"], "cannot appear in a URL path"),
+    ],
+)
 def test_serve_refuses_contradictions(args, message):
     with pytest.raises(SystemExit, match=message.replace("[", r"\[").replace("]", r"\]")):
         main(["serve", *args])

@@ -19,8 +19,14 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from serving_testing import (Reference, Server, assert_outputs, bert_inputs, cnn_input,  # noqa: E402
-                             write_models)
+from serving_testing import (  # noqa: E402
+    Reference,
+    Server,
+    assert_outputs,
+    bert_inputs,
+    cnn_input,
+    write_models,
+)
 
 MAX_BODY_MB = 1
 
@@ -37,10 +43,22 @@ def refs(models):
 
 @pytest.fixture(scope="module")
 def server(models):
-    srv = Server([f"{n}={p}" for n, p in models.items()] +
-                 ["--target", "cpu", "--max-batch", "8", "--max-delay-ms", "20",
-                  "--instances", "2", "--max-body-mb", str(MAX_BODY_MB)],
-                 env={"GRAPHKILN_NUM_THREADS": "1"})
+    srv = Server(
+        [f"{n}={p}" for n, p in models.items()]
+        + [
+            "--target",
+            "cpu",
+            "--max-batch",
+            "8",
+            "--max-delay-ms",
+            "20",
+            "--instances",
+            "2",
+            "--max-body-mb",
+            str(MAX_BODY_MB),
+        ],
+        env={"GRAPHKILN_NUM_THREADS": "1"},
+    )
     yield srv
     code = srv.stop()
     assert code == 0, srv.output()
@@ -53,10 +71,23 @@ def client(server):
 
 
 def json_request(feeds: dict, **extra) -> dict:
-    datatypes = {np.dtype(np.float32): "FP32", np.dtype(np.int64): "INT64",
-                 np.dtype(np.float64): "FP64"}
-    return {"inputs": [{"name": n, "datatype": datatypes[v.dtype], "shape": list(v.shape),
-                        "data": v.reshape(-1).tolist()} for n, v in feeds.items()], **extra}
+    datatypes = {
+        np.dtype(np.float32): "FP32",
+        np.dtype(np.int64): "INT64",
+        np.dtype(np.float64): "FP64",
+    }
+    return {
+        "inputs": [
+            {
+                "name": n,
+                "datatype": datatypes[v.dtype],
+                "shape": list(v.shape),
+                "data": v.reshape(-1).tolist(),
+            }
+            for n, v in feeds.items()
+        ],
+        **extra,
+    }
 
 
 def decode_json_outputs(body: dict) -> list:
@@ -65,13 +96,24 @@ def decode_json_outputs(body: dict) -> list:
 
 
 def binary_request(feeds: dict, datatypes: dict) -> tuple[bytes, dict]:
-    head = {"inputs": [{"name": n, "datatype": datatypes[n], "shape": list(v.shape),
-                        "parameters": {"binary_data_size": v.nbytes}} for n, v in feeds.items()],
-            "parameters": {"binary_data_output": True}}
+    head = {
+        "inputs": [
+            {
+                "name": n,
+                "datatype": datatypes[n],
+                "shape": list(v.shape),
+                "parameters": {"binary_data_size": v.nbytes},
+            }
+            for n, v in feeds.items()
+        ],
+        "parameters": {"binary_data_output": True},
+    }
     text = json.dumps(head).encode()
     body = text + b"".join(np.ascontiguousarray(v).tobytes() for v in feeds.values())
-    return body, {"Inference-Header-Content-Length": str(len(text)),
-                  "Content-Type": "application/octet-stream"}
+    return body, {
+        "Inference-Header-Content-Length": str(len(text)),
+        "Content-Type": "application/octet-stream",
+    }
 
 
 def decode_binary_outputs(response) -> list:
@@ -80,7 +122,7 @@ def decode_binary_outputs(response) -> list:
     for o in head["outputs"]:
         size = o["parameters"]["binary_data_size"]
         dtype = {"FP32": np.float32, "INT64": np.int64}[o["datatype"]]
-        out.append(np.frombuffer(response.content[at:at + size], dtype).reshape(o["shape"]))
+        out.append(np.frombuffer(response.content[at : at + size], dtype).reshape(o["shape"]))
         at += size
     assert at == len(response.content)
     return out
@@ -94,19 +136,27 @@ def test_health_and_server_metadata(client):
     assert meta["name"] == "graphkiln" and "binary_tensor_data" in meta["extensions"]
     index = client.post("/v2/repository/index").json()
     assert sorted((m["name"], m["state"]) for m in index) == [
-        ("bert", "READY"), ("cnn", "READY"), ("gather", "READY")]
+        ("bert", "READY"),
+        ("cnn", "READY"),
+        ("gather", "READY"),
+    ]
 
 
 def test_model_metadata_has_dtypes_and_symbolic_dims_as_minus_one(client):
     cnn = client.get("/v2/models/cnn").json()
-    assert cnn == {"name": "cnn", "versions": ["1"], "platform": "graphkiln_cpu",
-                   "inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 3, 16, 16]}],
-                   "outputs": [{"name": "logits", "datatype": "FP32", "shape": [-1, 10]}]}
+    assert cnn == {
+        "name": "cnn",
+        "versions": ["1"],
+        "platform": "graphkiln_cpu",
+        "inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 3, 16, 16]}],
+        "outputs": [{"name": "logits", "datatype": "FP32", "shape": [-1, 10]}],
+    }
     bert = client.get("/v2/models/bert/versions/1").json()
-    assert bert["inputs"] == [{"name": "input_ids", "datatype": "INT64", "shape": [-1, 16]},
-                              {"name": "attention_mask", "datatype": "INT64", "shape": [-1, 16]}]
-    assert bert["outputs"] == [{"name": "hidden_states", "datatype": "FP32",
-                                "shape": [-1, 16, 64]}]
+    assert bert["inputs"] == [
+        {"name": "input_ids", "datatype": "INT64", "shape": [-1, 16]},
+        {"name": "attention_mask", "datatype": "INT64", "shape": [-1, 16]},
+    ]
+    assert bert["outputs"] == [{"name": "hidden_states", "datatype": "FP32", "shape": [-1, 16, 64]}]
     for path in ("/v2/models/cnn/ready", "/v2/models/cnn/versions/1/ready"):
         r = client.get(path)
         assert r.status_code == 200 and r.json() == {"name": "cnn", "ready": True}
@@ -140,12 +190,23 @@ def test_binary_tensor_extension(client, refs):
     assert_outputs(decode_binary_outputs(r), refs["bert"].run(feeds))
     # a JSON output asked for by name, the input binary
     x = cnn_input(seed=21)
-    head = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 3, 16, 16],
-                        "parameters": {"binary_data_size": x.nbytes}}],
-            "outputs": [{"name": "logits", "parameters": {"binary_data": False}}]}
+    head = {
+        "inputs": [
+            {
+                "name": "x",
+                "datatype": "FP32",
+                "shape": [1, 3, 16, 16],
+                "parameters": {"binary_data_size": x.nbytes},
+            }
+        ],
+        "outputs": [{"name": "logits", "parameters": {"binary_data": False}}],
+    }
     text = json.dumps(head).encode()
-    r = client.post("/v2/models/cnn/infer", content=text + x.tobytes(),
-                    headers={"Inference-Header-Content-Length": str(len(text))})
+    r = client.post(
+        "/v2/models/cnn/infer",
+        content=text + x.tobytes(),
+        headers={"Inference-Header-Content-Length": str(len(text))},
+    )
     assert r.status_code == 200 and r.headers["content-type"] == "application/json", r.text
     assert_outputs(decode_json_outputs(r.json()), refs["cnn"].run({"x": x}))
 
@@ -153,11 +214,14 @@ def test_binary_tensor_extension(client, refs):
 def test_gzip_encoded_request(client, refs):
     x = cnn_input(seed=31)
     raw = json.dumps(json_request({"x": x})).encode()
-    r = client.post("/v2/models/cnn/infer", content=gzip.compress(raw),
-                    headers={"Content-Encoding": "gzip", "Content-Type": "application/json"})
+    r = client.post(
+        "/v2/models/cnn/infer",
+        content=gzip.compress(raw),
+        headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
+    )
     assert r.status_code == 200, r.text
     assert_outputs(decode_json_outputs(r.json()), refs["cnn"].run({"x": x}))
-    bomb = gzip.compress(b" " * (MAX_BODY_MB * 2 ** 20 + 10))  # small on the wire
+    bomb = gzip.compress(b" " * (MAX_BODY_MB * 2**20 + 10))  # small on the wire
     r = client.post("/v2/models/cnn/infer", content=bomb, headers={"Content-Encoding": "gzip"})
     assert r.status_code == 413 and "inflates to more than" in r.json()["error"]
 
@@ -215,8 +279,9 @@ def test_concurrent_requests_are_batched_and_each_answer_is_its_own(server, refs
         if not hasattr(local, "client"):
             local.client = httpx.Client(base_url=server.url, timeout=60)
         start.wait()
-        body, headers = binary_request(feeds, {n: "FP32" if v.dtype == np.float32 else "INT64"
-                                               for n, v in feeds.items()})
+        body, headers = binary_request(
+            feeds, {n: "FP32" if v.dtype == np.float32 else "INT64" for n, v in feeds.items()}
+        )
         r = local.client.post(f"/v2/models/{name}/infer", content=body, headers=headers)
         assert r.status_code == 200, r.text
         return decode_binary_outputs(r)
@@ -234,8 +299,18 @@ def test_concurrent_requests_are_batched_and_each_answer_is_its_own(server, refs
 X = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
 
 
-HEAD = json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 3, 16, 16],
-                               "parameters": {"binary_data_size": 3072}}]}).encode()
+HEAD = json.dumps(
+    {
+        "inputs": [
+            {
+                "name": "x",
+                "datatype": "FP32",
+                "shape": [1, 3, 16, 16],
+                "parameters": {"binary_data_size": 3072},
+            }
+        ]
+    }
+).encode()
 
 
 def _json(body):
@@ -245,51 +320,147 @@ def _json(body):
 BAD_REQUESTS = [
     ("malformed JSON", "cnn", {"content": b'{"inputs": [}'}, 400, "malformed JSON"),
     ("not an object", "cnn", _json([1, 2]), 400, "must be a JSON object"),
-    ("no inputs", "cnn", _json({"outputs": []}), 400, "no \"inputs\" list"),
-    ("wrong name", "cnn", _json({"inputs": [{"name": "y", "datatype": "FP32",
-                                              "shape": [1, 3, 16, 16],
-                                              "data": X.ravel().tolist()}]}),
-     400, "missing input(s) ['x']; unknown input(s) ['y']"),
-    ("wrong dtype", "cnn", _json(json_request({"x": X.astype(np.float64)})), 400,
-     "input 'x': datatype FP64, but model 'cnn' takes FP32"),
-    ("unknown datatype", "cnn", _json({"inputs": [{"name": "x", "datatype": "FLOAT",
-                                                    "shape": [1], "data": [1]}]}),
-     400, "unknown datatype 'FLOAT'"),
-    ("wrong static dim", "cnn", _json(json_request({"x": X[:, :, :8, :8].copy()})), 400,
-     "input 'x': dim 2 is 8; model 'cnn' fixes it at 16"),
+    ("no inputs", "cnn", _json({"outputs": []}), 400, 'no "inputs" list'),
+    (
+        "wrong name",
+        "cnn",
+        _json(
+            {
+                "inputs": [
+                    {
+                        "name": "y",
+                        "datatype": "FP32",
+                        "shape": [1, 3, 16, 16],
+                        "data": X.ravel().tolist(),
+                    }
+                ]
+            }
+        ),
+        400,
+        "missing input(s) ['x']; unknown input(s) ['y']",
+    ),
+    (
+        "wrong dtype",
+        "cnn",
+        _json(json_request({"x": X.astype(np.float64)})),
+        400,
+        "input 'x': datatype FP64, but model 'cnn' takes FP32",
+    ),
+    (
+        "unknown datatype",
+        "cnn",
+        _json({"inputs": [{"name": "x", "datatype": "FLOAT", "shape": [1], "data": [1]}]}),
+        400,
+        "unknown datatype 'FLOAT'",
+    ),
+    (
+        "wrong static dim",
+        "cnn",
+        _json(json_request({"x": X[:, :, :8, :8].copy()})),
+        400,
+        "input 'x': dim 2 is 8; model 'cnn' fixes it at 16",
+    ),
     ("wrong rank", "cnn", _json(json_request({"x": X[0]})), 400, "has rank 3"),
-    ("data and shape disagree", "cnn", _json({"inputs": [{"name": "x", "datatype": "FP32",
-                                                           "shape": [1, 3, 16, 16],
-                                                           "data": [1.0, 2.0]}]}),
-     400, "2 data elements for shape [1, 3, 16, 16]"),
-    ("negative dim", "cnn", _json({"inputs": [{"name": "x", "datatype": "FP32",
-                                                "shape": [-1, 3], "data": []}]}),
-     400, "\"shape\" must be a list of integers >= 0"),
-    ("floats for INT64", "bert", _json({"inputs": [
-        {"name": "input_ids", "datatype": "INT64", "shape": [1, 2], "data": [1.5, 2.0]},
-        {"name": "attention_mask", "datatype": "INT64", "shape": [1, 2], "data": [1, 1]}]}),
-     400, "INT64 data must be integers"),
-    ("symbol sizes disagree", "bert", _json(json_request(
-        {"input_ids": np.ones((2, 16), np.int64), "attention_mask": np.ones((3, 16), np.int64)})),
-     400, "input 'attention_mask': dim 0 ('N') is 3, but input 'input_ids' set 'N' to 2"),
-    ("unknown output", "cnn", _json(json_request({"x": X}, outputs=[{"name": "probs"}])), 400,
-     "unknown output 'probs'; the model's outputs are ['logits']"),
-    ("binary size past the body", "cnn",
-     {"content": HEAD + b"\0" * 100, "headers": {"Inference-Header-Content-Length":
-                                                 str(len(HEAD))}}, 400, "runs past the body"),
-    ("bad header length", "cnn", {"content": b"{}", "headers": {
-        "Inference-Header-Content-Length": "99"}}, 400, "Inference-Header-Content-Length is '99'"),
-    ("oversized body", "cnn", {"content": b" " * (MAX_BODY_MB * 2 ** 20 + 1)}, 413,
-     f"accepts at most {MAX_BODY_MB * 2 ** 20}"),
-    ("unknown model", "resnet", _json(json_request({"x": X})), 404,
-     "unknown model 'resnet'; this server has ['bert', 'cnn', 'gather']"),
+    (
+        "data and shape disagree",
+        "cnn",
+        _json(
+            {
+                "inputs": [
+                    {"name": "x", "datatype": "FP32", "shape": [1, 3, 16, 16], "data": [1.0, 2.0]}
+                ]
+            }
+        ),
+        400,
+        "2 data elements for shape [1, 3, 16, 16]",
+    ),
+    (
+        "negative dim",
+        "cnn",
+        _json({"inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 3], "data": []}]}),
+        400,
+        '"shape" must be a list of integers >= 0',
+    ),
+    (
+        "floats for INT64",
+        "bert",
+        _json(
+            {
+                "inputs": [
+                    {"name": "input_ids", "datatype": "INT64", "shape": [1, 2], "data": [1.5, 2.0]},
+                    {
+                        "name": "attention_mask",
+                        "datatype": "INT64",
+                        "shape": [1, 2],
+                        "data": [1, 1],
+                    },
+                ]
+            }
+        ),
+        400,
+        "INT64 data must be integers",
+    ),
+    (
+        "symbol sizes disagree",
+        "bert",
+        _json(
+            json_request(
+                {
+                    "input_ids": np.ones((2, 16), np.int64),
+                    "attention_mask": np.ones((3, 16), np.int64),
+                }
+            )
+        ),
+        400,
+        "input 'attention_mask': dim 0 ('N') is 3, but input 'input_ids' set 'N' to 2",
+    ),
+    (
+        "unknown output",
+        "cnn",
+        _json(json_request({"x": X}, outputs=[{"name": "probs"}])),
+        400,
+        "unknown output 'probs'; the model's outputs are ['logits']",
+    ),
+    (
+        "binary size past the body",
+        "cnn",
+        {
+            "content": HEAD + b"\0" * 100,
+            "headers": {"Inference-Header-Content-Length": str(len(HEAD))},
+        },
+        400,
+        "runs past the body",
+    ),
+    (
+        "bad header length",
+        "cnn",
+        {"content": b"{}", "headers": {"Inference-Header-Content-Length": "99"}},
+        400,
+        "Inference-Header-Content-Length is '99'",
+    ),
+    (
+        "oversized body",
+        "cnn",
+        {"content": b" " * (MAX_BODY_MB * 2**20 + 1)},
+        413,
+        f"accepts at most {MAX_BODY_MB * 2**20}",
+    ),
+    (
+        "unknown model",
+        "resnet",
+        _json(json_request({"x": X})),
+        404,
+        "unknown model 'resnet'; this server has ['bert', 'cnn', 'gather']",
+    ),
 ]
 
 
-@pytest.mark.parametrize("what, model, request_args, status, message", BAD_REQUESTS,
-                         ids=[b[0] for b in BAD_REQUESTS])
-def test_bad_input_is_a_4xx_in_the_protocols_error_form(client, refs, what, model,
-                                                        request_args, status, message):
+@pytest.mark.parametrize(
+    "what, model, request_args, status, message", BAD_REQUESTS, ids=[b[0] for b in BAD_REQUESTS]
+)
+def test_bad_input_is_a_4xx_in_the_protocols_error_form(
+    client, refs, what, model, request_args, status, message
+):
     r = client.post(f"/v2/models/{model}/infer", **request_args)
     assert r.status_code == status, r.text
     assert r.headers["content-type"] == "application/json"
@@ -303,7 +474,8 @@ def test_bad_input_is_a_4xx_in_the_protocols_error_form(client, refs, what, mode
 def test_unknown_versions_paths_and_methods(client):
     r = client.post("/v2/models/cnn/versions/2/infer", json=json_request({"x": X}))
     assert r.status_code == 404 and r.json() == {
-        "error": "model 'cnn' has no version '2' (versions: ['1'])"}
+        "error": "model 'cnn' has no version '2' (versions: ['1'])"
+    }
     r = client.get("/v2/models/nope")
     assert r.status_code == 404 and "unknown model 'nope'" in r.json()["error"]
     r = client.get("/v2/models/cnn/infer")
@@ -333,8 +505,9 @@ def test_a_kernel_error_fails_only_its_own_request(server, refs):
             assert "model 'gather' failed on this request" in error and "Gather" in error
         else:
             assert r.status_code == 200, r.text
-            assert_outputs(decode_json_outputs(r.json()), refs["gather"].run({"idx": idx}),
-                           exact=True)
+            assert_outputs(
+                decode_json_outputs(r.json()), refs["gather"].run({"idx": idx}), exact=True
+            )
     assert server.proc.poll() is None
 
 
@@ -353,9 +526,14 @@ def test_prometheus_metrics(client):
     r = client.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     text = r.text
-    for family in ("graphkiln_requests_total", "graphkiln_request_errors_total",
-                   "graphkiln_request_duration_seconds", "graphkiln_queue_duration_seconds",
-                   "graphkiln_batch_duration_seconds", "graphkiln_batch_size"):
+    for family in (
+        "graphkiln_requests_total",
+        "graphkiln_request_errors_total",
+        "graphkiln_request_duration_seconds",
+        "graphkiln_queue_duration_seconds",
+        "graphkiln_batch_duration_seconds",
+        "graphkiln_batch_size",
+    ):
         assert f"# TYPE {family} " in text
     lines = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
     assert float(lines['graphkiln_requests_total{model="cnn"}']) >= 2

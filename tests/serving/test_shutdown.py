@@ -20,18 +20,31 @@ def test_sigterm_drains_requests_in_flight(tmp_path):
     paths = write_models(tmp_path)
     ref = Reference(paths["cnn"])
     # requests wait up to 1.5 s for their batch: SIGTERM lands while all are in flight
-    srv = Server([str(paths["cnn"]), "--max-batch", "64", "--max-delay-ms", "1500"],
-                 env={"GRAPHKILN_NUM_THREADS": "1"})
+    srv = Server(
+        [str(paths["cnn"]), "--max-batch", "64", "--max-delay-ms", "1500"],
+        env={"GRAPHKILN_NUM_THREADS": "1"},
+    )
     sent = threading.Barrier(13)
     try:
+
         def call(seed):
             x = cnn_input(seed)
             with httpx.Client(base_url=srv.url, timeout=60) as c:
                 c.get("/v2/health/live")  # connected before the signal
                 sent.wait()
-                r = c.post("/v2/models/cnn/infer", json={"inputs": [
-                    {"name": "x", "datatype": "FP32", "shape": list(x.shape),
-                     "data": x.ravel().tolist()}]})
+                r = c.post(
+                    "/v2/models/cnn/infer",
+                    json={
+                        "inputs": [
+                            {
+                                "name": "x",
+                                "datatype": "FP32",
+                                "shape": list(x.shape),
+                                "data": x.ravel().tolist(),
+                            }
+                        ]
+                    },
+                )
             return x, r
 
         with ThreadPoolExecutor(12) as pool:

@@ -37,37 +37,64 @@ def test_config_follows_tritons_schema(tmp_path):
     pb2 = triton_model_config()
     paths = write_models(tmp_path)
     repo = tmp_path / "repo"
-    assert main(["export-triton", str(paths["bert"]), "--repo", str(repo), "--max-batch", "16",
-                 "--max-delay-ms", "3", "--gpus", "0,1", "--instances", "2"]) == 0
+    assert (
+        main(
+            [
+                "export-triton",
+                str(paths["bert"]),
+                "--repo",
+                str(repo),
+                "--max-batch",
+                "16",
+                "--max-delay-ms",
+                "3",
+                "--gpus",
+                "0,1",
+                "--instances",
+                "2",
+            ]
+        )
+        == 0
+    )
     text = (repo / "bert" / "config.pbtxt").read_text()
     config = text_format.Parse(text, pb2.ModelConfig())  # unknown fields or enums raise
     assert config.name == "bert" and config.backend == "python"
     assert config.max_batch_size == 16
     assert [(i.name, pb2.DataType.Name(i.data_type), list(i.dims)) for i in config.input] == [
-        ("input_ids", "TYPE_INT64", [16]), ("attention_mask", "TYPE_INT64", [16])]
+        ("input_ids", "TYPE_INT64", [16]),
+        ("attention_mask", "TYPE_INT64", [16]),
+    ]
     assert [(o.name, pb2.DataType.Name(o.data_type), list(o.dims)) for o in config.output] == [
-        ("hidden_states", "TYPE_FP32", [16, 64])]
+        ("hidden_states", "TYPE_FP32", [16, 64])
+    ]
     assert config.dynamic_batching.max_queue_delay_microseconds == 3000
-    assert [(g.count, pb2.ModelInstanceGroup.Kind.Name(g.kind), list(g.gpus))
-            for g in config.instance_group] == [(2, "KIND_GPU", [0]), (2, "KIND_GPU", [1])]
+    assert [
+        (g.count, pb2.ModelInstanceGroup.Kind.Name(g.kind), list(g.gpus))
+        for g in config.instance_group
+    ] == [(2, "KIND_GPU", [0]), (2, "KIND_GPU", [1])]
     assert config.parameters["graphkiln_model"].string_value == "model.onnx"
     assert (repo / "bert" / "1" / "model.onnx").read_bytes() == paths["bert"].read_bytes()
     # a model without a batch dim: max_batch_size 0, full dims, no dynamic batching; CPU
     import onnx
     from onnx import TensorProto, helper
 
-    fixed = helper.make_model(helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "W"])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "W"])]),
-        opset_imports=[helper.make_opsetid("", 17)])
+    fixed = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["y"])],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "W"])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "W"])],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
     onnx.save(fixed, str(tmp_path / "fixed.onnx"))
     assert main(["export-triton", str(tmp_path / "fixed.onnx"), "--repo", str(repo)]) == 0
     config = text_format.Parse((repo / "fixed" / "config.pbtxt").read_text(), pb2.ModelConfig())
     assert config.max_batch_size == 0 and not config.HasField("dynamic_batching")
     assert list(config.input[0].dims) == [2, -1]
-    assert [(g.count, pb2.ModelInstanceGroup.Kind.Name(g.kind)) for g in config.instance_group] \
-        == [(1, "KIND_CPU")]
+    assert [(g.count, pb2.ModelInstanceGroup.Kind.Name(g.kind)) for g in config.instance_group] == [
+        (1, "KIND_CPU")
+    ]
     with pytest.raises(SystemExit, match="exists; pass --overwrite"):
         main(["export-triton", str(tmp_path / "fixed.onnx"), "--repo", str(repo)])
 
@@ -126,21 +153,38 @@ def test_model_py_runs_requests_like_program_run(tmp_path, fake_pb_utils, name):
     assert main(["export-triton", str(paths[name]), "--repo", str(repo), "--max-batch", "4"]) == 0
     folder = repo / name
     model = _load_model_py(folder).TritonPythonModel()
-    config = {"name": name, "max_batch_size": 4,
-              "parameters": {"graphkiln_model": {"string_value": "model.onnx"},
-                             "graphkiln_cpu_target": {"string_value": "cpu"}}}
-    model.initialize({"model_config": json.dumps(config), "model_instance_kind": "CPU",
-                      "model_instance_device_id": "0", "model_repository": str(folder),
-                      "model_version": "1"})
+    config = {
+        "name": name,
+        "max_batch_size": 4,
+        "parameters": {
+            "graphkiln_model": {"string_value": "model.onnx"},
+            "graphkiln_cpu_target": {"string_value": "cpu"},
+        },
+    }
+    model.initialize(
+        {
+            "model_config": json.dumps(config),
+            "model_instance_kind": "CPU",
+            "model_instance_device_id": "0",
+            "model_repository": str(folder),
+            "model_version": "1",
+        }
+    )
     ref = Reference(paths[name])
-    feeds = ([{"x": cnn_input(60 + i, batch=1 + i % 3)} for i in range(6)] if name == "cnn"
-             else [bert_inputs(60 + i, batch=1 + i % 2) for i in range(6)])
-    requests = [fake_pb_utils.InferenceRequest([fake_pb_utils.Tensor(k, v) for k, v in f.items()])
-                for f in feeds]
+    feeds = (
+        [{"x": cnn_input(60 + i, batch=1 + i % 3)} for i in range(6)]
+        if name == "cnn"
+        else [bert_inputs(60 + i, batch=1 + i % 2) for i in range(6)]
+    )
+    requests = [
+        fake_pb_utils.InferenceRequest([fake_pb_utils.Tensor(k, v) for k, v in f.items()])
+        for f in feeds
+    ]
     first = next(iter(feeds[0]))  # a request with that input as float64 fails alone
     bad = {**feeds[0], first: feeds[0][first].astype(np.float64)}
-    requests.insert(2, fake_pb_utils.InferenceRequest(
-        [fake_pb_utils.Tensor(k, v) for k, v in bad.items()]))
+    requests.insert(
+        2, fake_pb_utils.InferenceRequest([fake_pb_utils.Tensor(k, v) for k, v in bad.items()])
+    )
     responses = model.execute(requests)
     assert len(responses) == len(requests)
     assert responses[2].error is not None and "datatype FP64" in responses[2].error.message()

@@ -32,7 +32,7 @@ def _imports(name: str, path: Path, modules: dict) -> set[str]:
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
@@ -105,8 +105,13 @@ def test_cycle_finder_finds_a_cycle():
 
 
 def _sideways(graph: dict, source: str, forbidden: tuple[str, ...]) -> list[str]:
-    return sorted(f"{m} -> {d}" for m, deps in graph.items() if m.startswith(source)
-                  for d in deps if d.startswith(forbidden))
+    return sorted(
+        f"{m} -> {d}"
+        for m, deps in graph.items()
+        if m.startswith(source)
+        for d in deps
+        if d.startswith(forbidden)
+    )
 
 
 def test_gpu_imports_nothing_from_cpu():
@@ -125,8 +130,11 @@ def test_native_imports_neither_peer():
 def test_gpu_sources_do_not_name_the_cpu_target():
     """The issue's own check: grep finds no `targets.cpu` / `from ..cpu` under targets/gpu
     (docstrings and README included: the gpu builds on targets/native, not on cpu)."""
-    hits = [f"{p.name}:{i}" for p in (PACKAGE / "targets" / "gpu").rglob("*")
-            if p.is_file() and p.suffix in (".py", ".md")
-            for i, line in enumerate(p.read_text().splitlines(), 1)
-            if "targets/cpu" in line or "targets.cpu" in line or "from ..cpu" in line]
+    hits = [
+        f"{p.name}:{i}"
+        for p in (PACKAGE / "targets" / "gpu").rglob("*")
+        if p.is_file() and p.suffix in (".py", ".md")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if "targets/cpu" in line or "targets.cpu" in line or "from ..cpu" in line
+    ]
     assert hits == []

@@ -15,7 +15,6 @@ from graphkiln.cli.main import main
 from graphkiln.tuning import cpu as cpu_tuning
 
 
-
 def _core_or_skip():
     from graphkiln._native import load_core
 
@@ -36,8 +35,12 @@ def db_path(tmp_path, monkeypatch):
 def _feeds(prog, seed=0):
     rng = np.random.default_rng(seed)
     shapes = prog.get_parameter_shapes()
-    return {name: rng.standard_normal([d if isinstance(d, int) else 1 for d in t.dims])
-            .astype(np.float32) for name, t in shapes.items()}
+    return {
+        name: rng.standard_normal([d if isinstance(d, int) else 1 for d in t.dims]).astype(
+            np.float32
+        )
+        for name, t in shapes.items()
+    }
 
 
 def test_warm_compile_performs_no_benchmarking(db_path):

@@ -16,8 +16,12 @@ from graphkiln.tuning.db import default_path
 
 
 def _key(i: int, device: str = "avx2"):
-    return problem_key("cpu", device, {"graphkiln": "0.1.0", "onednn": "3.2.1"},
-                       {"kernel": "Conv", "attrs": {"group": 1}, "dims": [1, 3, i, i]})
+    return problem_key(
+        "cpu",
+        device,
+        {"graphkiln": "0.1.0", "onednn": "3.2.1"},
+        {"kernel": "Conv", "attrs": {"group": 1}, "dims": [1, 3, i, i]},
+    )
 
 
 def test_schema_and_round_trip(tmp_path):
@@ -104,8 +108,7 @@ def test_foreign_and_old_databases_set_aside(tmp_path):
     assert db.schema_version() == SCHEMA_VERSION
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
-                    reason="root writes anywhere")
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes anywhere")
 def test_read_only_location_falls_back_to_memory(tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()

@@ -26,8 +26,10 @@ def _model():
     shape = [B, H, S, D]
     inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in "qkv"]
     out = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
-    nodes = [helper.make_node("Attention", ["q", "k", "v"], ["a"], scale=0.25),
-             helper.make_node("Relu", ["a"], ["y"])]
+    nodes = [
+        helper.make_node("Attention", ["q", "k", "v"], ["a"], scale=0.25),
+        helper.make_node("Relu", ["a"], ["y"]),
+    ]
     graph = helper.make_graph(nodes, "attention", inputs, [out])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
     rng = np.random.default_rng(5)
@@ -43,6 +45,7 @@ def _plan():
 
 class ScriptedExecutor:
     """Times each step by the variant it was built with: attention variant 2 is fastest."""
+
     ATTENTION_MS = {0: 1.0, 1: 0.99, 2: 0.5, 3: 2.0, 4: 1.2, 5: 1.1}
 
     def __init__(self, plan, attention_ms=None):
@@ -53,8 +56,10 @@ class ScriptedExecutor:
         return []
 
     def profile(self, arrays):
-        return [(name, self.attention_ms[v] if kernel == "Attention" else 0.1)
-                for name, kernel, v in self.steps]
+        return [
+            (name, self.attention_ms[v] if kernel == "Attention" else 0.1)
+            for name, kernel, v in self.steps
+        ]
 
 
 def test_exhaustive_tuning_stores_and_applies_the_fastest_variant(tmp_path):
@@ -81,7 +86,14 @@ def test_exhaustive_tuning_stores_and_applies_the_fastest_variant(tmp_path):
 def test_a_marginal_gain_keeps_the_heuristic(tmp_path):
     db = TuningDB(str(tmp_path / "tuning.db"))
     plan = _plan()
-    scripted = {0: 1.0, 1: 0.99, 2: 0.985, 3: 1.5, 4: 0.99, 5: 0.99}  # best is 1.5% faster: under MIN_GAIN
+    scripted = {
+        0: 1.0,
+        1: 0.99,
+        2: 0.985,
+        3: 1.5,
+        4: 0.99,
+        5: 0.99,
+    }  # best is 1.5% faster: under MIN_GAIN
     gpu_tuning.tune_plan(plan, "exhaustive", lambda p: ScriptedExecutor(p, scripted), db)
     assert "variant" not in gpu_tuning.tunable_steps(plan)[0].attrs
     assert json.loads(db.rows("gpu")[0]["solution"])["variant"] == 0
@@ -131,14 +143,22 @@ def test_conv_steps_are_tunable_with_the_im2col_path_last():
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 9, 9])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 9, 9])
-    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3, 3, 3],
-                           np.random.default_rng(1).standard_normal(108).astype(np.float32))
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c"], ["y"])]
-    model = helper.make_model(helper.make_graph(nodes, "conv", [x], [y], [w]),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    graph, _ = compile_graph(gk.parse_onnx_buffer(model.SerializeToString()).graph, GpuTarget(),
-                             {}, False, False)
+    w = helper.make_tensor(
+        "w",
+        TensorProto.FLOAT,
+        [4, 3, 3, 3],
+        np.random.default_rng(1).standard_normal(108).astype(np.float32),
+    )
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    model = helper.make_model(
+        helper.make_graph(nodes, "conv", [x], [y], [w]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    graph, _ = compile_graph(
+        gk.parse_onnx_buffer(model.SerializeToString()).graph, GpuTarget(), {}, False, False
+    )
     steps = gpu_tuning.tunable_steps(lower_plan(graph))
     assert [s.kernel for s in steps] == ["Conv"]
     assert gpu_tuning.VARIANTS["Conv"] == 9  # src/gpu/conv_cudnn.hip: kConvHipVariant

@@ -14,35 +14,54 @@ import numpy as np
 from ..ir import DType, SequenceType, TensorType
 from ..program import Program
 
-EXAMPLE_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                             "models", "example_cnn.onnx")
+EXAMPLE_MODEL = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models", "example_cnn.onnx"
+)
 
 
 def add_model_args(parser: argparse.ArgumentParser, optional: bool = False) -> None:
     if optional:
-        parser.add_argument("model", nargs="?", default=None,
-                            help="ONNX model or saved program (.gkp, from `graphkiln compile "
-                                 "-o`; default: the example CNN shipped with graphkiln)")
+        parser.add_argument(
+            "model",
+            nargs="?",
+            default=None,
+            help="ONNX model or saved program (.gkp, from `graphkiln compile "
+            "-o`; default: the example CNN shipped with graphkiln)",
+        )
     else:
         parser.add_argument("model", help="ONNX model file or saved program (.gkp)")
     add_dim_args(parser)
 
 
 def add_dim_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input-dim", action="append", default=[], metavar="NAME=D0,D1,...",
-                        help="fix the shape of an input, e.g. --input-dim x=1,3,224,224")
-    parser.add_argument("--default-dim", type=int, default=None, metavar="N",
-                        help="set the symbolic input dims --input-dim does not fix to N "
-                             "(default: they stay symbolic, and random inputs use 1 there)")
+    parser.add_argument(
+        "--input-dim",
+        action="append",
+        default=[],
+        metavar="NAME=D0,D1,...",
+        help="fix the shape of an input, e.g. --input-dim x=1,3,224,224",
+    )
+    parser.add_argument(
+        "--default-dim",
+        type=int,
+        default=None,
+        metavar="N",
+        help="set the symbolic input dims --input-dim does not fix to N "
+        "(default: they stay symbolic, and random inputs use 1 there)",
+    )
 
 
 def add_target_arg(parser: argparse.ArgumentParser) -> None:
     from ..targets.registry import registered_targets
 
     # every registered name: --target gpu on a build without GPU code says why it cannot run
-    parser.add_argument("--target", default=None, choices=registered_targets(),
-                        help="where to run: ref (numpy, the oracle) or cpu (the C++ core); "
-                             "default: cpu when graphkiln's C++ core loads, else ref")
+    parser.add_argument(
+        "--target",
+        default=None,
+        choices=registered_targets(),
+        help="where to run: ref (numpy, the oracle) or cpu (the C++ core); "
+        "default: cpu when graphkiln's C++ core loads, else ref",
+    )
 
 
 def resolve_target(args) -> str:
@@ -73,8 +92,10 @@ def load_program(args, given: dict | None = None, default_dim: int | None = None
         from ..serialize import load
 
         if args.input_dim:
-            raise SystemExit("graphkiln: --input-dim does not apply to a saved program: its "
-                             "shapes were fixed when it was imported")
+            raise SystemExit(
+                "graphkiln: --input-dim does not apply to a saved program: its "
+                "shapes were fixed when it was imported"
+            )
         return load(path)
     from ..frontends.onnx.importer import import_model, read_model_file
     from .input_files import input_shapes_from_arrays
@@ -116,16 +137,20 @@ def make_inputs(prog: Program, given: dict, seed: int, default_dim: int | None =
 
     unknown = sorted(set(given) - set(prog.get_parameter_names()))
     if unknown:
-        raise SystemExit(f"graphkiln: --input names {unknown} "
-                         f"({', '.join(given[n].label for n in unknown)}), which are not "
-                         f"inputs; inputs: {prog.get_parameter_names()}")
+        raise SystemExit(
+            f"graphkiln: --input names {unknown} "
+            f"({', '.join(given[n].label for n in unknown)}), which are not "
+            f"inputs; inputs: {prog.get_parameter_names()}"
+        )
     types = prog.get_parameter_shapes()
     for name, g in given.items():
         check_given(name, g, types[name])
     sizes = _symbol_sizes(types, given, default_dim)
     rng = np.random.default_rng(seed)
-    return {name: given[name].array if name in given else random_value(t, rng, sizes)
-            for name, t in types.items()}
+    return {
+        name: given[name].array if name in given else random_value(t, rng, sizes)
+        for name, t in types.items()
+    }
 
 
 def _symbol_sizes(types: dict, given: dict, default_dim: int | None) -> dict[str, int]:
@@ -151,9 +176,11 @@ def _symbol_sizes(types: dict, given: dict, default_dim: int | None) -> dict[str
                 chosen.setdefault(d, []).append(f"{name}[{axis}]")
     if chosen:
         where = ", ".join(f"{d}={value} ({' '.join(at)})" for d, at in chosen.items())
-        print(f"graphkiln: symbolic input dims set for the random inputs: {where}; choose "
-              "them with --input-dim NAME=D0,D1,..., --default-dim N or --input NAME=FILE.npy",
-              file=sys.stderr)
+        print(
+            f"graphkiln: symbolic input dims set for the random inputs: {where}; choose "
+            "them with --input-dim NAME=D0,D1,..., --default-dim N or --input NAME=FILE.npy",
+            file=sys.stderr,
+        )
     return sizes
 
 

@@ -15,6 +15,7 @@ def _distribution_lines(verdict) -> list[str]:
     lines = [f"distribution: {verdict.distribution} (package version {__version__})"]
     try:
         from .._native import load_core
+
         _core = load_core()
     except ImportError as exc:
         return lines + [f"C++ core: not importable ({exc}); install graphkiln with pip to build it"]
@@ -27,15 +28,18 @@ def _build_lines(build: dict) -> list[str]:
         return []
     isas = ", ".join(build["gpu_targets"]) or "none"
     toolkit = build.get("gpu_toolkit") or "no GPU toolkit"
-    return [f"build: {build['version']} built with {build['compiler']}; GPU platform "
-            f"{build['gpu_platform']}, ISAs {isas}, {toolkit}"]
+    return [
+        f"build: {build['version']} built with {build['compiler']}; GPU platform "
+        f"{build['gpu_platform']}, ISAs {isas}, {toolkit}"
+    ]
 
 
 def _device_lines(verdict) -> list[str]:
     if not verdict.devices:
         return ["GPUs: none found (hip-python, offload-arch, rocminfo, nvidia-smi)"]
-    return ["GPUs:"] + [f"  {i}: {d.name} ({d.arch}, from {d.source})"
-                        for i, d in enumerate(verdict.devices)]
+    return ["GPUs:"] + [
+        f"  {i}: {d.name} ({d.arch}, from {d.source})" for i, d in enumerate(verdict.devices)
+    ]
 
 
 def run_doctor(args) -> int:
@@ -51,11 +55,14 @@ def run_doctor(args) -> int:
         print(line)
     available = available_targets()
     unbuilt = [t for t in registered_targets() if t not in available]
-    print(f"targets: {', '.join(available)}"
-          + "".join(f" ({t}: not in this build)" for t in unbuilt))
+    print(
+        f"targets: {', '.join(available)}" + "".join(f" ({t}: not in this build)" for t in unbuilt)
+    )
     variables = env.set_variables()
-    print("environment:", ", ".join(f"{k}={v}" for k, v in variables.items())
-          or "no GRAPHKILN_* variable set")
+    print(
+        "environment:",
+        ", ".join(f"{k}={v}" for k, v in variables.items()) or "no GRAPHKILN_* variable set",
+    )
     print(f"GPU check: {verdict.status}")
     for line in verdict.message.splitlines():
         print(f"  {line}")

@@ -14,18 +14,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ACCEPTED = ("NAME=FILE.npy (an array saved by numpy.save), NAME=FILE.npz (the array named "
-            "NAME in a numpy.savez file, or its only array) or FILE.npz (each array of it "
-            "feeds the input of its name)")
+ACCEPTED = (
+    "NAME=FILE.npy (an array saved by numpy.save), NAME=FILE.npz (the array named "
+    "NAME in a numpy.savez file, or its only array) or FILE.npz (each array of it "
+    "feeds the input of its name)"
+)
 NPY_MAGIC = b"\x93NUMPY"
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a zip archive (an empty one: end record only)
 
 
 @dataclass
 class GivenArray:
-    name: str            # the input it feeds
+    name: str  # the input it feeds
     array: np.ndarray
-    item: str            # the --input option's text
+    item: str  # the --input option's text
     key: str | None = None  # the array's name in an .npz
 
     @property
@@ -55,14 +57,19 @@ def read_inputs(items: list[str]) -> dict[str, GivenArray]:
         else:
             arrays = _read(label, item)
             if not isinstance(arrays, dict):
-                _fail(label, "a file without NAME= must be an .npz whose arrays are named "
-                             "after the inputs; this one holds a single array (.npy): give "
-                             f"it as NAME={item}")
+                _fail(
+                    label,
+                    "a file without NAME= must be an .npz whose arrays are named "
+                    "after the inputs; this one holds a single array (.npy): give "
+                    f"it as NAME={item}",
+                )
             found = [GivenArray(k, a, item, k) for k, a in arrays.items()]
         for g in found:
             if g.name in given:
-                _fail(g.label, f"input {g.name!r} is given twice (also by --input "
-                               f"{given[g.name].label})")
+                _fail(
+                    g.label,
+                    f"input {g.name!r} is given twice (also by --input {given[g.name].label})",
+                )
             given[g.name] = g
     return given
 
@@ -75,9 +82,12 @@ def _pick(label: str, path: str, name: str, arrays: dict) -> tuple[str, np.ndarr
         return next(iter(arrays.items()))
     if not arrays:
         _fail(label, f"{path} holds no arrays")
-    _fail(label, f"{path} holds the arrays {', '.join(sorted(arrays))}, none named {name!r} "
-                f"(NAME=FILE.npz takes the array NAME, or the only one); FILE.npz alone feeds "
-                "each array to the input of its name")
+    _fail(
+        label,
+        f"{path} holds the arrays {', '.join(sorted(arrays))}, none named {name!r} "
+        f"(NAME=FILE.npz takes the array NAME, or the only one); FILE.npz alone feeds "
+        "each array to the input of its name",
+    )
 
 
 def _read(label: str, path: str):
@@ -92,9 +102,12 @@ def _read(label: str, path: str):
             return np.load(path, allow_pickle=False)
         except ValueError as exc:
             if "allow_pickle" in str(exc) or "pickled" in str(exc):
-                _fail(label, f"{path} holds an array of Python objects, which only pickle can "
-                            "load; graphkiln does not load pickles (they can run code): save "
-                            "a numeric, bool or string array")
+                _fail(
+                    label,
+                    f"{path} holds an array of Python objects, which only pickle can "
+                    "load; graphkiln does not load pickles (they can run code): save "
+                    "a numeric, bool or string array",
+                )
             _fail(label, f"{path} is not a readable .npy file: {exc}")
         except OSError as exc:
             _fail(label, f"cannot read {path}: {exc}")
@@ -104,8 +117,9 @@ def _read(label: str, path: str):
                 return {key: _npz_array(label, path, npz, key) for key in npz.files}
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             _fail(label, f"{path} is not a readable .npz file: {exc}")
-    pickle = " (it looks like a pickle, which graphkiln does not load)" \
-        if head[:1] == b"\x80" else ""
+    pickle = (
+        " (it looks like a pickle, which graphkiln does not load)" if head[:1] == b"\x80" else ""
+    )
     _fail(label, f"{path} is not a numpy .npy or .npz file{pickle}; accepted: {ACCEPTED}")
 
 
@@ -114,13 +128,17 @@ def _npz_array(label: str, path: str, npz, key: str) -> np.ndarray:
         return npz[key]
     except ValueError as exc:
         if "allow_pickle" in str(exc) or "pickled" in str(exc):
-            _fail(label, f"array {key!r} of {path} holds Python objects, which only pickle can "
-                        "load; graphkiln does not load pickles (they can run code)")
+            _fail(
+                label,
+                f"array {key!r} of {path} holds Python objects, which only pickle can "
+                "load; graphkiln does not load pickles (they can run code)",
+            )
         _fail(label, f"array {key!r} of {path} cannot be read: {exc}")
 
 
-def input_shapes_from_arrays(graph_proto, given: dict[str, GivenArray],
-                             fixed: dict[str, list[int]]) -> dict[str, list[int]]:
+def input_shapes_from_arrays(
+    graph_proto, given: dict[str, GivenArray], fixed: dict[str, list[int]]
+) -> dict[str, list[int]]:
     """`fixed` (the --input-dim shapes) plus, for each given array whose input has symbolic
     or unknown dims and no --input-dim, the input's shape: its static dims as declared, the
     others from the array. A rank that differs from the declared one is an error here."""
@@ -141,9 +159,12 @@ def input_shapes_from_arrays(graph_proto, given: dict[str, GivenArray],
             continue
         if len(dims) != g.array.ndim:
             declared = ",".join("?" if d is None else str(d) for d in dims)
-            _fail(g.label, f"the array has shape {list(g.array.shape)} (rank {g.array.ndim}), "
-                            f"input {vi.name!r} of the model has rank {len(dims)} "
-                            f"([{declared}], ? symbolic)")
+            _fail(
+                g.label,
+                f"the array has shape {list(g.array.shape)} (rank {g.array.ndim}), "
+                f"input {vi.name!r} of the model has rank {len(dims)} "
+                f"([{declared}], ? symbolic)",
+            )
         shapes[vi.name] = [a if d is None else d for d, a in zip(dims, g.array.shape)]
     return shapes
 
@@ -158,13 +179,20 @@ def check_given(name: str, g: GivenArray, expected) -> None:
     a = g.array
     want = np.dtype(expected.dtype.numpy)
     if a.dtype != want and not (want == np.dtype(object) and a.dtype.kind in "OU"):
-        _fail(g.label, f"the array is {a.dtype}, input {name!r} of the model is {expected} "
-                        f"({want}); save it as {want}, e.g. numpy.save(FILE, "
-                        f"array.astype(numpy.{want}))")
+        _fail(
+            g.label,
+            f"the array is {a.dtype}, input {name!r} of the model is {expected} "
+            f"({want}); save it as {want}, e.g. numpy.save(FILE, "
+            f"array.astype(numpy.{want}))",
+        )
     if expected.dims is None:
         return
     fits = a.ndim == len(expected.dims) and all(
-        isinstance(d, str) or d == got for d, got in zip(expected.dims, a.shape))
+        isinstance(d, str) or d == got for d, got in zip(expected.dims, a.shape)
+    )
     if not fits:
-        _fail(g.label, f"the array has shape {list(a.shape)}, input {name!r} of the model is "
-                        f"{expected}: its fixed dims (the model's, or --input-dim's) must match")
+        _fail(
+            g.label,
+            f"the array has shape {list(a.shape)}, input {name!r} of the model is "
+            f"{expected}: its fixed dims (the model's, or --input-dim's) must match",
+        )

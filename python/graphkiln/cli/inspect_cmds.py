@@ -7,17 +7,30 @@ from __future__ import annotations
 import sys
 
 from ..ir import print_graph
-from .common import (add_dim_args, add_model_args, add_target_arg, is_saved_program,
-                     load_program, parse_dims, resolve_target)
+from .common import (
+    add_dim_args,
+    add_model_args,
+    add_target_arg,
+    is_saved_program,
+    load_program,
+    parse_dims,
+    resolve_target,
+)
 
 
 def setup_read(p):
     add_model_args(p)
-    p.add_argument("--full", action="store_true",
-                   help="print every constant's data (the text then parses back exactly)")
-    p.add_argument("--json", action="store_true",
-                   help="print the readable JSON form of the saved-program format instead "
-                        "(large tensors shortened unless --full)")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="print every constant's data (the text then parses back exactly)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the readable JSON form of the saved-program format instead "
+        "(large tensors shortened unless --full)",
+    )
 
 
 def cmd_read(args) -> int:
@@ -30,8 +43,10 @@ def cmd_read(args) -> int:
     graph = prog.graph
     if prog.compiled_graph is not None:  # a saved compiled program: show what runs
         graph = prog.compiled_graph
-        print(f"# saved program compiled for {prog.target.name} with {prog.options}; "
-              f"{len(prog.graph.nodes)} nodes as imported, {len(graph.nodes)} compiled")
+        print(
+            f"# saved program compiled for {prog.target.name} with {prog.options}; "
+            f"{len(prog.graph.nodes)} nodes as imported, {len(graph.nodes)} compiled"
+        )
     sys.stdout.write(print_graph(graph, elide=not args.full))
     return 0
 
@@ -52,10 +67,13 @@ def cmd_params(args) -> int:
 
 
 def setup_ops(p):
-    p.add_argument("--model", metavar="MODEL.onnx",
-                   help="instead, list the model's ops (subgraphs included), each `ok` when "
-                        "graphkiln imports it and --target runs it natively, else `MISSING` "
-                        "with its domain, opset and what lacks it; exit 1 when one is missing")
+    p.add_argument(
+        "--model",
+        metavar="MODEL.onnx",
+        help="instead, list the model's ops (subgraphs included), each `ok` when "
+        "graphkiln imports it and --target runs it natively, else `MISSING` "
+        "with its domain, opset and what lacks it; exit 1 when one is missing",
+    )
     add_target_arg(p)
     add_dim_args(p)
 
@@ -79,8 +97,10 @@ def _model_ops(args) -> int:
     from .ops_report import report
 
     if is_saved_program(args.model):
-        raise SystemExit(f"graphkiln ops: --model {args.model} is a saved program; it takes an "
-                         "ONNX model (a saved program's ops: `graphkiln read FILE.gkp`)")
+        raise SystemExit(
+            f"graphkiln ops: --model {args.model} is a saved program; it takes an "
+            "ONNX model (a saved program's ops: `graphkiln read FILE.gkp`)"
+        )
     model, _ = read_model_file(args.model)
     try:
         graph = import_model(model, parse_dims(args.input_dim), args.default_dim)

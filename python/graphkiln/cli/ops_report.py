@@ -27,8 +27,8 @@ class OpEntry:
     op: str
     opset: int | None
     count: int = 0
-    in_subgraphs: int = 0        # of `count`, nodes inside If / Loop / Scan bodies
-    not_imported: str = ""       # why graphkiln does not import it ("" when it does)
+    in_subgraphs: int = 0  # of `count`, nodes inside If / Loop / Scan bodies
+    not_imported: str = ""  # why graphkiln does not import it ("" when it does)
     lacking: list = field(default_factory=list)  # IR nodes the target cannot run
 
     @property
@@ -69,8 +69,10 @@ def import_problem(op: str, domain: str, opsets: dict[str, int]) -> str:
     if schema is not None and (schema.has_function or schema.has_context_dependent_function):
         return ""  # imported as its ONNX function body
     if dom:
-        return ("graphkiln imports ops of the default ONNX domain, and ops ONNX defines as "
-                "functions, only")
+        return (
+            "graphkiln imports ops of the default ONNX domain, and ops ONNX defines as "
+            "functions, only"
+        )
     entries = TABLE.get(op)
     if entries:
         return f"graphkiln imports {op} from opset {entries[0][0]}"
@@ -162,24 +164,31 @@ def report(model: onnx.ModelProto, graph_or_error, target, path: str) -> tuple[l
             status, why = "MISSING", f" ({opset}): {entry.not_imported}"
         elif entry.lacking:
             ops = sorted({n.op for n in entry.lacking})
-            imported_as = ("" if ops == [entry.op] else
-                           f" (as {', '.join(ops)}, once imported and optimized)")
+            imported_as = (
+                "" if ops == [entry.op] else f" (as {', '.join(ops)}, once imported and optimized)"
+            )
             status = "MISSING"
-            why = (f" ({opset}): the {target.name} target cannot run it natively{imported_as}; "
-                   f"first: node {node_label(entry.lacking[0])!r}")
+            why = (
+                f" ({opset}): the {target.name} target cannot run it natively{imported_as}; "
+                f"first: node {node_label(entry.lacking[0])!r}"
+            )
         elif not checked:
             status = "unknown"
-            why = (f": graphkiln imports it; the {target.name} target was not asked, as the "
-                   "model does not import (see below)")
+            why = (
+                f": graphkiln imports it; the {target.name} target was not asked, as the "
+                "model does not import (see below)"
+            )
         else:
             status, why = "ok     ", ""
         missing += status != "ok     "
         lines.append(f"{status} {entry.name} x{entry.count}{where}{why}")
     for op, nodes in sorted(others.items()):
         missing += 1
-        lines.append(f"MISSING {op} x{len(nodes)}: the {target.name} target cannot run this op, "
-                     f"which graphkiln made from the model's ops; first: node "
-                     f"{node_label(nodes[0])!r}")
+        lines.append(
+            f"MISSING {op} x{len(nodes)}: the {target.name} target cannot run this op, "
+            f"which graphkiln made from the model's ops; first: node "
+            f"{node_label(nodes[0])!r}"
+        )
     if not checked:
         lines.append(f"the model does not import: {graph_or_error}")
     elif missing and target.name == "cpu":

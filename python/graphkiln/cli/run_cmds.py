@@ -14,26 +14,46 @@ import time
 
 import numpy as np
 
-from .common import (resolve_target, add_model_args, add_target_arg, describe_array, describe_source, load_program,
-                     make_inputs)
+from .common import (
+    resolve_target,
+    add_model_args,
+    add_target_arg,
+    describe_array,
+    describe_source,
+    load_program,
+    make_inputs,
+)
 from .input_files import ACCEPTED, read_inputs
 
 
 def _add_input_args(p):
-    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
-                   help=f"use this array for an input (others are random): {ACCEPTED}; "
-                        "never loaded through pickle. The array also fixes the input's "
-                        "symbolic dims (--input-dim wins)")
+    p.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy",
+        help=f"use this array for an input (others are random): {ACCEPTED}; "
+        "never loaded through pickle. The array also fixes the input's "
+        "symbolic dims (--input-dim wins)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
 
 
 def _add_compile_args(p):
-    p.add_argument("--optimize", action=argparse.BooleanOptionalAction, default=None,
-                   help="ref only: run the full optimization pipeline (default: on for "
-                        "compile, off for run/perf/verify)")
-    p.add_argument("--fallback", choices=["ref"], default=None,
-                   help="cpu only: run the ops the cpu target has no kernel for on ref "
-                        "(default: such ops are an error naming them)")
+    p.add_argument(
+        "--optimize",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="ref only: run the full optimization pipeline (default: on for "
+        "compile, off for run/perf/verify)",
+    )
+    p.add_argument(
+        "--fallback",
+        choices=["ref"],
+        default=None,
+        help="cpu only: run the ops the cpu target has no kernel for on ref "
+        "(default: such ops are an error naming them)",
+    )
 
 
 def _compile(prog, args, default_optimize: bool, **kwargs):
@@ -42,8 +62,10 @@ def _compile(prog, args, default_optimize: bool, **kwargs):
     if target == "ref":
         options["optimize"] = default_optimize if args.optimize is None else args.optimize
     elif args.optimize is not None:
-        raise SystemExit(f"graphkiln: --optimize applies to --target ref only ({target} always "
-                         "runs the full pipeline)")
+        raise SystemExit(
+            f"graphkiln: --optimize applies to --target ref only ({target} always "
+            "runs the full pipeline)"
+        )
     if getattr(args, "fallback", None):
         if target != "cpu":
             raise SystemExit("graphkiln: --fallback applies to --target cpu only")
@@ -54,8 +76,7 @@ def _compile(prog, args, default_optimize: bool, **kwargs):
 def _ready(prog, args, default_optimize: bool):
     """(program, reused): a loaded compiled program as it is (no compiling again), unless
     --optimize is given or --target names another target; else the program compiled."""
-    if (prog.is_compiled and args.optimize is None
-            and args.target in (None, prog.target.name)):
+    if prog.is_compiled and args.optimize is None and args.target in (None, prog.target.name):
         args.target = prog.target.name
         return prog, True
     if prog.is_compiled and args.target is None:  # recompile for the target it was saved for
@@ -67,35 +88,57 @@ def setup_compile(p):
     add_model_args(p)
     add_target_arg(p)
     _add_compile_args(p)
-    p.add_argument("--stats", action="store_true",
-                   help="print JSON: nodes_in (the nodes the pass pipeline received), "
-                        "nodes_out, kernels, arena_bytes (the activation arena of the plan "
-                        "cpu / gpu built; null on ref or before a plan is built), naive_bytes "
-                        "(that plan's arena buffers unshared), passes (each with "
-                        "nodes_after), plan (cpu / gpu); nodes are counted in the top-level "
-                        "graph, Constant nodes left out")
-    p.add_argument("--print-plan", action="store_true",
-                   help="cpu / gpu: print the plans built (one per input shape signature: "
-                        "steps in order with kernels, attributes, input / output buffers and "
-                        "arena offsets); a model with symbolic input dims has none until it "
-                        "runs unless --shapes or --input-dim fixes them; on stderr with --stats")
-    p.add_argument("--trace", action="store_true", help="print the IR after each pass, with its time")
-    p.add_argument("--verify-passes", action="store_true",
-                   help="run ref after each pass on random inputs; name the first pass that "
-                        "changes a result (exit 1), else print that all passes keep the "
-                        "results (on stderr with --stats)")
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print JSON: nodes_in (the nodes the pass pipeline received), "
+        "nodes_out, kernels, arena_bytes (the activation arena of the plan "
+        "cpu / gpu built; null on ref or before a plan is built), naive_bytes "
+        "(that plan's arena buffers unshared), passes (each with "
+        "nodes_after), plan (cpu / gpu); nodes are counted in the top-level "
+        "graph, Constant nodes left out",
+    )
+    p.add_argument(
+        "--print-plan",
+        action="store_true",
+        help="cpu / gpu: print the plans built (one per input shape signature: "
+        "steps in order with kernels, attributes, input / output buffers and "
+        "arena offsets); a model with symbolic input dims has none until it "
+        "runs unless --shapes or --input-dim fixes them; on stderr with --stats",
+    )
+    p.add_argument(
+        "--trace", action="store_true", help="print the IR after each pass, with its time"
+    )
+    p.add_argument(
+        "--verify-passes",
+        action="store_true",
+        help="run ref after each pass on random inputs; name the first pass that "
+        "changes a result (exit 1), else print that all passes keep the "
+        "results (on stderr with --stats)",
+    )
     p.add_argument("--graphviz", metavar="FILE.dot", help="write the compiled graph as Graphviz")
-    p.add_argument("-o", "--output", metavar="FILE.gkp",
-                   help="save the compiled program; `graphkiln run FILE.gkp` then loads it "
-                        "without compiling")
-    p.add_argument("--format", choices=("msgpack", "json"), default=None,
-                   help="format of --output (default: json when it ends in .json, else msgpack; "
-                        "a .json / .msgpack name must match it)")
-    p.add_argument("--shapes", metavar="NAME=D0,D1,...;...", default=None,
-                   help="build the plans of these input shapes while compiling (cpu saves "
-                        "them with -o, gpu their shapes, rebuilt on load; ref only checks "
-                        "them): specializations separated by ';', inputs within one by "
-                        "spaces, e.g. \"x=1,3,224,224;x=4,3,224,224\"")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE.gkp",
+        help="save the compiled program; `graphkiln run FILE.gkp` then loads it without compiling",
+    )
+    p.add_argument(
+        "--format",
+        choices=("msgpack", "json"),
+        default=None,
+        help="format of --output (default: json when it ends in .json, else msgpack; "
+        "a .json / .msgpack name must match it)",
+    )
+    p.add_argument(
+        "--shapes",
+        metavar="NAME=D0,D1,...;...",
+        default=None,
+        help="build the plans of these input shapes while compiling (cpu saves "
+        "them with -o, gpu their shapes, rebuilt on load; ref only checks "
+        "them): specializations separated by ';', inputs within one by "
+        'spaces, e.g. "x=1,3,224,224;x=4,3,224,224"',
+    )
 
 
 def parse_shapes(text: str) -> list[dict]:
@@ -111,35 +154,41 @@ def parse_shapes(text: str) -> list[dict]:
             except ValueError:
                 shape = None
             if not name or shape is None or name in entry:
-                raise SystemExit(f"graphkiln: --shapes: {item!r} in specialization {n + 1} is "
-                                 "not NAME=D0,D1,... (each input once); e.g. --shapes "
-                                 "\"x=1,3,224,224;x=4,3,224,224\"")
+                raise SystemExit(
+                    f"graphkiln: --shapes: {item!r} in specialization {n + 1} is "
+                    "not NAME=D0,D1,... (each input once); e.g. --shapes "
+                    '"x=1,3,224,224;x=4,3,224,224"'
+                )
             entry[name] = shape
         out.append(entry)
     if not out:
-        raise SystemExit("graphkiln: --shapes: no shapes given; e.g. --shapes \"x=1,3,224,224\"")
+        raise SystemExit('graphkiln: --shapes: no shapes given; e.g. --shapes "x=1,3,224,224"')
     return out
 
 
 def cmd_compile(args) -> int:
     if args.format and not args.output:
         raise SystemExit("graphkiln compile: --format needs -o/--output")
-    if args.output:   # a name that contradicts --format fails before compiling
+    if args.output:  # a name that contradicts --format fails before compiling
         from ..serialize import format_for_path
 
         fmt = format_for_path(args.output, args.format)
     prog = load_program(args)
     if args.verify_passes and not prog.is_compiled and _symbolic(prog):
-        print(f"graphkiln: --verify-passes runs on static shapes: symbolic input dims "
-              f"{', '.join(_symbolic(prog))} set to 1; choose them with --input-dim "
-              "NAME=D0,D1,... or --default-dim N", file=sys.stderr)
+        print(
+            f"graphkiln: --verify-passes runs on static shapes: symbolic input dims "
+            f"{', '.join(_symbolic(prog))} set to 1; choose them with --input-dim "
+            "NAME=D0,D1,... or --default-dim N",
+            file=sys.stderr,
+        )
         prog = load_program(args, default_dim=1)
     extra = {}
     if args.shapes is not None:
         extra["shapes"] = parse_shapes(args.shapes)
     try:
-        _compile(prog, args, True, trace=args.trace or None, verify_passes=args.verify_passes,
-                 **extra)
+        _compile(
+            prog, args, True, trace=args.trace or None, verify_passes=args.verify_passes, **extra
+        )
     except ValueError as exc:
         if not extra:
             raise
@@ -149,21 +198,28 @@ def cmd_compile(args) -> int:
         from ..compiler import VERIFY_RTOL, VERIFY_ATOL
 
         n = len(prog.pass_records)
-        verdict = (f"all {n} passes keep ref's results on random inputs (seed 0, rtol "
-                   f"{VERIFY_RTOL:g}, atol {VERIFY_ATOL:g})" if n else
-                   "no pass ran, so none could change a result")
+        verdict = (
+            f"all {n} passes keep ref's results on random inputs (seed 0, rtol "
+            f"{VERIFY_RTOL:g}, atol {VERIFY_ATOL:g})"
+            if n
+            else "no pass ran, so none could change a result"
+        )
         print(f"verify-passes: {verdict}", file=sys.stderr if args.stats else sys.stdout)
     if args.stats:
         print(json.dumps(stats, indent=2))
     else:
-        print(f"compiled for {args.target} in {stats['compile_ms']:.1f} ms: "
-              f"{stats['nodes_in']} nodes in, {stats['nodes_out']} out, {stats['kernels']} kernels"
-              f"{_arena_text(stats)}")
+        print(
+            f"compiled for {args.target} in {stats['compile_ms']:.1f} ms: "
+            f"{stats['nodes_in']} nodes in, {stats['nodes_out']} out, {stats['kernels']} kernels"
+            f"{_arena_text(stats)}"
+        )
     if args.print_plan:
         if not hasattr(prog._executable, "print_plan"):
-            raise SystemExit(f"graphkiln compile: --print-plan needs --target cpu or gpu "
-                             f"(the {args.target} target makes no plans)")
-        prog.print_plan(file=sys.stderr if args.stats else None)   # --stats: JSON alone on stdout
+            raise SystemExit(
+                f"graphkiln compile: --print-plan needs --target cpu or gpu "
+                f"(the {args.target} target makes no plans)"
+            )
+        prog.print_plan(file=sys.stderr if args.stats else None)  # --stats: JSON alone on stdout
     if args.graphviz:
         from ..ir.dot import to_dot
 
@@ -174,8 +230,10 @@ def cmd_compile(args) -> int:
         from ..serialize import save
 
         save(prog, args.output, fmt)
-        print(f"saved the compiled program to {args.output} ({fmt}, "
-              f"{os.path.getsize(args.output)} bytes)")
+        print(
+            f"saved the compiled program to {args.output} ({fmt}, "
+            f"{os.path.getsize(args.output)} bytes)"
+        )
     return 0
 
 
@@ -184,14 +242,19 @@ def _arena_text(stats: dict) -> str:
     if stats.get("arena_bytes") is None:
         return "" if "plan" not in stats else "; no plan built yet (symbolic input dims)"
     naive = stats.get("naive_bytes")
-    return (f"; arena {stats['arena_bytes']} bytes"
-            + (f" for {naive} of intermediates" if naive is not None else ""))
+    return f"; arena {stats['arena_bytes']} bytes" + (
+        f" for {naive} of intermediates" if naive is not None else ""
+    )
 
 
 def _symbolic(prog) -> list[str]:
     """The program's symbolic input dims, as `x[0] (N)`."""
-    return [f"{name}[{axis}] ({d})" for name, t in prog.get_parameter_shapes().items()
-            for axis, d in enumerate(getattr(t, "dims", None) or ()) if isinstance(d, str)]
+    return [
+        f"{name}[{axis}] ({d})"
+        for name, t in prog.get_parameter_shapes().items()
+        for axis, d in enumerate(getattr(t, "dims", None) or ())
+        if isinstance(d, str)
+    ]
 
 
 def setup_run(p):
@@ -210,7 +273,12 @@ def cmd_run(args) -> int:
     print(f"model: {describe_source(args, prog, reused)}, target: {args.target}")
     for name, value in zip(prog.get_output_names(), outputs):
         print(describe_array(name, value))
-        if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] == 1 and value.shape[1] > 1:
+        if (
+            isinstance(value, np.ndarray)
+            and value.ndim == 2
+            and value.shape[0] == 1
+            and value.shape[1] > 1
+        ):
             top = np.argsort(-value[0].astype(np.float64))[:3]
             print(f"  top classes: {', '.join(f'{i} ({value[0, i]:.4f})' for i in top)}")
     if args.save:
@@ -226,9 +294,12 @@ def setup_perf(p):
     _add_input_args(p)
     p.add_argument("--runs", "-n", type=int, default=100, help="timed runs (default 100)")
     p.add_argument("--warmup", type=int, default=5, help="untimed runs first (default 5)")
-    p.add_argument("--profile", action="store_true",
-                   help="cpu: also time every kernel call; print the time per kernel type and "
-                        "the slowest calls")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="cpu: also time every kernel call; print the time per kernel type and "
+        "the slowest calls",
+    )
 
 
 def cmd_perf(args) -> int:
@@ -252,18 +323,27 @@ def cmd_perf(args) -> int:
         now = time.perf_counter()
         times.append(now - start)
         if now - last_report > 1.0:
-            print(f"  {i + 1}/{args.runs} runs, median so far {np.median(times) * 1e3:.3f} ms",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  {i + 1}/{args.runs} runs, median so far {np.median(times) * 1e3:.3f} ms",
+                file=sys.stderr,
+                flush=True,
+            )
             last_report = now
     ms = np.array(times) * 1e3
     batch = _batch_size(prog)
-    print(f"model: {describe_source(args, prog, reused)}, target: {args.target}, "
-          f"{args.runs} runs after {args.warmup} warm-up")
-    print(f"latency ms: mean {ms.mean():.3f}  p50 {np.percentile(ms, 50):.3f}  "
-          f"p90 {np.percentile(ms, 90):.3f}  p99 {np.percentile(ms, 99):.3f}  "
-          f"min {ms.min():.3f}  max {ms.max():.3f}")
-    print(f"throughput: {1e3 / np.median(ms):.2f} runs/s ({batch * 1e3 / np.median(ms):.2f} "
-          f"items/s at batch {batch})")
+    print(
+        f"model: {describe_source(args, prog, reused)}, target: {args.target}, "
+        f"{args.runs} runs after {args.warmup} warm-up"
+    )
+    print(
+        f"latency ms: mean {ms.mean():.3f}  p50 {np.percentile(ms, 50):.3f}  "
+        f"p90 {np.percentile(ms, 90):.3f}  p99 {np.percentile(ms, 99):.3f}  "
+        f"min {ms.min():.3f}  max {ms.max():.3f}"
+    )
+    print(
+        f"throughput: {1e3 / np.median(ms):.2f} runs/s ({batch * 1e3 / np.median(ms):.2f} "
+        f"items/s at batch {batch})"
+    )
     if args.profile:
         _print_profile(executable.step_times(), float(ms.mean()))
     return 0

@@ -62,51 +62,110 @@ def _json_object(text: str) -> dict:
 
 
 def setup_serve(p):
-    p.add_argument("models", nargs="+", metavar="MODEL",
-                   help="ONNX model or saved program (.gkp) to serve, as PATH (served under "
-                        "the file's name without its extension) or NAME=PATH")
+    p.add_argument(
+        "models",
+        nargs="+",
+        metavar="MODEL",
+        help="ONNX model or saved program (.gkp) to serve, as PATH (served under "
+        "the file's name without its extension) or NAME=PATH",
+    )
     add_target_arg(p)
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)")
-    p.add_argument("--port", type=_port, default=8000,
-                   help="TCP port (default 8000; 0 picks a free one, printed on start)")
-    p.add_argument("--max-batch", type=_positive_int, default=8, metavar="N",
-                   help="most rows (dim 0) one batch concatenates from requests whose other "
-                        "dims agree (default 8; 1 disables batching). Models whose inputs and "
-                        "outputs do not share a symbolic dim 0 run each request alone")
-    p.add_argument("--max-delay-ms", type=_non_negative, default=2.0, metavar="MS",
-                   help="how long the oldest queued request waits for others to join its "
-                        "batch (default 2)")
-    p.add_argument("--instances", type=_positive_int, default=1, metavar="N",
-                   help="batches of one model that run at once (worker threads over the "
-                        "model's compiled program; default 1). With --target cpu, set "
-                        "GRAPHKILN_NUM_THREADS to about cores / N")
-    p.add_argument("--max-body-mb", type=_positive, default=64.0, metavar="MB",
-                   help="largest request body accepted, in MiB (default 64; compressed bodies "
-                        "count as inflated); larger ones get 413")
-    p.add_argument("--graceful-timeout-s", type=_non_negative, default=30.0, metavar="S",
-                   help="on SIGINT / SIGTERM, how long requests in flight may take to finish "
-                        "(default 30)")
-    p.add_argument("--log-level", default="warning",
-                   choices=("critical", "error", "warning", "info", "debug"),
-                   help="uvicorn's log level (default warning)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)",
+    )
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=8000,
+        help="TCP port (default 8000; 0 picks a free one, printed on start)",
+    )
+    p.add_argument(
+        "--max-batch",
+        type=_positive_int,
+        default=8,
+        metavar="N",
+        help="most rows (dim 0) one batch concatenates from requests whose other "
+        "dims agree (default 8; 1 disables batching). Models whose inputs and "
+        "outputs do not share a symbolic dim 0 run each request alone",
+    )
+    p.add_argument(
+        "--max-delay-ms",
+        type=_non_negative,
+        default=2.0,
+        metavar="MS",
+        help="how long the oldest queued request waits for others to join its batch (default 2)",
+    )
+    p.add_argument(
+        "--instances",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="batches of one model that run at once (worker threads over the "
+        "model's compiled program; default 1). With --target cpu, set "
+        "GRAPHKILN_NUM_THREADS to about cores / N",
+    )
+    p.add_argument(
+        "--max-body-mb",
+        type=_positive,
+        default=64.0,
+        metavar="MB",
+        help="largest request body accepted, in MiB (default 64; compressed bodies "
+        "count as inflated); larger ones get 413",
+    )
+    p.add_argument(
+        "--graceful-timeout-s",
+        type=_non_negative,
+        default=30.0,
+        metavar="S",
+        help="on SIGINT / SIGTERM, how long requests in flight may take to finish (default 30)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="warning",
+        choices=("critical", "error", "warning", "info", "debug"),
+        help="uvicorn's log level (default warning)",
+    )
     ray = p.add_argument_group("Ray Serve (pip install graphkiln[serve-ray])")
-    ray.add_argument("--ray", action="store_true",
-                     help="serve on Ray Serve instead: replicas of the models behind Ray's "
-                          "HTTP proxy on --host / --port, batched with @serve.batch "
-                          "(--max-batch, --max-delay-ms)")
-    ray.add_argument("--replicas", type=_positive_int, default=1, metavar="N",
-                     help="--ray: replicas (default 1); each takes one GPU with --target gpu, "
-                          "else --cpus-per-replica CPUs")
-    ray.add_argument("--cpus-per-replica", type=_positive, default=1.0, metavar="N",
-                     help="--ray, cpu / ref targets: CPUs Ray reserves per replica (default 1; "
-                          "also its GRAPHKILN_NUM_THREADS unless that is set)")
-    ray.add_argument("--autoscaling", type=_json_object, default=None, metavar="JSON",
-                     help="--ray: Ray Serve's autoscaling_config, passed as it is (replaces "
-                          "--replicas), e.g. '{\"min_replicas\": 1, \"max_replicas\": 4}'")
-    ray.add_argument("--ray-address", default=None, metavar="ADDRESS",
-                     help="--ray: the cluster to join (e.g. auto, or ray://head:10001); "
-                          "default: start a local Ray")
+    ray.add_argument(
+        "--ray",
+        action="store_true",
+        help="serve on Ray Serve instead: replicas of the models behind Ray's "
+        "HTTP proxy on --host / --port, batched with @serve.batch "
+        "(--max-batch, --max-delay-ms)",
+    )
+    ray.add_argument(
+        "--replicas",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="--ray: replicas (default 1); each takes one GPU with --target gpu, "
+        "else --cpus-per-replica CPUs",
+    )
+    ray.add_argument(
+        "--cpus-per-replica",
+        type=_positive,
+        default=1.0,
+        metavar="N",
+        help="--ray, cpu / ref targets: CPUs Ray reserves per replica (default 1; "
+        "also its GRAPHKILN_NUM_THREADS unless that is set)",
+    )
+    ray.add_argument(
+        "--autoscaling",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help="--ray: Ray Serve's autoscaling_config, passed as it is (replaces "
+        '--replicas), e.g. \'{"min_replicas": 1, "max_replicas": 4}\'',
+    )
+    ray.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDRESS",
+        help="--ray: the cluster to join (e.g. auto, or ray://head:10001); "
+        "default: start a local Ray",
+    )
 
 
 def _needs(module: str, extra: str) -> None:
@@ -119,10 +178,16 @@ def _needs(module: str, extra: str) -> None:
 def _check_ray_options(args) -> None:
     if args.ray:
         return
-    given = [flag for flag, value, default in (
-        ("--replicas", args.replicas, 1), ("--cpus-per-replica", args.cpus_per_replica, 1.0),
-        ("--autoscaling", args.autoscaling, None), ("--ray-address", args.ray_address, None))
-        if value != default]
+    given = [
+        flag
+        for flag, value, default in (
+            ("--replicas", args.replicas, 1),
+            ("--cpus-per-replica", args.cpus_per_replica, 1.0),
+            ("--autoscaling", args.autoscaling, None),
+            ("--ray-address", args.ray_address, None),
+        )
+        if value != default
+    ]
     if given:
         raise SystemExit(f"graphkiln serve: {', '.join(given)} apply with --ray only")
 
@@ -138,8 +203,7 @@ def cmd_serve(args) -> int:
     names = [n for n, _ in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise SystemExit(f"graphkiln serve: two models are named {dupes}; name them with "
-                         "NAME=PATH")
+        raise SystemExit(f"graphkiln serve: two models are named {dupes}; name them with NAME=PATH")
     target = resolve_target(args)
     _needs("starlette", "serve")
     _needs("uvicorn", "serve")
@@ -158,18 +222,35 @@ def _serve_local(args, specs, target) -> int:
         prog = load_program(path, target, max_concurrency=args.instances)
         models.append(ServedModel(name, prog, platform=f"graphkiln_{target}"))
         symbol = models[-1].batch_symbol
-        print(f"graphkiln serve: {name} <- {path} ({target}, "
-              f"{f'batched along {symbol!r}' if symbol else 'not batched'})", flush=True)
-    backend = LocalBackend(models, max_batch=args.max_batch, max_delay_s=args.max_delay_ms / 1e3,
-                           instances=args.instances, drain_timeout_s=args.graceful_timeout_s)
+        print(
+            f"graphkiln serve: {name} <- {path} ({target}, "
+            f"{f'batched along {symbol!r}' if symbol else 'not batched'})",
+            flush=True,
+        )
+    backend = LocalBackend(
+        models,
+        max_batch=args.max_batch,
+        max_delay_s=args.max_delay_ms / 1e3,
+        instances=args.instances,
+        drain_timeout_s=args.graceful_timeout_s,
+    )
 
     def listening(host, port):
-        print(f"graphkiln serve: listening on http://{host}:{port} (Open Inference Protocol "
-              f"v2: /v2/models/{{name}}/infer, /metrics)", flush=True)
+        print(
+            f"graphkiln serve: listening on http://{host}:{port} (Open Inference Protocol "
+            f"v2: /v2/models/{{name}}/infer, /metrics)",
+            flush=True,
+        )
 
-    serve(backend, host=args.host, port=args.port, max_body_bytes=int(args.max_body_mb * 2 ** 20),
-          graceful_timeout_s=args.graceful_timeout_s, log_level=args.log_level,
-          on_listening=listening)
+    serve(
+        backend,
+        host=args.host,
+        port=args.port,
+        max_body_bytes=int(args.max_body_mb * 2**20),
+        graceful_timeout_s=args.graceful_timeout_s,
+        log_level=args.log_level,
+        on_listening=listening,
+    )
     print("graphkiln serve: stopped", flush=True)
     return 0
 
@@ -180,13 +261,24 @@ def _serve_ray(args, specs, target) -> int:
 
     if args.port == 0:
         raise SystemExit("graphkiln serve: --ray needs a fixed --port (Ray's proxy listens there)")
-    ray_serving.start(specs, host=args.host, port=args.port, address=args.ray_address,
-                      target=target, replicas=args.replicas, max_batch=args.max_batch,
-                      max_delay_s=args.max_delay_ms / 1e3,
-                      max_body_bytes=int(args.max_body_mb * 2 ** 20),
-                      cpus_per_replica=args.cpus_per_replica, autoscaling_config=args.autoscaling)
-    print(f"graphkiln serve: {len(specs)} model(s) on Ray Serve, listening on "
-          f"http://{args.host}:{args.port}; Ctrl-C stops", flush=True)
+    ray_serving.start(
+        specs,
+        host=args.host,
+        port=args.port,
+        address=args.ray_address,
+        target=target,
+        replicas=args.replicas,
+        max_batch=args.max_batch,
+        max_delay_s=args.max_delay_ms / 1e3,
+        max_body_bytes=int(args.max_body_mb * 2**20),
+        cpus_per_replica=args.cpus_per_replica,
+        autoscaling_config=args.autoscaling,
+    )
+    print(
+        f"graphkiln serve: {len(specs)} model(s) on Ray Serve, listening on "
+        f"http://{args.host}:{args.port}; Ctrl-C stops",
+        flush=True,
+    )
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

@@ -15,18 +15,33 @@ from .common import add_model_args, load_program, make_inputs
 
 def setup_tune(p):
     add_model_args(p, optional=True)
-    p.add_argument("--target", default="cpu",
-                   help="target to tune for (default cpu; a target tunes only if it accepts "
-                        "the exhaustive_tune option)")
-    p.add_argument("--db", metavar="FILE",
-                   help="tuning database (default: GRAPHKILN_TUNING_DB, else "
-                        "$XDG_CACHE_HOME/graphkiln/tuning.sqlite)")
-    p.add_argument("--fallback", choices=["ref"], default=None,
-                   help="cpu only: run ops the cpu target lacks on ref (they are not tuned)")
-    p.add_argument("--export", metavar="FILE.json",
-                   help="write the database's rows to FILE.json (no tuning)")
-    p.add_argument("--import", dest="import_file", metavar="FILE.json",
-                   help="add the rows of FILE.json (from --export) to the database (no tuning)")
+    p.add_argument(
+        "--target",
+        default="cpu",
+        help="target to tune for (default cpu; a target tunes only if it accepts "
+        "the exhaustive_tune option)",
+    )
+    p.add_argument(
+        "--db",
+        metavar="FILE",
+        help="tuning database (default: GRAPHKILN_TUNING_DB, else "
+        "$XDG_CACHE_HOME/graphkiln/tuning.sqlite)",
+    )
+    p.add_argument(
+        "--fallback",
+        choices=["ref"],
+        default=None,
+        help="cpu only: run ops the cpu target lacks on ref (they are not tuned)",
+    )
+    p.add_argument(
+        "--export", metavar="FILE.json", help="write the database's rows to FILE.json (no tuning)"
+    )
+    p.add_argument(
+        "--import",
+        dest="import_file",
+        metavar="FILE.json",
+        help="add the rows of FILE.json (from --export) to the database (no tuning)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -44,8 +59,10 @@ class ProgressBar:
             return
         filled = self.width * done // total
         elapsed = time.perf_counter() - self.start
-        line = (f"tuning [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} "
-                f"{elapsed:5.1f}s {name[:40]}")
+        line = (
+            f"tuning [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} "
+            f"{elapsed:5.1f}s {name[:40]}"
+        )
         if self.tty:
             self.stream.write("\r" + line.ljust(100))
             if done == total:
@@ -99,7 +116,9 @@ def cmd_tune(args) -> int:
         cpu_tuning.set_progress(None)
         gpu_tuning.set_progress(None)
     after = tuning.counters()
-    print(f"tuned {after['tuned'] - before['tuned']} kernels "
-          f"({after['benchmarks'] - before['benchmarks']} candidates measured) in "
-          f"{time.perf_counter() - start:.1f} s; database {path}")
+    print(
+        f"tuned {after['tuned'] - before['tuned']} kernels "
+        f"({after['benchmarks'] - before['benchmarks']} candidates measured) in "
+        f"{time.perf_counter() - start:.1f} s; database {path}"
+    )
     return 0

@@ -10,7 +10,22 @@ from .schema import REQUIRED, Attr, OpSchema, all_schemas, define, get_schema
 from .types import OptionalType, SequenceType, TensorType, ValueType, fresh_dim, tensor
 
 __all__ = [
-    "DType", "Graph", "Node", "Value", "parse_graph", "print_graph", "REQUIRED", "Attr",
-    "OpSchema", "all_schemas", "define", "get_schema", "OptionalType", "SequenceType",
-    "TensorType", "ValueType", "fresh_dim", "tensor",
+    "DType",
+    "Graph",
+    "Node",
+    "Value",
+    "parse_graph",
+    "print_graph",
+    "REQUIRED",
+    "Attr",
+    "OpSchema",
+    "all_schemas",
+    "define",
+    "get_schema",
+    "OptionalType",
+    "SequenceType",
+    "TensorType",
+    "ValueType",
+    "fresh_dim",
+    "tensor",
 ]

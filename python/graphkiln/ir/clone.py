@@ -15,10 +15,17 @@ def clone_graph(graph: Graph, parent: Graph | None = None, mapping: dict | None 
         mapping[v] = Value(v.name, v.type)
         copy.inputs.append(mapping[v])
     for node in graph.nodes:
-        new = Node(node.op, [None if v is None else mapping.get(v, v) for v in node.inputs], [],
-                   {}, node.name)
+        new = Node(
+            node.op,
+            [None if v is None else mapping.get(v, v) for v in node.inputs],
+            [],
+            {},
+            node.name,
+        )
         for key, value in node.attrs.items():
-            new.attrs[key] = clone_graph(value, copy, mapping) if isinstance(value, Graph) else value
+            new.attrs[key] = (
+                clone_graph(value, copy, mapping) if isinstance(value, Graph) else value
+            )
         for out in node.outputs:
             if out is None:
                 new.outputs.append(None)

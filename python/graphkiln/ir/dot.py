@@ -10,18 +10,22 @@ from .graph import Graph, Node, Value
 
 
 def to_dot(graph: Graph, title: str = "graphkiln") -> str:
-    lines = [f"digraph {json.dumps(title)} {{", "  rankdir=TB;", '  node [shape=box, fontname="monospace"];']
+    lines = [
+        f"digraph {json.dumps(title)} {{",
+        "  rankdir=TB;",
+        '  node [shape=box, fontname="monospace"];',
+    ]
     ids: dict[Value, str] = {}
     for i, v in enumerate(graph.inputs):
         ids[v] = f"in{i}"
-        lines.append(f'  in{i} [shape=ellipse, label={json.dumps(f"{v.name}: {v.type}")}];')
+        lines.append(f"  in{i} [shape=ellipse, label={json.dumps(f'{v.name}: {v.type}')}];")
     counter = [0]
     for node in graph.nodes:
         if node.op == "Constant":
             continue
         _node(node, lines, ids, counter, "  ")
     for i, v in enumerate(graph.outputs):
-        lines.append(f'  out{i} [shape=ellipse, label={json.dumps(f"{v.name}: {v.type}")}];')
+        lines.append(f"  out{i} [shape=ellipse, label={json.dumps(f'{v.name}: {v.type}')}];")
         if v in ids:
             lines.append(f"  {ids[v]} -> out{i};")
     lines.append("}")
@@ -35,7 +39,7 @@ def _node(node: Node, lines: list[str], ids: dict, counter: list[int], indent: s
     if node.op == "Fused":
         body = node.attrs["body"]
         lines.append(f"{indent}subgraph cluster_{name} {{")
-        lines.append(f'{indent}  label={json.dumps("fused " + node.attrs["kind"])}; style=rounded;')
+        lines.append(f"{indent}  label={json.dumps('fused ' + node.attrs['kind'])}; style=rounded;")
         inner: dict[Value, str] = dict(zip(body.inputs, (ids.get(v, "") for v in node.inputs)))
         last = name
         for member in body.nodes:

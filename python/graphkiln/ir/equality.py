@@ -22,8 +22,10 @@ def _diff(a: Graph, b: Graph, mapping: dict[Value, Value]) -> str | None:
             return f"input {x.name}: {x.type} vs {y.type}"
         mapping[x] = y
     if len(a.nodes) != len(b.nodes):
-        return (f"graph {a.name}: {len(a.nodes)} nodes vs {len(b.nodes)}\n"
-                f"  {[n.op for n in a.nodes]}\n  {[n.op for n in b.nodes]}")
+        return (
+            f"graph {a.name}: {len(a.nodes)} nodes vs {len(b.nodes)}\n"
+            f"  {[n.op for n in a.nodes]}\n  {[n.op for n in b.nodes]}"
+        )
     for i, (m, n) in enumerate(zip(a.nodes, b.nodes)):
         where = f"node {i} ({m.op})"
         if m.op != n.op:
@@ -42,8 +44,12 @@ def _diff(a: Graph, b: Graph, mapping: dict[Value, Value]) -> str | None:
                 if sub:
                     return f"{where} attribute {key}: {sub}"
             elif isinstance(x, np.ndarray):
-                if not (isinstance(y, np.ndarray) and x.dtype == y.dtype and x.shape == y.shape
-                        and np.array_equal(x, y, equal_nan=x.dtype.kind == "f")):
+                if not (
+                    isinstance(y, np.ndarray)
+                    and x.dtype == y.dtype
+                    and x.shape == y.shape
+                    and np.array_equal(x, y, equal_nan=x.dtype.kind == "f")
+                ):
                     return f"{where}: attribute {key} differs"
             elif x != y:
                 return f"{where}: attribute {key} = {x!r} vs {y!r}"

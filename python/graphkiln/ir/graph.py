@@ -51,8 +51,14 @@ class Node:
 
     __slots__ = ("op", "inputs", "outputs", "attrs", "name")
 
-    def __init__(self, op: str, inputs: list[Value | None], outputs: list[Value | None],
-                 attrs: dict[str, Any], name: str = ""):
+    def __init__(
+        self,
+        op: str,
+        inputs: list[Value | None],
+        outputs: list[Value | None],
+        attrs: dict[str, Any],
+        name: str = "",
+    ):
         self.op = op
         self.inputs = inputs
         self.outputs = outputs
@@ -118,9 +124,16 @@ class Graph:
         self.inputs.append(value)
         return value
 
-    def add_node(self, op: str, inputs: Iterable[Value | None], attrs: dict | None = None,
-                 num_outputs: int | None = None, output_names: list[str | None] | None = None,
-                 name: str = "", infer: bool = True) -> Node:
+    def add_node(
+        self,
+        op: str,
+        inputs: Iterable[Value | None],
+        attrs: dict | None = None,
+        num_outputs: int | None = None,
+        output_names: list[str | None] | None = None,
+        name: str = "",
+        infer: bool = True,
+    ) -> Node:
         """Append a node after filling default attributes and inferring output types."""
         from .schema import get_schema, fill_attrs, infer_outputs
 
@@ -130,8 +143,9 @@ class Graph:
             count = num_outputs if num_outputs is not None else schema.min_outputs
             output_names = [op.lower()] * count
         node = Node(op, list(inputs), [], attrs, name)
-        node.outputs = [None if n is None else Value(self.unique_name(n), None, node)
-                        for n in output_names]
+        node.outputs = [
+            None if n is None else Value(self.unique_name(n), None, node) for n in output_names
+        ]
         if infer:
             for value, type_ in zip(node.outputs, infer_outputs(schema, node)):
                 if value is not None:
@@ -198,5 +212,12 @@ def captured_values(graph: Graph) -> list[Value]:
     return list(seen)
 
 
-__all__ = ["Graph", "Node", "Value", "GraphError", "captured_values", "node_reads",
-           "node_subgraphs"]
+__all__ = [
+    "Graph",
+    "Node",
+    "Value",
+    "GraphError",
+    "captured_values",
+    "node_reads",
+    "node_subgraphs",
+]

@@ -16,7 +16,8 @@ from .graph import Graph, Value
 from .schema import get_schema
 from .types import OptionalType, SequenceType, TensorType, ValueType
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<ws>\s+|\#[^\n]*)
   | (?P<b64>b64"[A-Za-z0-9+/=]*")
   | (?P<string>"(?:[^"\\]|\\.)*")
@@ -24,7 +25,9 @@ _TOKEN = re.compile(r"""
   | (?P<number>-?(?:inf\b|nan\b|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))
   | (?P<ident>[A-Za-z_][A-Za-z0-9_.]*)
   | (?P<punct>[()\[\]{}<>,=:*?])
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
 
 class _Tokens:
@@ -143,7 +146,9 @@ def _node(toks: _Tokens, graph: Graph, scope: dict[str, Value]) -> None:
     toks.expect("(")
     inputs: list[Value | None] = []
     while not toks.accept(")"):
-        inputs.append(None if toks.accept("_") else _lookup(toks, scope, _name(toks.expect_kind("value"))))
+        inputs.append(
+            None if toks.accept("_") else _lookup(toks, scope, _name(toks.expect_kind("value")))
+        )
         if not toks.accept(","):
             toks.expect(")")
             break
@@ -167,8 +172,14 @@ def _node(toks: _Tokens, graph: Graph, scope: dict[str, Value]) -> None:
     for o in outs:
         if o is not None and o[0] in scope:
             raise toks.error(f"value %{o[0]} is defined twice")
-    node = graph.add_node(op, inputs, attrs, output_names=[None if o is None else o[0] for o in outs],
-                          name=name, infer=False)
+    node = graph.add_node(
+        op,
+        inputs,
+        attrs,
+        output_names=[None if o is None else o[0] for o in outs],
+        name=name,
+        infer=False,
+    )
     for value, declared in zip(node.outputs, outs):
         if value is not None and declared is not None:  # omitted (None) together
             if value.name != declared[0]:

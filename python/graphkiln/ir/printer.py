@@ -119,8 +119,10 @@ def format_tensor(array: np.ndarray, limit: int = INLINE_LIMIT, elide: bool = Fa
         return f'{head} b64"{data}"'
     flat = array.reshape(-1)
     if dtype is DType.str:
-        items = [json.dumps(s.decode("utf-8", "surrogateescape") if isinstance(s, bytes) else str(s))
-                 for s in flat]
+        items = [
+            json.dumps(s.decode("utf-8", "surrogateescape") if isinstance(s, bytes) else str(s))
+            for s in flat
+        ]
     elif dtype is DType.bool:
         items = ["true" if b else "false" for b in flat]
     elif dtype.is_float:

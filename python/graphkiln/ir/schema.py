@@ -70,8 +70,9 @@ class OpSchema:
 _SCHEMAS: dict[str, OpSchema] = {}
 
 
-def define(name: str, inputs=(), outputs=("Y",), attrs=(), infer=None, doc: str = "",
-           traits=()) -> OpSchema:
+def define(
+    name: str, inputs=(), outputs=("Y",), attrs=(), infer=None, doc: str = "", traits=()
+) -> OpSchema:
     """Register one op. `attrs` items are Attr or (name, kind[, default]) tuples; `traits`
     names from TRAITS."""
     if name in _SCHEMAS:
@@ -80,8 +81,16 @@ def define(name: str, inputs=(), outputs=("Y",), attrs=(), infer=None, doc: str 
     if unknown:
         raise ValueError(f"op {name!r}: unknown traits {sorted(unknown)} (accepted: {TRAITS})")
     attr_objs = tuple(a if isinstance(a, Attr) else Attr(*a) for a in attrs)
-    schema = OpSchema(name, tuple(inputs), tuple(outputs), attr_objs, infer, doc,
-                      {a.name: a for a in attr_objs}, frozenset(traits))
+    schema = OpSchema(
+        name,
+        tuple(inputs),
+        tuple(outputs),
+        attr_objs,
+        infer,
+        doc,
+        {a.name: a for a in attr_objs},
+        frozenset(traits),
+    )
     _SCHEMAS[name] = schema
     return schema
 
@@ -123,10 +132,12 @@ def _load_ops() -> None:
     global _ops_loaded
     if not _ops_loaded:  # get_schema runs per node of every inference: import once
         from . import ops  # noqa: F401  (registers every family once)
+
         _ops_loaded = True
 
 
 # -- attributes ------------------------------------------------------------------------
+
 
 def fill_attrs(schema: OpSchema, attrs: dict, where: str = "") -> dict:
     """Check attribute names and kinds, coerce values, and add defaults."""
@@ -176,6 +187,7 @@ def coerce_attr(spec: Attr, value, graph_cls, where: str):
 
 
 # -- inference -------------------------------------------------------------------------
+
 
 class InferContext:
     """What an op's `infer` sees: input types, attributes and constant inputs."""

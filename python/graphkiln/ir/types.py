@@ -36,8 +36,10 @@ class TensorType:
                 if isinstance(d, bool) or not (
                     (isinstance(d, int) and d >= 0) or (isinstance(d, str) and _SYMBOL.match(d))
                 ):
-                    raise ValueError(f"bad dimension {d!r} in {self.dims}: "
-                                     "a dimension is an int >= 0 or an identifier")
+                    raise ValueError(
+                        f"bad dimension {d!r} in {self.dims}: "
+                        "a dimension is an int >= 0 or an identifier"
+                    )
 
     @property
     def rank(self) -> int | None:

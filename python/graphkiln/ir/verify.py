@@ -16,8 +16,9 @@ def verify_graph(graph: Graph, outer: frozenset = frozenset()) -> None:
         get_schema(node.op)
         for i, v in enumerate(node.inputs):
             if v is not None and v not in defined:
-                raise GraphError(f"{node.op} node {node.name!r}: input {i} (%{v.name}) "
-                                 "is not defined before use")
+                raise GraphError(
+                    f"{node.op} node {node.name!r}: input {i} (%{v.name}) is not defined before use"
+                )
         for sub in node_subgraphs(node):
             verify_graph(sub, frozenset(defined))
         for v in node.outputs:

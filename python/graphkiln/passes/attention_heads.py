@@ -91,8 +91,11 @@ def _merge_in_place(rw: Rewriter, y: Value, y4: Value) -> None:
     if len(readers) == 2 and {n.op for n in readers} == {"IsNaN", "Where"}:
         isnan = next(n for n in readers if n.op == "IsNaN")
         guard = next(n for n in readers if n.op == "Where")
-        if guard.inputs[0] is not isnan.outputs[0] or guard.inputs[2] is not y \
-                or guard.input(1).constant is None:
+        if (
+            guard.inputs[0] is not isnan.outputs[0]
+            or guard.inputs[2] is not y
+            or guard.input(1).constant is None
+        ):
             return
         merged = guard.output(0)
     elif len(readers) == 1:

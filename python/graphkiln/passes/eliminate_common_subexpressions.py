@@ -50,5 +50,9 @@ def _key(node):
             digest = hashlib.sha1(np.ascontiguousarray(value).tobytes()).hexdigest()
             value = (str(value.dtype), value.shape, digest)
         attrs.append((name, value))
-    return (node.op, tuple(id(v) if v is not None else None for v in node.inputs),
-            tuple(attrs), len(node.outputs))
+    return (
+        node.op,
+        tuple(id(v) if v is not None else None for v in node.inputs),
+        tuple(attrs),
+        len(node.outputs),
+    )

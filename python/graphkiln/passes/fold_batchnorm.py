@@ -14,8 +14,7 @@ from .rewrite import Rewriter, apply_rules
 def _bn_params(node: Node):
     consts = [v.constant if v is not None else None for v in node.inputs[1:5]]
     arrays = [c for c in consts if c is not None]  # all four, or the node is not folded
-    if len(arrays) < 4 or len(node.outputs) > 1 and any(
-            v is not None for v in node.outputs[1:]):
+    if len(arrays) < 4 or len(node.outputs) > 1 and any(v is not None for v in node.outputs[1:]):
         return None
     if node.attrs.get("training_mode"):
         return None
@@ -70,11 +69,16 @@ def _fold_into_gemm(gemm: Node, factor, shift, rw: Rewriter):
         return None
     dtype = w.dtype
     # output column j = alpha * x @ B[:, j] (+ beta * C[j]); scale column j of B by factor[j]
-    scaled_w = w.astype(np.float64) * (factor[:, None] if gemm.attrs.get("transB") else factor[None, :])
+    scaled_w = w.astype(np.float64) * (
+        factor[:, None] if gemm.attrs.get("transB") else factor[None, :]
+    )
     beta = gemm.attrs.get("beta", 1.0)
     new_c = (beta * np.asarray(c, np.float64) * factor + shift) / (beta or 1.0)
-    inputs = [gemm.inputs[0], rw.constant(scaled_w.astype(dtype), "gemm_w"),
-              rw.constant(np.asarray(new_c).astype(dtype), "gemm_c")]
+    inputs = [
+        gemm.inputs[0],
+        rw.constant(scaled_w.astype(dtype), "gemm_w"),
+        rw.constant(np.asarray(new_c).astype(dtype), "gemm_c"),
+    ]
     attrs = dict(gemm.attrs)
     if not beta:
         attrs["beta"] = 1.0

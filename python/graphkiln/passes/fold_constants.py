@@ -18,8 +18,14 @@ from ..ir.graph import node_subgraphs
 from .util import replace_many
 
 # Ops whose result is not a function of their inputs.
-NONDETERMINISTIC = {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike",
-                    "Bernoulli", "Multinomial"}
+NONDETERMINISTIC = {
+    "RandomUniform",
+    "RandomNormal",
+    "RandomUniformLike",
+    "RandomNormalLike",
+    "Bernoulli",
+    "Multinomial",
+}
 
 
 def run(graph: Graph, ctx) -> Graph:
@@ -32,8 +38,7 @@ def run(graph: Graph, ctx) -> Graph:
         if changed and any(v in changed for v in node.inputs if v is not None):
             before = [None if v is None else v.type for v in node.outputs]
             refresh_node_types(node)
-            changed.update(v for v, t in zip(node.outputs, before)
-                           if v is not None and v.type != t)
+            changed.update(v for v, t in zip(node.outputs, before) if v is not None and v.type != t)
         values = _fold(node, ctx)
         if values is None:
             result.append(node)
@@ -106,8 +111,11 @@ def _fold(node: Node, ctx) -> list | None:
         return None
     if not all(isinstance(v.type, TensorType) for v in node.outputs if v is not None):
         return None
-    if any(isinstance(v.type, TensorType) and _too_big(v.type, ctx)  # all are (just above)
-           for v in node.outputs if v is not None):
+    if any(
+        isinstance(v.type, TensorType) and _too_big(v.type, ctx)  # all are (just above)
+        for v in node.outputs
+        if v is not None
+    ):
         return None
     try:
         results = ctx.evaluate(node, inputs)

@@ -30,8 +30,9 @@ def run(graph: Graph, ctx=None) -> Graph:
 
 
 def _is_pointwise(node) -> bool:
-    return fusible(node) and (node.op in POINTWISE or (
-        node.op == "Fused" and node.attrs["kind"] == "pointwise"))
+    return fusible(node) and (
+        node.op in POINTWISE or (node.op == "Fused" and node.attrs["kind"] == "pointwise")
+    )
 
 
 def _unfused(graph: Graph, node):

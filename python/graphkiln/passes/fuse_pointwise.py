@@ -21,8 +21,11 @@ def shape_computations(graph: Graph) -> set[Node]:
             found.add(node)
             continue
         inputs = [v for v in node.inputs if v is not None]
-        if (inputs and any(v.producer in found for v in inputs)
-                and all(v.producer in found or v.constant is not None for v in inputs)):
+        if (
+            inputs
+            and any(v.producer in found for v in inputs)
+            and all(v.producer in found or v.constant is not None for v in inputs)
+        ):
             found.add(node)
     return found
 
@@ -39,9 +42,13 @@ def run(graph: Graph, ctx=None) -> Graph:
             if v is None:
                 continue
             producer = v.producer
-            if (producer in group_of and group_of[producer][-1] is producer
-                    and len(uses.get(v, [])) == 1 and v not in graph.outputs
-                    and group_of[producer] is not group):
+            if (
+                producer in group_of
+                and group_of[producer][-1] is producer
+                and len(uses.get(v, [])) == 1
+                and v not in graph.outputs
+                and group_of[producer] is not group
+            ):
                 for member in group_of[producer]:
                     if member not in group:
                         group.append(member)

@@ -12,8 +12,9 @@ from .unfuse import inline_fused
 
 
 def _is_pointwise(node) -> bool:
-    return fusible(node) and (node.op in POINTWISE or (
-        node.op == "Fused" and node.attrs["kind"] == "pointwise"))
+    return fusible(node) and (
+        node.op in POINTWISE or (node.op == "Fused" and node.attrs["kind"] == "pointwise")
+    )
 
 
 def run(graph: Graph, ctx=None) -> Graph:
@@ -22,8 +23,12 @@ def run(graph: Graph, ctx=None) -> Graph:
         members: list[Node] = []
         data = reduction.input(0)
         producer = data.producer
-        if (producer is not None and _is_pointwise(producer) and len(uses.get(data, [])) == 1
-                and data not in graph.outputs):
+        if (
+            producer is not None
+            and _is_pointwise(producer)
+            and len(uses.get(data, [])) == 1
+            and data not in graph.outputs
+        ):
             members += inline_fused(graph, producer) if producer.op == "Fused" else [producer]
         members.append(reduction)
         out = reduction.output(0)

@@ -13,9 +13,12 @@ INLINE_CONST_ELEMENTS = 1024
 
 def fusible(node: Node) -> bool:
     """Single tensor output of known type; no subgraphs except a Fused node's body."""
-    return (len(node.outputs) == 1 and node.outputs[0] is not None
-            and isinstance(node.outputs[0].type, TensorType)
-            and (node.op == "Fused" or not node_subgraphs(node)))
+    return (
+        len(node.outputs) == 1
+        and node.outputs[0] is not None
+        and isinstance(node.outputs[0].type, TensorType)
+        and (node.op == "Fused" or not node_subgraphs(node))
+    )
 
 
 def make_fused(graph: Graph, members: list[Node], kind: str) -> Node:
@@ -36,8 +39,13 @@ def make_fused(graph: Graph, members: list[Node], kind: str) -> Node:
             else:
                 inside[v] = body.add_input(v.name, v.type)
                 outer_inputs.append(v)
-        copy = Node(node.op, [None if v is None else inside[v] for v in node.inputs], [],
-                    dict(node.attrs), node.name)
+        copy = Node(
+            node.op,
+            [None if v is None else inside[v] for v in node.inputs],
+            [],
+            dict(node.attrs),
+            node.name,
+        )
         for v in node.outputs:
             assert v is not None  # fusible members have all their outputs
             new = Value(body.unique_name(v.name), v.type, copy)

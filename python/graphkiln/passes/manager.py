@@ -37,14 +37,22 @@ def disabled_passes(pipeline: list[ModuleType]) -> set[str]:
     known = {pass_name(p) for p in pipeline}
     unknown = names - known
     if unknown:
-        raise ValueError(f"GRAPHKILN_DISABLE_PASSES names unknown passes {sorted(unknown)}; "
-                         f"this pipeline has: {', '.join(sorted(known))}")
+        raise ValueError(
+            f"GRAPHKILN_DISABLE_PASSES names unknown passes {sorted(unknown)}; "
+            f"this pipeline has: {', '.join(sorted(known))}"
+        )
     return names
 
 
-def run_pipeline(graph: Graph, pipeline: list[ModuleType], ctx: PassContext,
-                 trace: bool | None = None, check: Callable[[str, Graph], None] | None = None,
-                 out=None, verify_each: bool = True) -> list[PassRecord]:
+def run_pipeline(
+    graph: Graph,
+    pipeline: list[ModuleType],
+    ctx: PassContext,
+    trace: bool | None = None,
+    check: Callable[[str, Graph], None] | None = None,
+    out=None,
+    verify_each: bool = True,
+) -> list[PassRecord]:
     """Run `pipeline` on `graph` in place. `check(pass_name, graph)` is called after each pass
     (e.g. to compare results with ref) and may raise to stop at the first bad pass.
     `verify_each=False` verifies the graph once, after the last pass (a pipeline run per

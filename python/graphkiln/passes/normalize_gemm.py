@@ -19,7 +19,9 @@ def gemm_constant_b(node: Node, rw: Rewriter):
         return None
     new_b = (b.T if trans_b else b) * np.asarray(alpha, dtype=b.dtype)
     attrs = dict(node.attrs, transB=0, alpha=1.0)
-    inputs = [node.inputs[0], rw.constant(np.ascontiguousarray(new_b), "gemm_b")] + list(node.inputs[2:])
+    inputs = [node.inputs[0], rw.constant(np.ascontiguousarray(new_b), "gemm_b")] + list(
+        node.inputs[2:]
+    )
     return rw.emit_node("Gemm", inputs, attrs).outputs
 
 
@@ -33,7 +35,13 @@ def matmul_transposed_constant(node: Node, rw: Rewriter):
     if data is None:
         return None
     perm = producer.attrs.get("perm") or tuple(reversed(range(data.ndim)))
-    return [rw.emit("MatMul", node.inputs[0], rw.constant(np.ascontiguousarray(data.transpose(perm)), "matmul_b"))]
+    return [
+        rw.emit(
+            "MatMul",
+            node.inputs[0],
+            rw.constant(np.ascontiguousarray(data.transpose(perm)), "matmul_b"),
+        )
+    ]
 
 
 RULES = [("Gemm", gemm_constant_b), ("MatMul", matmul_transposed_constant)]

@@ -9,8 +9,10 @@ from ..ir.schema import ops_with_trait, require_ops
 POINTWISE = ops_with_trait("pointwise")
 
 # Ops that lead a fused node with a pointwise epilogue, and the kind they give it.
-EPILOGUE_ANCHORS = require_ops({"Conv": "conv", "ConvTranspose": "conv", "Gemm": "gemm",
-                                "MatMul": "matmul"}, "passes/op_classes.py EPILOGUE_ANCHORS")
+EPILOGUE_ANCHORS = require_ops(
+    {"Conv": "conv", "ConvTranspose": "conv", "Gemm": "gemm", "MatMul": "matmul"},
+    "passes/op_classes.py EPILOGUE_ANCHORS",
+)
 
 # Reductions that take a pointwise prologue and epilogue.
 REDUCTIONS = ops_with_trait("reduction")

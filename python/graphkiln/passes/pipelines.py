@@ -8,19 +8,46 @@ reduced-precision pass in "before_fusion")."""
 
 from __future__ import annotations
 
-from . import (attention_heads, eliminate_common_subexpressions, eliminate_dead_code,
-               fold_batchnorm, fold_constants, fuse_epilogue, fuse_pointwise, fuse_reduction,
-               normalize_gemm, recognize_attention, recognize_gelu, recognize_layernorm,
-               recognize_softmax, simplify_algebra, simplify_layout)
+from . import (
+    attention_heads,
+    eliminate_common_subexpressions,
+    eliminate_dead_code,
+    fold_batchnorm,
+    fold_constants,
+    fuse_epilogue,
+    fuse_pointwise,
+    fuse_reduction,
+    normalize_gemm,
+    recognize_attention,
+    recognize_gelu,
+    recognize_layernorm,
+    recognize_softmax,
+    simplify_algebra,
+    simplify_layout,
+)
 
 PHASES: dict[str, list] = {
     # clean up and fold first
-    "cleanup": [eliminate_dead_code, fold_constants, simplify_algebra, simplify_layout,
-                fold_constants, eliminate_common_subexpressions, fold_batchnorm,
-                normalize_gemm, fold_constants],
+    "cleanup": [
+        eliminate_dead_code,
+        fold_constants,
+        simplify_algebra,
+        simplify_layout,
+        fold_constants,
+        eliminate_common_subexpressions,
+        fold_batchnorm,
+        normalize_gemm,
+        fold_constants,
+    ],
     # then recognize big ops
-    "recognize": [recognize_gelu, recognize_softmax, recognize_layernorm, recognize_attention,
-                  simplify_layout, eliminate_dead_code],
+    "recognize": [
+        recognize_gelu,
+        recognize_softmax,
+        recognize_layernorm,
+        recognize_attention,
+        simplify_layout,
+        eliminate_dead_code,
+    ],
     # Attention reads [B, S, H*D] projections in place (no head transposes)
     "attention_layout": [attention_heads],
     # then fuse what is left
@@ -32,19 +59,29 @@ PHASES: dict[str, list] = {
 SLOTS = ("before_fusion",)  # phases a target fills through `extra`
 
 PIPELINES: dict[str, tuple[str, ...]] = {
-    "full": ("cleanup", "recognize", "fuse_pointwise", "fuse_epilogue", "fuse_reduction",
-             "finish"),
+    "full": ("cleanup", "recognize", "fuse_pointwise", "fuse_epilogue", "fuse_reduction", "finish"),
     # A pointwise node between a product and a reduction joins the reduction (residual Add +
     # LayerNormalization: one step) rather than the product's epilogue, which the gpu runs
     # as a step of its own anyway (no generated GEMM epilogues yet)
-    "gpu": ("cleanup", "recognize", "attention_layout", "before_fusion", "fuse_pointwise",
-            "fuse_reduction", "fuse_epilogue", "finish"),
+    "gpu": (
+        "cleanup",
+        "recognize",
+        "attention_layout",
+        "before_fusion",
+        "fuse_pointwise",
+        "fuse_reduction",
+        "fuse_epilogue",
+        "finish",
+    ),
 }
 
 # the Fused kinds each fusion pass may produce (a target lowers every kind of its pipeline:
 # tests/passes/test_pipelines.py walks them against the targets' tables)
-FUSED_KINDS = {fuse_pointwise: ("pointwise",), fuse_epilogue: ("conv", "gemm", "matmul"),
-               fuse_reduction: ("reduce",)}
+FUSED_KINDS = {
+    fuse_pointwise: ("pointwise",),
+    fuse_epilogue: ("conv", "gemm", "matmul"),
+    fuse_reduction: ("reduce",),
+}
 
 
 def pipeline(name: str, extra: dict | None = None) -> list:
@@ -55,8 +92,9 @@ def pipeline(name: str, extra: dict | None = None) -> list:
     extra = dict(extra or {})
     unknown = set(extra) - set(SLOTS)
     if unknown:
-        raise ValueError(f"pipeline slots {sorted(unknown)} do not exist (accepted: "
-                         f"{', '.join(SLOTS)})")
+        raise ValueError(
+            f"pipeline slots {sorted(unknown)} do not exist (accepted: {', '.join(SLOTS)})"
+        )
     passes: list = []
     for phase in PIPELINES[name]:
         passes += extra.get(phase, []) if phase in SLOTS else PHASES[phase]

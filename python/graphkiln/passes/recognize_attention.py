@@ -30,8 +30,11 @@ def _nan_guard(probs: Value, rw: Rewriter) -> Value | None:
     where = next((n for n in readers if n.op == "Where"), None)
     if len(readers) != 2 or isnan is None or where is None:
         return None
-    if where.inputs[0] is not isnan.outputs[0] or where.inputs[2] is not probs \
-            or scalar(where.inputs[1]) != 0:
+    if (
+        where.inputs[0] is not isnan.outputs[0]
+        or where.inputs[2] is not probs
+        or scalar(where.inputs[1]) != 0
+    ):
         return None
     return where.outputs[0]
 

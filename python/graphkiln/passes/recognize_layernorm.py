@@ -38,7 +38,8 @@ def layernorm(node: Node, rw: Rewriter):
     d = centered.outputs[0]
     is_square = square is not None and (
         (square.op == "Mul" and square.inputs == [d, d])
-        or (square.op == "Pow" and square.inputs[0] is d and scalar(square.inputs[1]) == 2.0))
+        or (square.op == "Pow" and square.inputs[0] is d and scalar(square.inputs[1]) == 2.0)
+    )
     if not is_square:
         return None
     width = cast("tuple[int, ...]", t.dims)[-1]  # static (checked above)

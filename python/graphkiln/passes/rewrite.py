@@ -28,8 +28,13 @@ class Rewriter:
         return self.emit_node(op, list(inputs), attrs).output(0)
 
     def emit_node(self, op: str, inputs: list, attrs: dict, num_outputs: int | None = None) -> Node:
-        node = self.graph.add_node(op, inputs, attrs, num_outputs=num_outputs,
-                                   name=self.current.name if self.current else "")
+        node = self.graph.add_node(
+            op,
+            inputs,
+            attrs,
+            num_outputs=num_outputs,
+            name=self.current.name if self.current else "",
+        )
         self._move_before_current(node)
         return node
 

@@ -13,8 +13,13 @@ from .util import is_scalar_const
 
 
 def _same_type(a: Value | None, b: Value | None) -> bool:
-    return (a is not None and b is not None and isinstance(a.type, TensorType)
-            and a.type == b.type and a.type.is_static)
+    return (
+        a is not None
+        and b is not None
+        and isinstance(a.type, TensorType)
+        and a.type == b.type
+        and a.type.is_static
+    )
 
 
 # Identity(x) -> x
@@ -38,7 +43,9 @@ def _neutral(value: float, positions: tuple[int, ...]):
     def rule(node: Node, rw: Rewriter):
         for pos in positions:
             other = 1 - pos
-            if is_scalar_const(node.inputs[pos], value) and _same_type(node.inputs[other], node.outputs[0]):
+            if is_scalar_const(node.inputs[pos], value) and _same_type(
+                node.inputs[other], node.outputs[0]
+            ):
                 return [node.inputs[other]]
         return None
 
@@ -83,8 +90,24 @@ def drop_expand(node: Node, rw: Rewriter):
     return None
 
 
-BROADCASTING_OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Where", "Max", "Min", "And", "Or",
-                    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "PRelu")
+BROADCASTING_OPS = (
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Where",
+    "Max",
+    "Min",
+    "And",
+    "Or",
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "PRelu",
+)
 
 RULES = [
     ("Identity", identity),

@@ -68,7 +68,8 @@ def as_reshape(node: Node, rw: Rewriter):
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 
 RULES = [("Transpose", identity_transpose), ("Transpose", transpose_pair)] + [
-    (op, as_reshape) for op in RESHAPES]
+    (op, as_reshape) for op in RESHAPES
+]
 
 
 def run(graph, ctx) -> None:

@@ -15,8 +15,13 @@ def inline_fused(graph: Graph, fused: Node) -> list[Node]:
     copies = []
     result = fused.output(0)
     for node in body.nodes:
-        copy = Node(node.op, [None if v is None else mapping[v] for v in node.inputs], [],
-                    dict(node.attrs), node.name)
+        copy = Node(
+            node.op,
+            [None if v is None else mapping[v] for v in node.inputs],
+            [],
+            dict(node.attrs),
+            node.name,
+        )
         for v in node.outputs:
             assert v is not None  # a body's nodes have all their outputs (make_fused)
             if v is body.outputs[0]:
@@ -28,7 +33,7 @@ def inline_fused(graph: Graph, fused: Node) -> list[Node]:
             copy.outputs.append(new)
         copies.append(copy)
     position = graph.nodes.index(fused)
-    graph.nodes[position:position + 1] = copies
+    graph.nodes[position : position + 1] = copies
     # The body's inlined constants stay in the graph as ordinary constants; callers fuse the
     # computing nodes, and make_fused copies small constants back into the new body.
     return [c for c in copies if c.op != "Constant"]

@@ -16,6 +16,7 @@ def replace_uses(graph: Graph, old: Value, new: Value, readers=None) -> None:
 
 def replace_many(graph: Graph, mapping: dict[Value, Value], readers=None) -> None:
     """Apply several replacements in one walk (chains a -> b -> c resolve to c)."""
+
     def target(v: Value) -> Value:
         while v in mapping:
             v = mapping[v]

@@ -29,16 +29,20 @@ def format_for_path(path, format: str | None = None) -> str:
     contradicts the extension is a ValueError (a .json file that is not JSON breaks every
     tool that opens it). The CLI's `compile -o FILE [--format F]` follows the same rule."""
     if format is not None and format not in FORMATS:
-        raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)} "
-                         "(or None: from the file name)")
+        raise ValueError(
+            f"unknown format {format!r}; use one of {', '.join(FORMATS)} "
+            "(or None: from the file name)"
+        )
     extension = os.path.splitext(os.fspath(path))[1].lower()
     named = EXTENSION_FORMATS.get(extension)
     if format is None:
         return named or "msgpack"
     if named is not None and named != format:
-        raise ValueError(f"{os.fspath(path)!r} is named as a {named} file ({extension}) but the "
-                         f"format asked for is {format!r}: ask for {named!r}, or name the file "
-                         f"otherwise (e.g. .gkp, which holds either)")
+        raise ValueError(
+            f"{os.fspath(path)!r} is named as a {named} file ({extension}) but the "
+            f"format asked for is {format!r}: ask for {named!r}, or name the file "
+            f"otherwise (e.g. .gkp, which holds either)"
+        )
     return format
 
 
@@ -76,7 +80,7 @@ def save(program: Program, path, format: str | None = None) -> None:
 
 
 def format_of(head: bytes) -> str | None:
-    """"msgpack" or "json" from a file's first bytes, None when it is neither."""
+    """ "msgpack" or "json" from a file's first bytes, None when it is neither."""
     if head.startswith(MSGPACK_MAGIC):
         return "msgpack"
     if head.lstrip(b" \t\r\n").startswith(b"{"):
@@ -104,8 +108,9 @@ def load_buffer(data, *, limits: Limits = DEFAULT_LIMITS, verify_data: bool = Fa
     return _decode(data, limits, verify_data)
 
 
-def load(path, *, limits: Limits = DEFAULT_LIMITS, verify_data: bool = False,
-         map_file: bool = True) -> Program:
+def load(
+    path, *, limits: Limits = DEFAULT_LIMITS, verify_data: bool = False, map_file: bool = True
+) -> Program:
     """A program from a file written by save. A msgpack file is memory-mapped read-only and
     its arrays are views of the mapping (pages are read as the program touches them): do not
     rewrite the file in place while the program is in use (save() replaces it by a rename,
@@ -116,8 +121,10 @@ def load(path, *, limits: Limits = DEFAULT_LIMITS, verify_data: bool = False,
         if format_of(head) == "msgpack" and size > len(head) and map_file:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         elif size > limits.max_document_bytes and format_of(head) != "msgpack":
-            raise FormatError(f"{os.fspath(path)}: {size} bytes is over Limits.max_document_bytes "
-                              "for a file that is not a msgpack saved program")
+            raise FormatError(
+                f"{os.fspath(path)}: {size} bytes is over Limits.max_document_bytes "
+                "for a file that is not a msgpack saved program"
+            )
         else:
             f.seek(0)
             data = f.read()
@@ -127,8 +134,10 @@ def load(path, *, limits: Limits = DEFAULT_LIMITS, verify_data: bool = False,
 def _decode(data, limits: Limits, verify_data: bool) -> Program:
     kind = format_of(bytes(data[:64]))
     if kind is None:
-        raise FormatError(f"not a graphkiln saved program: it starts with {bytes(data[:8])!r}, "
-                          f"neither {MSGPACK_MAGIC!r} nor a JSON object")
+        raise FormatError(
+            f"not a graphkiln saved program: it starts with {bytes(data[:8])!r}, "
+            f"neither {MSGPACK_MAGIC!r} nor a JSON object"
+        )
     # Loading makes many objects and frees none: the cycle collector would only rescan them.
     collecting = gc.isenabled()
     gc.disable()
@@ -154,6 +163,17 @@ def to_json_text(program: Program, elide: bool = True) -> str:
     return json_container.dumps(doc, table.arrays, elide=elide)
 
 
-__all__ = ["EXTENSION_FORMATS", "FORMATS", "FORMAT_VERSION", "Limits", "format_for_path",
-           "format_of", "is_saved_program", "load", "load_buffer", "save", "save_buffer",
-           "to_json_text"]
+__all__ = [
+    "EXTENSION_FORMATS",
+    "FORMATS",
+    "FORMAT_VERSION",
+    "Limits",
+    "format_for_path",
+    "format_of",
+    "is_saved_program",
+    "load",
+    "load_buffer",
+    "save",
+    "save_buffer",
+    "to_json_text",
+]

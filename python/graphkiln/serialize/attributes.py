@@ -26,7 +26,9 @@ def quick_value(kind: str, raw, tensors: list, limits: Limits):
     if kind == "str":
         return raw if kind_of is str and len(raw) <= limits.max_string_bytes else NOT_QUICK
     if kind_of is not list or len(raw) > limits.max_list_length:
-        return DTYPES_BY_NAME.get(raw, NOT_QUICK) if kind == "dtype" and kind_of is str else NOT_QUICK
+        return (
+            DTYPES_BY_NAME.get(raw, NOT_QUICK) if kind == "dtype" and kind_of is str else NOT_QUICK
+        )
     if kind == "ints":
         return tuple(raw) if all(type(x) is int for x in raw) else NOT_QUICK
     if kind == "floats":
@@ -45,12 +47,18 @@ def checked_value(kind: str, raw, where: str, tensors: list, limits: Limits):
     if kind == "str":
         return need_str(raw, where, limits)
     if kind == "ints":
-        return tuple(need_int(x, f"{where}[{i}]") for i, x in enumerate(need_list(raw, where, limits)))
+        return tuple(
+            need_int(x, f"{where}[{i}]") for i, x in enumerate(need_list(raw, where, limits))
+        )
     if kind == "floats":
-        return tuple(need_float(x, f"{where}[{i}]") for i, x in enumerate(need_list(raw, where, limits)))
+        return tuple(
+            need_float(x, f"{where}[{i}]") for i, x in enumerate(need_list(raw, where, limits))
+        )
     if kind == "strs":
-        return tuple(need_str(x, f"{where}[{i}]", limits)
-                     for i, x in enumerate(need_list(raw, where, limits)))
+        return tuple(
+            need_str(x, f"{where}[{i}]", limits)
+            for i, x in enumerate(need_list(raw, where, limits))
+        )
     if kind == "dtype":
         found = DTYPES_BY_NAME.get(need_str(raw, where, limits))
         if found is None:

@@ -39,10 +39,11 @@ from .checks import damaged, float_to_document, need_dict, need_float, need_int,
 from .limits import Limits
 from .plan_secret import mac_matches, plan_mac, plan_secret
 
-CORE_DTYPES = frozenset(("f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "u16",
-                         "u32", "u64", "bool"))
+CORE_DTYPES = frozenset(
+    ("f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool")
+)
 MAX_OFFSET = 1 << 62
-INT64 = (-(1 << 63), (1 << 63) - 1)   # the C++ core's attribute integers
+INT64 = (-(1 << 63), (1 << 63) - 1)  # the C++ core's attribute integers
 KEY_FIELDS = ("isa", "onednn", "graphkiln")
 _INT = frozenset((int,))
 _STEP_REQUIRED = frozenset(("kernel", "name", "attrs", "inputs", "outputs"))
@@ -50,6 +51,7 @@ _STEP_FIELDS = _STEP_REQUIRED | {"packed"}
 
 
 # -- writing ---------------------------------------------------------------------------------
+
 
 def cpu_plan_document(executable, encoder, table) -> dict | None:
     """The saved plan of a cpu executable (its specializations for a graph with dynamic
@@ -63,22 +65,31 @@ def cpu_plan_document(executable, encoder, table) -> dict | None:
         return None
     nodes = {node: index for index, node in enumerate(executable.graph.nodes)}
     shared = _SharedArrays(table)
+
     def segments_of(items):
-        return [_plan_segment(item, encoder, shared) if isinstance(item, SavedPlan)
-                else {"kind": "ref", "nodes": [nodes[n] for n in item]}
-                for item in items]
+        return [
+            _plan_segment(item, encoder, shared)
+            if isinstance(item, SavedPlan)
+            else {"kind": "ref", "nodes": [nodes[n] for n in item]}
+            for item in items
+        ]
 
     try:
         if items is not None:
             field, body = "segments", segments_of(items)
         else:
             field = "plans"
-            body = [{"shapes": [[int(d) for d in shape] for shape in entry.shapes],
-                     "segments": segments_of(entry.items)} for entry in specializations]
+            body = [
+                {
+                    "shapes": [[int(d) for d in shape] for shape in entry.shapes],
+                    "segments": segments_of(entry.items),
+                }
+                for entry in specializations
+            ]
     except (GraphError, KeyError, TypeError, ValueError):
-        return None   # the loader lowers such a program again, as for one saved without a plan
+        return None  # the loader lowers such a program again, as for one saved without a plan
     secret = plan_secret()
-    if secret is None:   # a plan nobody could authenticate would never be used
+    if secret is None:  # a plan nobody could authenticate would never be used
         return None
     key = plan_key()
     return {"key": key, "mac": plan_mac(secret, _signed_bytes(key, body)), field: body}
@@ -97,13 +108,23 @@ class _SharedArrays:
         import hashlib
 
         array = np.asarray(array)
-        memory = (array.__array_interface__["data"][0], array.nbytes, array.dtype.str,
-                  array.shape, array.strides)
+        memory = (
+            array.__array_interface__["data"][0],
+            array.nbytes,
+            array.dtype.str,
+            array.shape,
+            array.strides,
+        )
         index = self._by_memory.get(memory)
         if index is None:
             contiguous = np.ascontiguousarray(array)
-            content = (array.dtype.str, array.shape, hashlib.blake2b(
-                memoryview(contiguous.view(np.uint8).reshape(-1)), digest_size=16).digest())
+            content = (
+                array.dtype.str,
+                array.shape,
+                hashlib.blake2b(
+                    memoryview(contiguous.view(np.uint8).reshape(-1)), digest_size=16
+                ).digest(),
+            )
             index = self._by_content.get(content)
             if index is None:
                 index = self._by_content[content] = self.table.add(array)
@@ -126,29 +147,45 @@ def _plan_segment(saved, encoder, table) -> dict:
 
     steps = []
     for index, step in enumerate(saved.steps):
-        doc = {"kernel": str(step["kernel"]), "name": str(step["name"]),
-               "attrs": [_attribute(k, v) for k, v in step["attrs"].items()],
-               "inputs": [None if t is None else _tensor(t) for t in step["inputs"]],
-               "outputs": [_tensor(t) for t in step["outputs"]]}
+        doc = {
+            "kernel": str(step["kernel"]),
+            "name": str(step["name"]),
+            "attrs": [_attribute(k, v) for k, v in step["attrs"].items()],
+            "inputs": [None if t is None else _tensor(t) for t in step["inputs"]],
+            "outputs": [_tensor(t) for t in step["outputs"]],
+        }
         if saved.packed.get(index):
-            doc["packed"] = [[str(layout), table.add(np.ascontiguousarray(array, np.uint8))]
-                             for layout, array in saved.packed[index]]
+            doc["packed"] = [
+                [str(layout), table.add(np.ascontiguousarray(array, np.uint8))]
+                for layout, array in saved.packed[index]
+            ]
         steps.append(doc)
-    return {"kind": "plan", "inputs": ids(saved.inputs), "outputs": ids(saved.outputs),
-            "arena_bytes": int(saved.arena_bytes),
-            "constants": [table.add(np.asarray(c)) for c in saved.constants],
-            "input_specs": spec(saved.input_specs), "output_specs": spec(saved.output_specs),
-            "steps": steps}
+    return {
+        "kind": "plan",
+        "inputs": ids(saved.inputs),
+        "outputs": ids(saved.outputs),
+        "arena_bytes": int(saved.arena_bytes),
+        "constants": [table.add(np.asarray(c)) for c in saved.constants],
+        "input_specs": spec(saved.input_specs),
+        "output_specs": spec(saved.output_specs),
+        "steps": steps,
+    }
 
 
 def _tensor(arg: dict) -> list:
     storage, index, offset = arg["ref"]
-    return [str(arg["dtype"]), [int(d) for d in arg["dims"]], [int(s) for s in arg["strides"]],
-            int(storage), int(index), int(offset)]
+    return [
+        str(arg["dtype"]),
+        [int(d) for d in arg["dims"]],
+        [int(s) for s in arg["strides"]],
+        int(storage),
+        int(index),
+        int(offset),
+    ]
 
 
 def _is_int(x) -> bool:
-    return isinstance(x, (int, np.integer))   # bool too: the core reads it as an int
+    return isinstance(x, (int, np.integer))  # bool too: the core reads it as an int
 
 
 def _attribute(name: str, value) -> list:
@@ -172,6 +209,7 @@ def _attribute(name: str, value) -> list:
 
 # -- reading ---------------------------------------------------------------------------------
 
+
 def read_cpu_plan(obj, graph, values: list, tensors: list, limits: Limits) -> list | None:
     """The saved plan as targets/cpu/saved_plan.py data, or None when its key differs from
     this machine's (the caller lowers the graph again). Damage raises FormatError."""
@@ -189,24 +227,27 @@ def read_cpu_plan(obj, graph, values: list, tensors: list, limits: Limits) -> li
     reader = _PlanReader(graph, values, tensors, limits)
     if "plans" in obj:
         field = "plans"
-        items = [_specialization(reader, graph, item, f"{where}.plans[{n}]", limits)
-                 for n, item in enumerate(need_list(obj["plans"], f"{where}.plans", limits))]
+        items = [
+            _specialization(reader, graph, item, f"{where}.plans[{n}]", limits)
+            for n, item in enumerate(need_list(obj["plans"], f"{where}.plans", limits))
+        ]
         shapes = [entry.shapes for entry in items]
         if len(set(shapes)) != len(shapes):
             raise damaged(f"{where}.plans", "two plans for the same input shapes")
     else:
         field = "segments"
-        items = [reader.segment(item, f"{where}.segments[{i}]")
-                 for i, item in enumerate(need_list(obj["segments"], f"{where}.segments",
-                                                    limits))]
+        items = [
+            reader.segment(item, f"{where}.segments[{i}]")
+            for i, item in enumerate(need_list(obj["segments"], f"{where}.segments", limits))
+        ]
         reader.check_outputs(f"{where}.segments")
-    if key != plan_key():   # packed for another ISA or library: lowered again
+    if key != plan_key():  # packed for another ISA or library: lowered again
         return None
     try:
         signed = _signed_bytes(key, obj[field])
     except (TypeError, ValueError, OverflowError):
         raise damaged(f"{where}.{field}", "cannot be encoded again") from None
-    if not mac_matches(plan_secret(), signed, mac):   # not saved here: trusted by nothing
+    if not mac_matches(plan_secret(), signed, mac):  # not saved here: trusted by nothing
         return None
     return items
 
@@ -218,27 +259,42 @@ def _specialization(reader, graph, obj, where: str, limits: Limits):
 
     need_dict(obj, where, ("shapes", "segments"))
     shapes = []
-    for i, value in enumerate(need_list(obj["shapes"], f"{where}.shapes", limits,
-                                        len(graph.inputs))):
+    for i, value in enumerate(
+        need_list(obj["shapes"], f"{where}.shapes", limits, len(graph.inputs))
+    ):
         dims = tuple(reader.dims(value, f"{where}.shapes[{i}]", 0))
         t = graph.inputs[i].type
-        if isinstance(t, TensorType) and t.dims is not None and (
-                len(t.dims) != len(dims) or any(isinstance(want, int) and want != got
-                                                for want, got in zip(t.dims, dims))):
-            raise damaged(f"{where}.shapes[{i}]", f"shape {list(dims)[:8]} does not fit input "
-                                                  f"{graph.inputs[i].name[:40]!r} ({t})")
+        if (
+            isinstance(t, TensorType)
+            and t.dims is not None
+            and (
+                len(t.dims) != len(dims)
+                or any(isinstance(want, int) and want != got for want, got in zip(t.dims, dims))
+            )
+        ):
+            raise damaged(
+                f"{where}.shapes[{i}]",
+                f"shape {list(dims)[:8]} does not fit input {graph.inputs[i].name[:40]!r} ({t})",
+            )
         shapes.append(dims)
     reader.available = set(graph.inputs)
     segments = need_list(obj["segments"], f"{where}.segments", limits, 1)
     plan = reader.segment(segments[0], f"{where}.segments[0]")
-    if not isinstance(plan, SavedPlan) or plan.inputs != list(graph.inputs) \
-            or plan.outputs != list(graph.outputs):
-        raise damaged(f"{where}.segments[0]", "a specialization's plan must take the graph's "
-                                              "inputs and make its outputs")
+    if (
+        not isinstance(plan, SavedPlan)
+        or plan.inputs != list(graph.inputs)
+        or plan.outputs != list(graph.outputs)
+    ):
+        raise damaged(
+            f"{where}.segments[0]",
+            "a specialization's plan must take the graph's inputs and make its outputs",
+        )
     for i, ((_, dims), shape) in enumerate(zip(plan.input_specs, shapes)):
         if tuple(dims) != shape:
-            raise damaged(f"{where}.segments[0].input_specs[{i}]",
-                          f"{list(dims)[:8]} differs from the plan's shapes[{i}]")
+            raise damaged(
+                f"{where}.segments[0].input_specs[{i}]",
+                f"{list(dims)[:8]} differs from the plan's shapes[{i}]",
+            )
     return SavedSpecialization(tuple(shapes), [plan])
 
 
@@ -248,13 +304,25 @@ class _PlanReader:
         self.top_level = set(graph.inputs)
         for node in graph.nodes:
             self.top_level.update(v for v in node.outputs if v is not None)
-        self.available = set(graph.inputs)   # the values the segments so far make
+        self.available = set(graph.inputs)  # the values the segments so far make
 
     def segment(self, obj, where: str):
         if isinstance(obj, dict) and obj.get("kind") == "ref":
             return self.ref_segment(obj, where)
-        need_dict(obj, where, ("kind", "inputs", "outputs", "arena_bytes", "constants",
-                               "input_specs", "output_specs", "steps"))
+        need_dict(
+            obj,
+            where,
+            (
+                "kind",
+                "inputs",
+                "outputs",
+                "arena_bytes",
+                "constants",
+                "input_specs",
+                "output_specs",
+                "steps",
+            ),
+        )
         if obj["kind"] != "plan":
             raise damaged(f"{where}.kind", "expected 'plan' or 'ref'")
         from ..targets.cpu.saved_plan import SavedPlan
@@ -262,16 +330,23 @@ class _PlanReader:
         inputs = self.value_list(obj["inputs"], f"{where}.inputs")
         for i, value in enumerate(inputs):
             if value not in self.available:
-                raise damaged(f"{where}.inputs[{i}]", f"%{value.name[:40]} is not made before "
-                                                      "this segment")
+                raise damaged(
+                    f"{where}.inputs[{i}]", f"%{value.name[:40]} is not made before this segment"
+                )
         outputs = self.value_list(obj["outputs"], f"{where}.outputs")
-        constants = [self.array(t, f"{where}.constants[{i}]")
-                     for i, t in enumerate(need_list(obj["constants"], f"{where}.constants",
-                                                     self.limits))]
-        saved = SavedPlan(inputs, outputs, [], constants,
-                          need_int(obj["arena_bytes"], f"{where}.arena_bytes", 0, MAX_OFFSET),
-                          self.specs(obj["input_specs"], f"{where}.input_specs", len(inputs)),
-                          self.specs(obj["output_specs"], f"{where}.output_specs", len(outputs)))
+        constants = [
+            self.array(t, f"{where}.constants[{i}]")
+            for i, t in enumerate(need_list(obj["constants"], f"{where}.constants", self.limits))
+        ]
+        saved = SavedPlan(
+            inputs,
+            outputs,
+            [],
+            constants,
+            need_int(obj["arena_bytes"], f"{where}.arena_bytes", 0, MAX_OFFSET),
+            self.specs(obj["input_specs"], f"{where}.input_specs", len(inputs)),
+            self.specs(obj["output_specs"], f"{where}.output_specs", len(outputs)),
+        )
         for i, step in enumerate(need_list(obj["steps"], f"{where}.steps", self.limits)):
             self.step(step, f"{where}.steps[{i}]", saved)
         self.available.update(outputs)
@@ -285,8 +360,10 @@ class _PlanReader:
             node = self.graph.nodes[need_int(index, f"{where}.nodes[{i}]", 0, count - 1)]
             for value in node.inputs:
                 if value is not None and value not in self.available and value.constant is None:
-                    raise damaged(f"{where}.nodes[{i}]", f"input %{value.name[:40]} is not made "
-                                                         "before this node")
+                    raise damaged(
+                        f"{where}.nodes[{i}]",
+                        f"input %{value.name[:40]} is not made before this node",
+                    )
             self.available.update(v for v in node.outputs if v is not None)
             nodes.append(node)
         return nodes
@@ -338,16 +415,36 @@ class _PlanReader:
             return None
         dtype, dims, strides, storage, index, offset = obj
         top = self.limits.max_dim
-        if (type(dtype) is str and dtype in CORE_DTYPES and type(dims) is list
-                and type(strides) is list and len(dims) == len(strides) <= self.limits.max_rank
-                and set(map(type, dims)) <= _INT and set(map(type, strides)) <= _INT
-                and (not dims or (min(dims) >= 0 and max(dims) <= top
-                                  and min(strides) >= -top and max(strides) <= top))
-                and type(storage) is int and 0 <= storage <= 3
-                and type(index) is int and 0 <= index <= MAX_OFFSET
-                and type(offset) is int and 0 <= offset <= MAX_OFFSET):
-            return {"dtype": dtype, "dims": dims, "strides": strides,
-                    "ref": (storage, index, offset)}
+        if (
+            type(dtype) is str
+            and dtype in CORE_DTYPES
+            and type(dims) is list
+            and type(strides) is list
+            and len(dims) == len(strides) <= self.limits.max_rank
+            and set(map(type, dims)) <= _INT
+            and set(map(type, strides)) <= _INT
+            and (
+                not dims
+                or (
+                    min(dims) >= 0
+                    and max(dims) <= top
+                    and min(strides) >= -top
+                    and max(strides) <= top
+                )
+            )
+            and type(storage) is int
+            and 0 <= storage <= 3
+            and type(index) is int
+            and 0 <= index <= MAX_OFFSET
+            and type(offset) is int
+            and 0 <= offset <= MAX_OFFSET
+        ):
+            return {
+                "dtype": dtype,
+                "dims": dims,
+                "strides": strides,
+                "ref": (storage, index, offset),
+            }
         return None
 
     def tensor(self, obj, where: str) -> dict:
@@ -359,8 +456,11 @@ class _PlanReader:
         strides = self.dims(obj[2], f"{where}[2]", -self.limits.max_dim)
         if len(strides) != len(dims):
             raise damaged(where, "strides and dims differ in number")
-        ref = (need_int(obj[3], f"{where}[3]", 0, 3), need_int(obj[4], f"{where}[4]", 0, MAX_OFFSET),
-               need_int(obj[5], f"{where}[5]", 0, MAX_OFFSET))
+        ref = (
+            need_int(obj[3], f"{where}[3]", 0, 3),
+            need_int(obj[4], f"{where}[4]", 0, MAX_OFFSET),
+            need_int(obj[5], f"{where}[5]", 0, MAX_OFFSET),
+        )
         return {"dtype": dtype, "dims": dims, "strides": strides, "ref": ref}
 
     def tensor_list(self, obj, where: str, optional: bool) -> list:
@@ -382,11 +482,15 @@ class _PlanReader:
             if name in attrs:
                 raise damaged(f"{where}.attrs[{i}]", f"attribute {name[:40]!r} given twice")
             attrs[name] = value
-        saved.steps.append({
-            "kernel": need_str(obj["kernel"], f"{where}.kernel", self.limits),
-            "name": need_str(obj["name"], f"{where}.name", self.limits), "attrs": attrs,
-            "inputs": self.tensor_list(obj["inputs"], f"{where}.inputs", True),
-            "outputs": self.tensor_list(obj["outputs"], f"{where}.outputs", False)})
+        saved.steps.append(
+            {
+                "kernel": need_str(obj["kernel"], f"{where}.kernel", self.limits),
+                "name": need_str(obj["name"], f"{where}.name", self.limits),
+                "attrs": attrs,
+                "inputs": self.tensor_list(obj["inputs"], f"{where}.inputs", True),
+                "outputs": self.tensor_list(obj["outputs"], f"{where}.outputs", False),
+            }
+        )
         if "packed" in obj:
             packed = []
             for i, item in enumerate(need_list(obj["packed"], f"{where}.packed", self.limits)):
@@ -400,13 +504,15 @@ class _PlanReader:
             saved.packed[len(saved.steps) - 1] = packed
 
     def attribute(self, item, step_where: str, index: int) -> tuple:
-        if type(item) is list and len(item) == 3 and type(item[0]) is str:   # the common case
+        if type(item) is list and len(item) == 3 and type(item[0]) is str:  # the common case
             name, code, raw = item
             low, high = INT64
             if len(name) > self.limits.max_string_bytes:
                 pass
             elif code == "I" and type(raw) is list and len(raw) <= self.limits.max_list_length:
-                if set(map(type, raw)) <= _INT and (not raw or (min(raw) >= low and max(raw) <= high)):
+                if set(map(type, raw)) <= _INT and (
+                    not raw or (min(raw) >= low and max(raw) <= high)
+                ):
                     return name, raw
             elif code == "i" and type(raw) is int and low <= raw <= high:
                 return name, raw

@@ -20,8 +20,9 @@ from .limits import Limits
 
 
 def program_from_document(doc: dict, tensors: list, limits: Limits) -> Program:
-    need_dict(doc, "document", ("graph", "compiled"), ("producer", "tensors", "magic",
-                                                       "format_version"))
+    need_dict(
+        doc, "document", ("graph", "compiled"), ("producer", "tensors", "magic", "format_version")
+    )
     program = Program(GraphDecoder(tensors, limits).graph(doc["graph"], "graph"))
     compiled = doc["compiled"]
     if compiled is not None:
@@ -33,12 +34,18 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
     from ..targets import available_targets, get_target
 
     where = "compiled"
-    need_dict(compiled, where, ("target", "options", "graph", "passes", "compile_ms"),
-              ("gpu_arch", "cpu_plan", GPU_PLANS))
+    need_dict(
+        compiled,
+        where,
+        ("target", "options", "graph", "passes", "compile_ms"),
+        ("gpu_arch", "cpu_plan", GPU_PLANS),
+    )
     name = need_str(compiled["target"], f"{where}.target", limits)
     if name not in available_targets():
-        raise FormatError(f"the program was compiled for target {name[:40]!r}, which this build "
-                          f"of graphkiln lacks (available: {', '.join(available_targets())})")
+        raise FormatError(
+            f"the program was compiled for target {name[:40]!r}, which this build "
+            f"of graphkiln lacks (available: {', '.join(available_targets())})"
+        )
     target = get_target(name)
     options = need_dict(compiled["options"], f"{where}.options", (), tuple(target.options))
     for key, value in options.items():
@@ -50,14 +57,19 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
     for i, item in enumerate(need_list(compiled["passes"], f"{where}.passes", limits)):
         at = f"{where}.passes[{i}]"
         need_dict(item, at, ("name", "ms", "nodes_after"))
-        records.append(PassRecord(need_str(item["name"], f"{at}.name", limits),
-                                  need_float(item["ms"], f"{at}.ms"),
-                                  need_int(item["nodes_after"], f"{at}.nodes_after", 0)))
+        records.append(
+            PassRecord(
+                need_str(item["name"], f"{at}.name", limits),
+                need_float(item["ms"], f"{at}.ms"),
+                need_int(item["nodes_after"], f"{at}.nodes_after", 0),
+            )
+        )
     plan_shapes = []
-    if GPU_PLANS in compiled:   # checked here, before anything asks for a device
+    if GPU_PLANS in compiled:  # checked here, before anything asks for a device
         if name != "gpu":
-            raise damaged(f"{where}.{GPU_PLANS}", f"gpu plan shapes in a program for target "
-                                                  f"{name!r}")
+            raise damaged(
+                f"{where}.{GPU_PLANS}", f"gpu plan shapes in a program for target {name!r}"
+            )
         plan_shapes = read_gpu_plans(compiled[GPU_PLANS], graph, limits)
     if "gpu_arch" in compiled:
         _check_gpu_arch(need_str(compiled["gpu_arch"], f"{where}.gpu_arch", limits))
@@ -66,12 +78,14 @@ def _restore_compiled(program: Program, compiled, tensors: list, limits: Limits)
         if name != "cpu":
             raise damaged(f"{where}.cpu_plan", f"a saved cpu plan in a program for target {name!r}")
         saved = read_cpu_plan(compiled["cpu_plan"], graph, decoder.values, tensors, limits)
-    if saved is not None:   # the saved plan and packed weights, as they are: no lowering
+    if saved is not None:  # the saved plan and packed weights, as they are: no lowering
         try:
             executable = target.from_saved(graph, dict(options), saved)
         except (CompileError, GraphError, ValueError, TypeError, RuntimeError, MemoryError) as exc:
-            raise FormatError(f"damaged file: the saved cpu plan does not build: "
-                              f"{type(exc).__name__}: {str(exc)[:300]}") from None
+            raise FormatError(
+                f"damaged file: the saved cpu plan does not build: "
+                f"{type(exc).__name__}: {str(exc)[:300]}"
+            ) from None
     else:
         executable = _lower(target, name, graph, options)
         _build_plans(executable, plan_shapes)
@@ -86,15 +100,20 @@ def _lower(target, name: str, graph: Graph, options: dict):
     try:
         return target.compile(graph, dict(options))
     except GpuCompatibilityError as exc:
-        raise FormatError(f"the program was compiled for target {name!r}, which cannot run "
-                          f"here: {exc}") from None
+        raise FormatError(
+            f"the program was compiled for target {name!r}, which cannot run here: {exc}"
+        ) from None
     except (CompileError, GraphError, ValueError) as exc:
-        raise FormatError(f"the saved compiled graph does not lower on target {name!r}: {exc}") from None
+        raise FormatError(
+            f"the saved compiled graph does not lower on target {name!r}: {exc}"
+        ) from None
     except (TypeError, KeyError, IndexError, AttributeError, MemoryError) as exc:
         # a damaged graph the lowering did not expect (e.g. a value without a type, sizes
         # too large to allocate): no passes or type inference run on a loaded graph
-        raise FormatError(f"damaged file: the saved compiled graph does not lower on target "
-                          f"{name!r}: {type(exc).__name__}: {str(exc)[:200]}") from None
+        raise FormatError(
+            f"damaged file: the saved compiled graph does not lower on target "
+            f"{name!r}: {type(exc).__name__}: {str(exc)[:200]}"
+        ) from None
 
 
 def _build_plans(executable, plan_shapes: list) -> None:
@@ -105,11 +124,12 @@ def _build_plans(executable, plan_shapes: list) -> None:
     for n, signature in enumerate(plan_shapes[first:], first):
         try:
             executable.build_ahead(signature)
-        except (CompileError, GraphError, ValueError, TypeError, RuntimeError,
-                MemoryError) as exc:
-            raise FormatError(f"the saved gpu plan shapes compiled.{GPU_PLANS}[{n}] "
-                              f"({[list(s) for s in signature]}) do not build here: "
-                              f"{type(exc).__name__}: {str(exc)[:300]}") from None
+        except (CompileError, GraphError, ValueError, TypeError, RuntimeError, MemoryError) as exc:
+            raise FormatError(
+                f"the saved gpu plan shapes compiled.{GPU_PLANS}[{n}] "
+                f"({[list(s) for s in signature]}) do not build here: "
+                f"{type(exc).__name__}: {str(exc)[:300]}"
+            ) from None
 
 
 def _check_gpu_arch(arch: str) -> None:
@@ -118,9 +138,11 @@ def _check_gpu_arch(arch: str) -> None:
 
     here = sorted({d.arch for d in devices()})
     if arch not in here:
-        raise FormatError(f"the program was compiled for GPU architecture {arch[:40]!r}; this "
-                          f"machine's GPUs: {', '.join(here) or 'none'}. Compile the model again "
-                          "here (graphkiln compile MODEL --target gpu -o FILE)")
+        raise FormatError(
+            f"the program was compiled for GPU architecture {arch[:40]!r}; this "
+            f"machine's GPUs: {', '.join(here) or 'none'}. Compile the model again "
+            "here (graphkiln compile MODEL --target gpu -o FILE)"
+        )
 
 
 def read_type(obj, where: str, limits: Limits, depth: int = 0):
@@ -175,9 +197,9 @@ class GraphDecoder:
         self.visible: list[bool] = []
         self.depth = 0
         self.node_count = 0
-        self.known_types: dict = {}   # tensor types already checked, by (dtype, dims)
+        self.known_types: dict = {}  # tensor types already checked, by (dtype, dims)
         self.schemas: dict = {}
-        self.arity: dict = {}         # op -> (fewest inputs, most inputs, most outputs)
+        self.arity: dict = {}  # op -> (fewest inputs, most inputs, most outputs)
 
     def value_type(self, obj, where: str):
         """read_type, remembering tensor types (a model repeats few of them)."""
@@ -209,27 +231,38 @@ class GraphDecoder:
                 raise damaged(f"{where}.outputs[{i}]", "a graph output cannot be omitted")
             graph.outputs.append(value)
         self.depth -= 1
-        if parent is not None:   # the subgraph's values are not visible outside it
+        if parent is not None:  # the subgraph's values are not visible outside it
             visible = self.visible
             for value_id in range(first_id, len(visible)):
                 visible[value_id] = False
         return graph
 
-    def define(self, obj, where: str, field: str, index: int, graph: Graph,
-               producer: Node | None) -> Value:
+    def define(
+        self, obj, where: str, field: str, index: int, graph: Graph, producer: Node | None
+    ) -> Value:
         expected = len(self.values)
-        if not (type(obj) is dict and len(obj) == 3 and obj.get("id") == expected
-                and type(obj["id"]) is int and type(obj.get("name")) is str and "type" in obj):
+        if not (
+            type(obj) is dict
+            and len(obj) == 3
+            and obj.get("id") == expected
+            and type(obj["id"]) is int
+            and type(obj.get("name")) is str
+            and "type" in obj
+        ):
             at = f"{where}.{field}[{index}]"
             need_dict(obj, at, ("id", "name", "type"))
             need_int(obj["id"], f"{at}.id", expected, expected)
             need_str(obj["name"], f"{at}.name", self.limits)
         name = obj["name"]
         if name in graph._names or len(name) > self.limits.max_string_bytes:
-            raise damaged(f"{where}.{field}[{index}].name",
-                          f"value name {name[:40]!r} is defined twice in one graph or too long")
+            raise damaged(
+                f"{where}.{field}[{index}].name",
+                f"value name {name[:40]!r} is defined twice in one graph or too long",
+            )
         graph._names.add(name)
-        value = Value(name, self.value_type(obj["type"], f"{where}.{field}[{index}].type"), producer)
+        value = Value(
+            name, self.value_type(obj["type"], f"{where}.{field}[{index}].type"), producer
+        )
         self.values.append(value)
         self.visible.append(True)
         return value
@@ -240,8 +273,10 @@ class GraphDecoder:
         if type(ref) is int and 0 <= ref < len(self.values) and self.visible[ref]:
             return self.values[ref]
         need_int(ref, f"{where}.{field}[{index}]", 0)
-        raise damaged(f"{where}.{field}[{index}]",
-                      f"value id {ref} is not defined before this point (or not visible here)")
+        raise damaged(
+            f"{where}.{field}[{index}]",
+            f"value id {ref} is not defined before this point (or not visible here)",
+        )
 
     def schema(self, op, where: str):
         found = self.schemas.get(op) if type(op) is str else None
@@ -257,14 +292,21 @@ class GraphDecoder:
         self.node_count += 1
         if self.node_count > self.limits.max_nodes:
             raise damaged(where, f"more than {self.limits.max_nodes} nodes")
-        if not (type(obj) is dict and obj.keys() <= _NODE_FIELDS and "op" in obj
-                and "inputs" in obj and "outputs" in obj):
+        if not (
+            type(obj) is dict
+            and obj.keys() <= _NODE_FIELDS
+            and "op" in obj
+            and "inputs" in obj
+            and "outputs" in obj
+        ):
             need_dict(obj, where, ("op", "inputs", "outputs"), ("name", "attrs"))
         schema = self.schema(obj["op"], where)
         name = need_str(obj.get("name", ""), f"{where}.name", self.limits)
         lookup = self.lookup
-        inputs = [lookup(ref, where, "inputs", i)
-                  for i, ref in enumerate(need_list(obj["inputs"], f"{where}.inputs", self.limits))]
+        inputs = [
+            lookup(ref, where, "inputs", i)
+            for i, ref in enumerate(need_list(obj["inputs"], f"{where}.inputs", self.limits))
+        ]
         self._check_arity(schema, inputs, where)
         node = Node(schema.name, inputs, [], {}, name)
         for i, item in enumerate(need_list(obj.get("attrs", []), f"{where}.attrs", self.limits)):
@@ -276,26 +318,34 @@ class GraphDecoder:
         most = self.arity[schema.name][2]
         if most is not None and len(outputs) > most:
             raise damaged(where, f"op {schema.name} has at most {most} outputs, got {len(outputs)}")
-        node.outputs = [None if item is None else self.define(item, where, "outputs", i, graph, node)
-                        for i, item in enumerate(outputs)]
+        node.outputs = [
+            None if item is None else self.define(item, where, "outputs", i, graph, node)
+            for i, item in enumerate(outputs)
+        ]
         return node
 
     def _check_arity(self, schema, inputs: list, where: str) -> None:
         bounds = self.arity.get(schema.name)
         if bounds is None:
             variadic = any(o.endswith("*") for o in schema.outputs)
-            bounds = self.arity[schema.name] = (schema.min_inputs, schema.max_inputs,
-                                                None if variadic else len(schema.outputs))
+            bounds = self.arity[schema.name] = (
+                schema.min_inputs,
+                schema.max_inputs,
+                None if variadic else len(schema.outputs),
+            )
         low, high, _ = bounds
         count = len(inputs)
         if count < low or (high is not None and count > high):
-            raise damaged(where, f"op {schema.name} takes {low}..{high or 'any'} inputs, got {count}")
+            raise damaged(
+                where, f"op {schema.name} takes {low}..{high or 'any'} inputs, got {count}"
+            )
         if low and None in inputs[:low]:
             raise damaged(where, f"op {schema.name}: input {inputs.index(None)} is required")
 
-    def attribute(self, item, node_where: str, index: int, schema, node: Node,
-                  graph: Graph) -> None:
-        if type(item) is list and len(item) == 3 and type(item[0]) is str:   # the common case
+    def attribute(
+        self, item, node_where: str, index: int, schema, node: Node, graph: Graph
+    ) -> None:
+        if type(item) is list and len(item) == 3 and type(item[0]) is str:  # the common case
             key, kind, raw = item
             spec = schema.attr_map.get(key)
             if spec is not None and key not in node.attrs:
@@ -322,8 +372,11 @@ class GraphDecoder:
                 raise damaged(where, "an absent attribute has no value")
             node.attrs[key] = None
         elif kind not in ATTR_KINDS or kind != spec.kind:
-            raise damaged(f"{where}[1]", f"attribute {key!r} of {schema.name} is {spec.kind}, "
-                                         f"the file says {str(kind)[:20]!r}")
+            raise damaged(
+                f"{where}[1]",
+                f"attribute {key!r} of {schema.name} is {spec.kind}, "
+                f"the file says {str(kind)[:20]!r}",
+            )
         elif kind == "graph":
             node.attrs[key] = self.graph(raw, f"{where}[2]", graph)
         else:

@@ -34,16 +34,21 @@ from .tensors import TensorTable
 
 def program_document(program, table: TensorTable) -> dict:
     """The document of `program`; its tensors are added to `table`."""
-    doc = {"producer": f"graphkiln {__version__}", "graph": GraphEncoder(table).graph(program.graph),
-           "compiled": None}
+    doc = {
+        "producer": f"graphkiln {__version__}",
+        "graph": GraphEncoder(table).graph(program.graph),
+        "compiled": None,
+    }
     if program.is_compiled and program.compiled_graph is not None:
         encoder = GraphEncoder(table)
         doc["compiled"] = {
             "target": program.target.name,
             "options": _options(program.options),
             "graph": encoder.graph(program.compiled_graph),
-            "passes": [{"name": r.name, "ms": float_to_document(r.ms),
-                        "nodes_after": int(r.nodes_after)} for r in program.pass_records],
+            "passes": [
+                {"name": r.name, "ms": float_to_document(r.ms), "nodes_after": int(r.nodes_after)}
+                for r in program.pass_records
+            ],
             "compile_ms": float_to_document(program.compile_ms),
         }
         arch = getattr(program._executable, "arch", None)
@@ -73,8 +78,10 @@ def _options(options: dict) -> dict:
         if key in COMPILE_TIME_ONLY:
             continue
         if not isinstance(value, (bool, int, float, str)):
-            raise GraphError(f"cannot save compile option {key}={value!r}: only bool, int, "
-                             "float and str options are saved")
+            raise GraphError(
+                f"cannot save compile option {key}={value!r}: only bool, int, "
+                "float and str options are saved"
+            )
         out[str(key)] = float_to_document(value) if isinstance(value, float) else value
     return out
 
@@ -102,8 +109,12 @@ class GraphEncoder:
     def graph(self, graph: Graph) -> dict:
         inputs = [self.define(v) for v in graph.inputs]
         nodes = [self.node(n) for n in graph.nodes]
-        return {"name": graph.name, "inputs": inputs, "nodes": nodes,
-                "outputs": [self.reference(v, f"output of graph {graph.name}") for v in graph.outputs]}
+        return {
+            "name": graph.name,
+            "inputs": inputs,
+            "nodes": nodes,
+            "outputs": [self.reference(v, f"output of graph {graph.name}") for v in graph.outputs],
+        }
 
     def define(self, value: Value) -> dict:
         if value in self.ids:

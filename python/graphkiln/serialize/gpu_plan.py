@@ -28,8 +28,9 @@ def gpu_plan_document(executable) -> list | None:
     signatures = plan_shapes() if plan_shapes is not None else []
     if not signatures:
         return None
-    return [{"shapes": [[int(d) for d in shape] for shape in signature]}
-            for signature in signatures]
+    return [
+        {"shapes": [[int(d) for d in shape] for shape in signature]} for signature in signatures
+    ]
 
 
 def read_gpu_plans(obj, graph, limits) -> list[tuple]:

@@ -18,7 +18,7 @@ from .checks import damaged, need_int, need_list
 from .limits import FORMAT_VERSION, JSON_MAGIC, Limits, check_version, version_of
 from .tensors import Budget, decode_record, json_record
 
-ELIDE_ABOVE = 96   # base64 characters kept by `elide=True` (for printing)
+ELIDE_ABOVE = 96  # base64 characters kept by `elide=True` (for printing)
 
 
 def dumps(doc: dict, arrays: list, elide: bool = False) -> str:
@@ -66,14 +66,17 @@ def parse(data, limits: Limits) -> dict:
         text = bytes(data).decode("utf-8")
         doc = json.loads(text, parse_constant=_no_constants)
     except (RecursionError, ValueError, UnicodeDecodeError) as exc:
-        raise FormatError(f"damaged file: the JSON does not parse: {type(exc).__name__}: "
-                          f"{str(exc)[:200]}") from None
+        raise FormatError(
+            f"damaged file: the JSON does not parse: {type(exc).__name__}: {str(exc)[:200]}"
+        ) from None
     if not isinstance(doc, dict) or doc.get("magic") != JSON_MAGIC:
         raise FormatError('not a graphkiln saved program: no top-level "magic": "graphkiln"')
     version = need_int(doc.get("format_version"), "format_version")
     if version > FORMAT_VERSION:
-        raise FormatError(f"format version {version} is newer than this build of graphkiln reads "
-                          f"(up to {FORMAT_VERSION}): upgrade graphkiln to load it")
+        raise FormatError(
+            f"format version {version} is newer than this build of graphkiln reads "
+            f"(up to {FORMAT_VERSION}): upgrade graphkiln to load it"
+        )
     if version < 1:
         raise damaged("format_version", f"version {version} does not exist")
     return doc
@@ -85,6 +88,8 @@ def read(data, limits: Limits) -> tuple[dict, list]:
         raise damaged("document", "missing field 'tensors'")
     check_version(doc, doc["format_version"])
     budget = Budget(limits)
-    tensors = [decode_record(record, f"tensors[{i}]", limits, budget)
-               for i, record in enumerate(need_list(doc["tensors"], "tensors", limits))]
+    tensors = [
+        decode_record(record, f"tensors[{i}]", limits, budget)
+        for i, record in enumerate(need_list(doc["tensors"], "tensors", limits))
+    ]
     return doc, tensors

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FORMAT_VERSION = 4                 # the newest version this build writes and reads
+FORMAT_VERSION = 4  # the newest version this build writes and reads
 # version 2 added a compiled cpu program's saved plan ("cpu_plan"); version 3 its saved
 # specializations for dynamic input shapes ("cpu_plan.plans"); version 4 a compiled gpu
 # program's plan shapes ("gpu_plans"). A file is written as the oldest version that has
@@ -31,27 +31,29 @@ def check_version(doc: dict, declared: int) -> None:
 
     needed = version_of(doc)
     if needed > declared:
-        raise damaged("format_version", f"the file declares version {declared} but holds "
-                                        f"fields of version {needed}")
+        raise damaged(
+            "format_version",
+            f"the file declares version {declared} but holds fields of version {needed}",
+        )
 
 
-MSGPACK_MAGIC = b"GKILN" + b"M"    # "M": the MessagePack container
-JSON_MAGIC = "graphkiln"           # value of the "magic" key of a JSON file
-DATA_ALIGNMENT = 64                # tensor bytes start at multiples of this in the data section
+MSGPACK_MAGIC = b"GKILN" + b"M"  # "M": the MessagePack container
+JSON_MAGIC = "graphkiln"  # value of the "magic" key of a JSON file
+DATA_ALIGNMENT = 64  # tensor bytes start at multiples of this in the data section
 
 
 @dataclass(frozen=True)
 class Limits:
     """Upper bounds checked while loading; a file over any of them raises FormatError."""
 
-    max_total_bytes: int = 64 << 30        # sum of all tensors' declared bytes
-    max_document_bytes: int = 1 << 30      # the structure (msgpack document or JSON text)
-    max_string_bytes: int = 16 << 20       # one name, string attribute or string element
-    max_list_length: int = 1 << 26         # one list (nodes, inputs, dims, strings, ...)
-    max_rank: int = 64                     # dims of one tensor type or tensor
-    max_dim: int = 1 << 48                 # one dimension
-    max_depth: int = 64                    # nested subgraphs, nested sequence/optional types
-    max_nodes: int = 1 << 24               # nodes of all graphs together
+    max_total_bytes: int = 64 << 30  # sum of all tensors' declared bytes
+    max_document_bytes: int = 1 << 30  # the structure (msgpack document or JSON text)
+    max_string_bytes: int = 16 << 20  # one name, string attribute or string element
+    max_list_length: int = 1 << 26  # one list (nodes, inputs, dims, strings, ...)
+    max_rank: int = 64  # dims of one tensor type or tensor
+    max_dim: int = 1 << 48  # one dimension
+    max_depth: int = 64  # nested subgraphs, nested sequence/optional types
+    max_nodes: int = 1 << 24  # nodes of all graphs together
 
 
 DEFAULT_LIMITS = Limits()

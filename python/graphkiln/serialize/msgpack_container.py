@@ -44,20 +44,32 @@ def pack(doc: dict, arrays: list) -> list:
     for array in arrays:
         dtype, array = normalized(array)
         if dtype.value == "str":
-            records.append({"dtype": "str", "shape": list(array.shape),
-                            "strings": string_elements(array, for_json=False)})
+            records.append(
+                {
+                    "dtype": "str",
+                    "shape": list(array.shape),
+                    "strings": string_elements(array, for_json=False),
+                }
+            )
             continue
         padding = _align(size) - size
         if padding:
             data_chunks.append(bytes(padding))
             size += padding
-        records.append({"dtype": dtype.value, "shape": list(array.shape), "offset": size,
-                        "nbytes": array.nbytes})
+        records.append(
+            {
+                "dtype": dtype.value,
+                "shape": list(array.shape),
+                "offset": size,
+                "nbytes": array.nbytes,
+            }
+        )
         if array.nbytes:
             data_chunks.append(_byte_view(array))
             size += array.nbytes
-    document = msgpack.packb({**doc, "tensors": records}, use_bin_type=True,
-                             unicode_errors="surrogatepass")
+    document = msgpack.packb(
+        {**doc, "tensors": records}, use_bin_type=True, unicode_errors="surrogatepass"
+    )
     return seal(document, data_chunks, version_of(doc))
 
 
@@ -69,7 +81,8 @@ def seal(document: bytes, data_chunks: list, version: int = FORMAT_VERSION) -> l
         data_length += len(chunk)
     data_offset = _align(HEADER_SIZE + len(document))
     header = PREFIX.pack(MSGPACK_MAGIC, version) + LAYOUT.pack(
-        len(document), zlib.crc32(document), data_offset, data_length, data_crc)
+        len(document), zlib.crc32(document), data_offset, data_length, data_crc
+    )
     gap = bytes(data_offset - HEADER_SIZE - len(document))
     return [header, document, gap, *data_chunks]
 
@@ -81,11 +94,14 @@ def split(buffer) -> tuple[memoryview, memoryview]:
         raise FormatError(f"damaged file: truncated: {len(view)} bytes, shorter than the header")
     magic, version = PREFIX.unpack_from(view)
     if magic != MSGPACK_MAGIC:
-        raise FormatError(f"not a graphkiln saved program: magic {bytes(magic)!r}, "
-                          f"expected {MSGPACK_MAGIC!r}")
+        raise FormatError(
+            f"not a graphkiln saved program: magic {bytes(magic)!r}, expected {MSGPACK_MAGIC!r}"
+        )
     if version > FORMAT_VERSION:
-        raise FormatError(f"format version {version} is newer than this build of graphkiln reads "
-                          f"(up to {FORMAT_VERSION}): upgrade graphkiln to load it")
+        raise FormatError(
+            f"format version {version} is newer than this build of graphkiln reads "
+            f"(up to {FORMAT_VERSION}): upgrade graphkiln to load it"
+        )
     if version < 1:
         raise FormatError(f"damaged file: format version {version} does not exist")
     if len(view) < HEADER_SIZE:
@@ -93,11 +109,15 @@ def split(buffer) -> tuple[memoryview, memoryview]:
     doc_length, doc_crc, data_offset, data_length, data_crc = LAYOUT.unpack_from(view, PREFIX.size)
     doc_end = HEADER_SIZE + doc_length
     if doc_end > len(view) or data_offset < doc_end or data_offset % DATA_ALIGNMENT:
-        raise FormatError(f"damaged file: header declares a {doc_length}-byte document and data at "
-                          f"{data_offset}, the file has {len(view)} bytes (truncated?)")
+        raise FormatError(
+            f"damaged file: header declares a {doc_length}-byte document and data at "
+            f"{data_offset}, the file has {len(view)} bytes (truncated?)"
+        )
     if data_offset + data_length != len(view):
-        raise FormatError(f"damaged file: header declares {data_offset + data_length} bytes, the "
-                          f"file has {len(view)} (truncated or extended)")
+        raise FormatError(
+            f"damaged file: header declares {data_offset + data_length} bytes, the "
+            f"file has {len(view)} (truncated or extended)"
+        )
     if any(view[doc_end:data_offset]):
         raise FormatError("damaged file: the padding after the document is not zero")
     document = view[HEADER_SIZE:doc_end]
@@ -110,15 +130,22 @@ def unpack_document(document, limits: Limits):
     if len(document) > limits.max_document_bytes:
         raise FormatError(f"damaged file: document of {len(document)} bytes is over the limit")
     try:
-        return msgpack.unpackb(document, raw=False, strict_map_key=True, use_list=True,
-                               unicode_errors="surrogatepass",
-                               max_str_len=limits.max_string_bytes,
-                               max_bin_len=limits.max_string_bytes,
-                               max_array_len=limits.max_list_length,
-                               max_map_len=limits.max_list_length, max_ext_len=0)
+        return msgpack.unpackb(
+            document,
+            raw=False,
+            strict_map_key=True,
+            use_list=True,
+            unicode_errors="surrogatepass",
+            max_str_len=limits.max_string_bytes,
+            max_bin_len=limits.max_string_bytes,
+            max_array_len=limits.max_list_length,
+            max_map_len=limits.max_list_length,
+            max_ext_len=0,
+        )
     except Exception as exc:  # noqa: BLE001 - msgpack raises many kinds, all meaning damage
-        raise FormatError(f"damaged file: the msgpack document does not decode: "
-                          f"{type(exc).__name__}: {exc}") from None
+        raise FormatError(
+            f"damaged file: the msgpack document does not decode: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def read(buffer, limits: Limits, verify_data: bool) -> tuple[dict, list]:
@@ -130,6 +157,8 @@ def read(buffer, limits: Limits, verify_data: bool) -> tuple[dict, list]:
     need_dict(doc, "document", ("graph", "compiled", "tensors"), ("producer",))
     check_version(doc, PREFIX.unpack_from(memoryview(buffer))[1])
     budget = Budget(limits)
-    tensors = [decode_record(record, f"tensors[{i}]", limits, budget, data, len(data))
-               for i, record in enumerate(need_list(doc["tensors"], "tensors", limits))]
+    tensors = [
+        decode_record(record, f"tensors[{i}]", limits, budget, data, len(data))
+        for i, record in enumerate(need_list(doc["tensors"], "tensors", limits))
+    ]
     return doc, tensors

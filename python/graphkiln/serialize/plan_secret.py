@@ -37,7 +37,7 @@ def plan_secret() -> bytes | None:
 
 def _read_or_make(path: str) -> bytes | None:
     try:
-        if not os.path.exists(path):   # written whole, then linked: no reader sees it half made
+        if not os.path.exists(path):  # written whole, then linked: no reader sees it half made
             os.makedirs(os.path.dirname(path), exist_ok=True)
             temporary = f"{path}.tmp{os.getpid()}"
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -46,7 +46,7 @@ def _read_or_make(path: str) -> bytes | None:
                     f.write(os.urandom(SECRET_BYTES))
                 try:
                     os.link(temporary, path)
-                except FileExistsError:   # another process made it first: use theirs
+                except FileExistsError:  # another process made it first: use theirs
                     pass
             finally:
                 os.remove(temporary)

@@ -19,11 +19,17 @@ from ..ir import DType
 from .checks import damaged, need_dict, need_int, need_list, need_str
 from .limits import DATA_ALIGNMENT, Limits
 
-SMALL_TENSOR = 64   # JSON writes tensors of at most this many exact elements as lists
+SMALL_TENSOR = 64  # JSON writes tensors of at most this many exact elements as lists
 _LIST_FLOATS = (DType.f16, DType.bf16, DType.f32, DType.f64)
 # element types stored one per byte that use only its low bits (the largest valid byte)
-_LARGEST_BYTE = {DType.bool: 1, DType.u4: 15, DType.i4: 15, DType.f4e2m1: 15, DType.u2: 3,
-                 DType.i2: 3}
+_LARGEST_BYTE = {
+    DType.bool: 1,
+    DType.u4: 15,
+    DType.i4: 15,
+    DType.f4e2m1: 15,
+    DType.u2: 3,
+    DType.i2: 3,
+}
 
 
 class TensorTable:
@@ -94,8 +100,11 @@ class Budget:
     def take(self, nbytes: int, where: str) -> None:
         self.used += nbytes
         if self.used > self.limits.max_total_bytes:
-            raise damaged(where, f"tensors declare {self.used} bytes in all, over the limit "
-                                 f"of {self.limits.max_total_bytes} (Limits.max_total_bytes)")
+            raise damaged(
+                where,
+                f"tensors declare {self.used} bytes in all, over the limit "
+                f"of {self.limits.max_total_bytes} (Limits.max_total_bytes)",
+            )
 
 
 def read_dtype(obj, where: str) -> DType:
@@ -129,16 +138,32 @@ def _quick_record(record, limits: Limits, budget: Budget, data, data_length: int
     messages; None where anything is off (decode_record then says what)."""
     if type(record) is not dict or record.keys() != _MSGPACK_RECORD:
         return None
-    name, shape, offset, nbytes = record["dtype"], record["shape"], record["offset"], record["nbytes"]
+    name, shape, offset, nbytes = (
+        record["dtype"],
+        record["shape"],
+        record["offset"],
+        record["nbytes"],
+    )
     dtype = _DTYPES.get(name) if type(name) is str else None
-    if (dtype is None or dtype in _LARGEST_BYTE or type(shape) is not list
-            or len(shape) > limits.max_rank or not set(map(type, shape)) <= _INT
-            or (shape and (min(shape) < 0 or max(shape) > limits.max_dim))
-            or type(offset) is not int or type(nbytes) is not int):
+    if (
+        dtype is None
+        or dtype in _LARGEST_BYTE
+        or type(shape) is not list
+        or len(shape) > limits.max_rank
+        or not set(map(type, shape)) <= _INT
+        or (shape and (min(shape) < 0 or max(shape) > limits.max_dim))
+        or type(offset) is not int
+        or type(nbytes) is not int
+    ):
         return None
     count = math.prod(shape)
-    if (count * dtype.itemsize != nbytes or offset < 0 or offset % DATA_ALIGNMENT
-            or offset + nbytes > data_length or budget.used + nbytes > limits.max_total_bytes):
+    if (
+        count * dtype.itemsize != nbytes
+        or offset < 0
+        or offset % DATA_ALIGNMENT
+        or offset + nbytes > data_length
+        or budget.used + nbytes > limits.max_total_bytes
+    ):
         return None
     budget.used += nbytes
     flat = np.frombuffer(data, dtype.numpy, count, offset) if count else np.empty(0, dtype.numpy)
@@ -148,15 +173,18 @@ def _quick_record(record, limits: Limits, budget: Budget, data, data_length: int
 _DTYPES = {d.value: d for d in DType if d is not DType.str}
 
 
-def decode_record(record, where: str, limits: Limits, budget: Budget, data=None,
-                  data_length: int = 0) -> np.ndarray:
+def decode_record(
+    record, where: str, limits: Limits, budget: Budget, data=None, data_length: int = 0
+) -> np.ndarray:
     """One tensor record as an array. `data` is the msgpack data section (bytes, mmap)
     from which arrays are made without copying; None for JSON."""
     if data is not None:
         quick = _quick_record(record, limits, budget, data, data_length)
         if quick is not None:
             return quick
-    need_dict(record, where, ("dtype", "shape"), ("offset", "nbytes", "base64", "values", "strings"))
+    need_dict(
+        record, where, ("dtype", "shape"), ("offset", "nbytes", "base64", "values", "strings")
+    )
     dtype = read_dtype(record["dtype"], f"{where}.dtype")
     shape, count = read_shape(record["shape"], f"{where}.shape", limits)
     storage = [k for k in ("offset", "base64", "values", "strings") if k in record]
@@ -172,13 +200,19 @@ def decode_record(record, where: str, limits: Limits, budget: Budget, data=None,
         offset = need_int(record["offset"], f"{where}.offset", 0, data_length)
         declared = need_int(record["nbytes"], f"{where}.nbytes", 0, data_length)
         if declared != nbytes:
-            raise damaged(where, f"{declared} bytes for shape {list(shape)} of {dtype.value} "
-                                 f"({nbytes} expected)")
+            raise damaged(
+                where,
+                f"{declared} bytes for shape {list(shape)} of {dtype.value} ({nbytes} expected)",
+            )
         if offset % DATA_ALIGNMENT or offset + nbytes > data_length:
-            raise damaged(where, f"bytes [{offset}, {offset + nbytes}) are not an aligned part "
-                                 f"of the {data_length}-byte data section")
-        flat = np.frombuffer(data, dtype.numpy, count, offset) if count else \
-            np.empty(0, dtype.numpy)
+            raise damaged(
+                where,
+                f"bytes [{offset}, {offset + nbytes}) are not an aligned part "
+                f"of the {data_length}-byte data section",
+            )
+        flat = (
+            np.frombuffer(data, dtype.numpy, count, offset) if count else np.empty(0, dtype.numpy)
+        )
     elif "nbytes" in record:
         raise damaged(where, "nbytes without offset")
     elif "base64" in record:
@@ -197,8 +231,11 @@ def _strings(record, dtype, shape, count, where, limits, budget) -> np.ndarray:
     out = np.empty(count, dtype=object)
     for i, item in enumerate(items):
         if isinstance(item, dict):
-            text = need_str(need_dict(item, f"{where}.strings[{i}]", ("bytes",))["bytes"],
-                            f"{where}.strings[{i}]", limits)
+            text = need_str(
+                need_dict(item, f"{where}.strings[{i}]", ("bytes",))["bytes"],
+                f"{where}.strings[{i}]",
+                limits,
+            )
             try:
                 item = base64.b64decode(text, validate=True)
             except (binascii.Error, ValueError):
@@ -215,8 +252,11 @@ def _strings(record, dtype, shape, count, where, limits, budget) -> np.ndarray:
 def _from_base64(text, dtype, count, nbytes, where, limits) -> np.ndarray:
     need_str(text, f"{where}.base64", Limits(max_string_bytes=limits.max_total_bytes * 2))
     if len(text) != 4 * ((nbytes + 2) // 3):
-        raise damaged(where, f"{len(text)} base64 characters cannot hold the {nbytes} bytes "
-                             f"of shape {count} x {dtype.value}")
+        raise damaged(
+            where,
+            f"{len(text)} base64 characters cannot hold the {nbytes} bytes "
+            f"of shape {count} x {dtype.value}",
+        )
     try:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
@@ -245,7 +285,7 @@ def _from_values(items, dtype, count, where, limits) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):
             narrow = wide.astype(dtype.numpy)
             exact = np.array_equal(narrow.astype(np.float64), wide, equal_nan=True)
-        if not exact:   # the writer only lists values the dtype holds exactly
+        if not exact:  # the writer only lists values the dtype holds exactly
             raise damaged(where, f"values are not exactly representable as {dtype.value}")
         return narrow
     raise damaged(where, f"dtype {dtype.value} cannot be written as a list")

@@ -18,8 +18,14 @@ import contextlib
 import json
 import time
 
-from .codec import (ProtocolError, decode_inputs, encode_response, read_body, requested_outputs,
-                    split_binary)
+from .codec import (
+    ProtocolError,
+    decode_inputs,
+    encode_response,
+    read_body,
+    requested_outputs,
+    split_binary,
+)
 
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 EXTENSIONS = ["binary_tensor_data", "model_repository", "metrics"]
@@ -28,8 +34,7 @@ EXTENSIONS = ["binary_tensor_data", "model_repository", "metrics"]
 def _json(payload: dict, status: int = 200):
     from starlette.responses import Response
 
-    return Response(json.dumps(payload).encode(), status_code=status,
-                    media_type="application/json")
+    return Response(json.dumps(payload).encode(), status_code=status, media_type="application/json")
 
 
 def _error(status: int, message: str):
@@ -41,20 +46,31 @@ async def _read_limited(request, limit: int) -> bytes:
     Content-Length header claims)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ProtocolError(413, f"the request body is {declared} bytes; this server accepts "
-                                 f"at most {limit} (--max-body-mb)")
+        raise ProtocolError(
+            413,
+            f"the request body is {declared} bytes; this server accepts "
+            f"at most {limit} (--max-body-mb)",
+        )
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise ProtocolError(413, f"the request body is over {limit} bytes, the most this "
-                                     "server accepts (--max-body-mb)")
+            raise ProtocolError(
+                413,
+                f"the request body is over {limit} bytes, the most this "
+                "server accepts (--max-body-mb)",
+            )
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-def create_app(backend, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-               server_name: str = "graphkiln", manage_backend: bool = True):
+def create_app(
+    backend,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    server_name: str = "graphkiln",
+    manage_backend: bool = True,
+):
     """The ASGI app over `backend`. `manage_backend`: start the backend when the app starts
     and stop it (draining queued requests) when the app shuts down."""
     from starlette.applications import Starlette
@@ -69,12 +85,14 @@ def create_app(backend, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         name = request.path_params["name"]
         model = backend.models.get(name)
         if model is None:
-            raise ProtocolError(404, f"unknown model {name!r}; this server has "
-                                     f"{sorted(backend.models)}")
+            raise ProtocolError(
+                404, f"unknown model {name!r}; this server has {sorted(backend.models)}"
+            )
         version = request.path_params.get("version")
         if version is not None and version != model.version:
-            raise ProtocolError(404, f"model {name!r} has no version {version!r} (versions: "
-                                     f"[{model.version!r}])")
+            raise ProtocolError(
+                404, f"model {name!r} has no version {version!r} (versions: [{model.version!r}])"
+            )
         return model
 
     async def server_metadata(request):
@@ -103,21 +121,47 @@ def create_app(backend, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         def dims(spec):
             return spec.metadata()["shape"][cut:]
 
-        return _json({"name": model.name, "platform": model.platform, "backend": "graphkiln",
-                      "max_batch_size": getattr(backend, "max_batch", 1) if batching else 0,
-                      "input": [{"name": s.name, "data_type": f"TYPE_{s.datatype}".replace(
-                          "TYPE_BYTES", "TYPE_STRING"), "dims": dims(s)} for s in model.inputs],
-                      "output": [{"name": s.name, "data_type": f"TYPE_{s.datatype}".replace(
-                          "TYPE_BYTES", "TYPE_STRING"), "dims": dims(s)} for s in model.outputs]})
+        return _json(
+            {
+                "name": model.name,
+                "platform": model.platform,
+                "backend": "graphkiln",
+                "max_batch_size": getattr(backend, "max_batch", 1) if batching else 0,
+                "input": [
+                    {
+                        "name": s.name,
+                        "data_type": f"TYPE_{s.datatype}".replace("TYPE_BYTES", "TYPE_STRING"),
+                        "dims": dims(s),
+                    }
+                    for s in model.inputs
+                ],
+                "output": [
+                    {
+                        "name": s.name,
+                        "data_type": f"TYPE_{s.datatype}".replace("TYPE_BYTES", "TYPE_STRING"),
+                        "dims": dims(s),
+                    }
+                    for s in model.outputs
+                ],
+            }
+        )
 
     async def repository_index(request):
-        return _json([{"name": m.name, "version": m.version,
-                       "state": "READY" if backend.model_ready(m.name) else "UNAVAILABLE"}
-                      for m in backend.models.values()])
+        return _json(
+            [
+                {
+                    "name": m.name,
+                    "version": m.version,
+                    "state": "READY" if backend.model_ready(m.name) else "UNAVAILABLE",
+                }
+                for m in backend.models.values()
+            ]
+        )
 
     async def metrics(request):
-        return PlainTextResponse(backend.metrics.render(),
-                                 media_type="text/plain; version=0.0.4; charset=utf-8")
+        return PlainTextResponse(
+            backend.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
+        )
 
     async def infer(request):
         start = time.perf_counter()
@@ -138,14 +182,16 @@ def create_app(backend, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             except ProtocolError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the model failed on this request only
-                raise ProtocolError(500, f"model {model.name!r} failed on this request: "
-                                         f"{type(exc).__name__}: {exc}") from None
+                raise ProtocolError(
+                    500, f"model {model.name!r} failed on this request: {type(exc).__name__}: {exc}"
+                ) from None
             by_name = dict(zip(model.output_names, results))
             header = {"model_name": model.name, "model_version": model.version}
             if isinstance(req.get("id"), str):
                 header["id"] = req["id"]
             content, headers = encode_response(
-                header, [(name, by_name[name], binary_out) for name, binary_out in wanted])
+                header, [(name, by_name[name], binary_out) for name, binary_out in wanted]
+            )
             status = 200
             return Response(content, headers=headers)
         except ProtocolError as exc:
@@ -179,22 +225,41 @@ def create_app(backend, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                 await asyncio.to_thread(backend.stop)
 
     model_paths = ["/v2/models/{name}", "/v2/models/{name}/versions/{version}"]
-    routes = [Route("/v2", server_metadata), Route("/v2/health/live", live),
-              Route("/v2/health/ready", ready),
-              Route("/v2/repository/index", repository_index, methods=["POST", "GET"]),
-              Route("/metrics", metrics)]
+    routes = [
+        Route("/v2", server_metadata),
+        Route("/v2/health/live", live),
+        Route("/v2/health/ready", ready),
+        Route("/v2/repository/index", repository_index, methods=["POST", "GET"]),
+        Route("/metrics", metrics),
+    ]
     for base in model_paths:
-        routes += [Route(base, model_metadata), Route(base + "/ready", model_ready),
-                   Route(base + "/config", model_config),
-                   Route(base + "/infer", infer, methods=["POST"])]
-    return Starlette(routes=routes, lifespan=lifespan,
-                     exception_handlers={ProtocolError: on_protocol_error,
-                                         HTTPException: on_http_error, Exception: on_crash})
+        routes += [
+            Route(base, model_metadata),
+            Route(base + "/ready", model_ready),
+            Route(base + "/config", model_config),
+            Route(base + "/infer", infer, methods=["POST"]),
+        ]
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={
+            ProtocolError: on_protocol_error,
+            HTTPException: on_http_error,
+            Exception: on_crash,
+        },
+    )
 
 
-def serve(backend, *, host: str = "127.0.0.1", port: int = 8000,
-          max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, graceful_timeout_s: float = 30.0,
-          log_level: str = "warning", on_listening=None) -> None:
+def serve(
+    backend,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    graceful_timeout_s: float = 30.0,
+    log_level: str = "warning",
+    on_listening=None,
+) -> None:
     """Run the app on uvicorn until SIGINT / SIGTERM; then stop taking connections, finish
     the requests in flight (up to `graceful_timeout_s`), drain the backend and return.
     `on_listening(host, port)` is called once the socket listens (port 0: a free one)."""
@@ -214,8 +279,13 @@ def serve(backend, *, host: str = "127.0.0.1", port: int = 8000,
     sock.listen(2048)
     bound = sock.getsockname()[1]
     app = create_app(backend, max_body_bytes=max_body_bytes)
-    config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=graceful_timeout_s,
-                            access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        timeout_graceful_shutdown=graceful_timeout_s,
+        access_log=False,
+        lifespan="on",
+    )
     server = uvicorn.Server(config)
     if on_listening is not None:
         on_listening(host, bound)
@@ -223,8 +293,9 @@ def serve(backend, *, host: str = "127.0.0.1", port: int = 8000,
     # handlers in place that ends the call, not the process (a drained stop exits 0)
     previous = {}
     if threading.current_thread() is threading.main_thread():
-        previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT,
-                                                                         signal.SIGTERM)}
+        previous = {
+            sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
     try:
         server.run(sockets=[sock])
     finally:

@@ -28,8 +28,7 @@ def batch_key(model: ServedModel, feeds: dict) -> tuple:
     """What two requests must share to be batched: each input's dtype and shape, without
     dim 0 when the model batches."""
     cut = 1 if model.batch_symbol is not None else 0
-    return tuple((s.name, feeds[s.name].dtype.str, feeds[s.name].shape[cut:])
-                 for s in model.inputs)
+    return tuple((s.name, feeds[s.name].dtype.str, feeds[s.name].shape[cut:]) for s in model.inputs)
 
 
 def batch_rows(model: ServedModel, feeds: dict) -> int:
@@ -71,8 +70,7 @@ def run_batch(model: ServedModel, batch: list[dict]) -> list:
     rows = [batch_rows(model, f) for f in batch]
     total = sum(rows)
     try:
-        joined = {s.name: np.concatenate([f[s.name] for f in batch], axis=0)
-                  for s in model.inputs}
+        joined = {s.name: np.concatenate([f[s.name] for f in batch], axis=0) for s in model.inputs}
         outputs = _run_one(model, joined)
         if any(o.ndim == 0 or o.shape[0] != total for o in outputs):
             raise ValueError("an output's dim 0 is not the batch")
@@ -88,8 +86,15 @@ class DynamicBatcher:
     concurrent.futures.Future of the outputs; `close()` stops taking requests, runs those
     already queued, then stops the workers."""
 
-    def __init__(self, model: ServedModel, *, max_batch: int = 8, max_delay_s: float = 0.002,
-                 instances: int = 1, metrics=None):
+    def __init__(
+        self,
+        model: ServedModel,
+        *,
+        max_batch: int = 8,
+        max_delay_s: float = 0.002,
+        instances: int = 1,
+        metrics=None,
+    ):
         if max_batch < 1 or instances < 1 or max_delay_s < 0:
             raise ValueError("max_batch and instances must be >= 1, max_delay_s >= 0")
         self.model = model
@@ -101,9 +106,12 @@ class DynamicBatcher:
         self._forming = False
         self._closing = False
         self._in_flight = 0
-        self._threads = [threading.Thread(target=self._work, daemon=True,
-                                          name=f"graphkiln-serve-{model.name}-{i}")
-                         for i in range(instances)]
+        self._threads = [
+            threading.Thread(
+                target=self._work, daemon=True, name=f"graphkiln-serve-{model.name}-{i}"
+            )
+            for i in range(instances)
+        ]
         for t in self._threads:
             t.start()
 
@@ -174,8 +182,12 @@ class DynamicBatcher:
                 results = [exc] * len(batch)
             elapsed = time.perf_counter() - start
             if self.metrics is not None:
-                self.metrics.observe_batch(self.model.name, sum(r.rows for r in batch),
-                                           elapsed, [start - r.enqueued for r in batch])
+                self.metrics.observe_batch(
+                    self.model.name,
+                    sum(r.rows for r in batch),
+                    elapsed,
+                    [start - r.enqueued for r in batch],
+                )
             for r, result in zip(batch, results):
                 if isinstance(result, BaseException):
                     r.future.set_exception(result)

@@ -41,7 +41,8 @@ _BY_NUMPY = {dtype: name for name, dtype in DATATYPES.items()}
 
 
 class ProtocolError(GraphkilnError):
-    """A request the server refuses (a GraphkilnError, like every error graphkiln raises): `status` is the HTTP status (4xx for the client's
+    """A request the server refuses (a GraphkilnError, like every error graphkiln raises):
+    `status` is the HTTP status (4xx for the client's
     mistakes), the message says what was wrong; answered as {"error": message}."""
 
     def __init__(self, status: int, message: str):
@@ -63,22 +64,29 @@ def read_body(body: bytes, content_encoding: str | None, limit: int) -> bytes:
     """The request body, inflated where it came gzip- or deflate-encoded (as tritonclient
     may send it), refused (413) when it, or what it inflates to, exceeds `limit` bytes."""
     if len(body) > limit:
-        raise ProtocolError(413, f"the request body is {len(body)} bytes; this server "
-                                 f"accepts at most {limit} (--max-body-mb)")
+        raise ProtocolError(
+            413,
+            f"the request body is {len(body)} bytes; this server "
+            f"accepts at most {limit} (--max-body-mb)",
+        )
     encoding = (content_encoding or "identity").strip().lower()
     if encoding == "identity":
         return body
     if encoding not in ("gzip", "deflate"):
-        raise ProtocolError(415, f"Content-Encoding {content_encoding!r} is not supported "
-                                 "(gzip, deflate or none)")
+        raise ProtocolError(
+            415, f"Content-Encoding {content_encoding!r} is not supported (gzip, deflate or none)"
+        )
     inflater = zlib.decompressobj(wbits=31 if encoding == "gzip" else 15)
     try:
         out = inflater.decompress(body, limit + 1)
     except zlib.error as exc:
         raise ProtocolError(400, f"the {encoding} request body does not inflate: {exc}") from None
     if len(out) > limit or inflater.unconsumed_tail:
-        raise ProtocolError(413, f"the {encoding} request body inflates to more than {limit} "
-                                 "bytes, the most this server accepts (--max-body-mb)")
+        raise ProtocolError(
+            413,
+            f"the {encoding} request body inflates to more than {limit} "
+            "bytes, the most this server accepts (--max-body-mb)",
+        )
     return out
 
 
@@ -93,9 +101,12 @@ def split_binary(body: bytes, header_length: str | None) -> tuple[dict, memoryvi
         except ValueError:
             n = -1
         if not 0 <= n <= len(body):
-            raise ProtocolError(400, f"Inference-Header-Content-Length is {header_length!r}; "
-                                     f"expected an integer from 0 to the body's {len(body)} "
-                                     "bytes")
+            raise ProtocolError(
+                400,
+                f"Inference-Header-Content-Length is {header_length!r}; "
+                f"expected an integer from 0 to the body's {len(body)} "
+                "bytes",
+            )
         view = memoryview(body)
         head, rest = view[:n].tobytes(), view[n:]
     try:
@@ -103,16 +114,21 @@ def split_binary(body: bytes, header_length: str | None) -> tuple[dict, memoryvi
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ProtocolError(400, f"malformed JSON in the request: {exc}") from None
     if not isinstance(request, dict):
-        raise ProtocolError(400, "the request must be a JSON object with an \"inputs\" list, "
-                                 f"got a JSON {type(request).__name__}")
+        raise ProtocolError(
+            400,
+            'the request must be a JSON object with an "inputs" list, '
+            f"got a JSON {type(request).__name__}",
+        )
     return request, rest
 
 
 def _shape_of(name: str, spec) -> list[int]:
     if not isinstance(spec, list) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in spec):
-        raise ProtocolError(400, f"input {name!r}: \"shape\" must be a list of integers >= 0, "
-                                 f"got {spec!r}")
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in spec
+    ):
+        raise ProtocolError(
+            400, f'input {name!r}: "shape" must be a list of integers >= 0, got {spec!r}'
+        )
     return spec
 
 
@@ -122,22 +138,30 @@ def _from_binary(name: str, datatype: str, shape: list[int], raw: memoryview) ->
         items, at = [], 0
         while at < len(raw):
             if at + 4 > len(raw):
-                raise ProtocolError(400, f"input {name!r}: BYTES data ends inside an "
-                                         "element's 4-byte length")
-            size = int.from_bytes(raw[at:at + 4], "little")
+                raise ProtocolError(
+                    400, f"input {name!r}: BYTES data ends inside an element's 4-byte length"
+                )
+            size = int.from_bytes(raw[at : at + 4], "little")
             if at + 4 + size > len(raw):
-                raise ProtocolError(400, f"input {name!r}: a BYTES element of {size} bytes "
-                                         "runs past binary_data_size")
-            items.append(bytes(raw[at + 4:at + 4 + size]).decode("utf-8", "replace"))
+                raise ProtocolError(
+                    400,
+                    f"input {name!r}: a BYTES element of {size} bytes runs past binary_data_size",
+                )
+            items.append(bytes(raw[at + 4 : at + 4 + size]).decode("utf-8", "replace"))
             at += 4 + size
         if len(items) != count:
-            raise ProtocolError(400, f"input {name!r}: {len(items)} BYTES elements for shape "
-                                     f"{shape} ({count} elements)")
+            raise ProtocolError(
+                400,
+                f"input {name!r}: {len(items)} BYTES elements for shape {shape} ({count} elements)",
+            )
         return np.array(items, dtype=object).reshape(shape)
     dtype = DATATYPES[datatype]
     if len(raw) != count * dtype.itemsize:
-        raise ProtocolError(400, f"input {name!r}: binary_data_size is {len(raw)} bytes; shape "
-                                 f"{shape} of {datatype} needs {count * dtype.itemsize}")
+        raise ProtocolError(
+            400,
+            f"input {name!r}: binary_data_size is {len(raw)} bytes; shape "
+            f"{shape} of {datatype} needs {count * dtype.itemsize}",
+        )
     # a copy: the array outlives the request body and must be writable
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
 
@@ -153,23 +177,31 @@ def _from_json(name: str, datatype: str, shape: list[int], data) -> np.ndarray:
         try:
             values = np.asarray(data)
         except ValueError as exc:  # ragged nested lists
-            raise ProtocolError(400, f"input {name!r}: \"data\" is not a rectangular list of "
-                                     f"numbers ({exc})") from None
+            raise ProtocolError(
+                400, f'input {name!r}: "data" is not a rectangular list of numbers ({exc})'
+            ) from None
         kind = values.dtype.kind if values.size else dtype.kind
         allowed = {"b": "b", "i": "iu", "u": "iu", "f": "iuf", "V": "iuf"}[dtype.kind]
         if kind not in allowed:
             what = {"b": "booleans", "i": "integers", "u": "integers"}.get(dtype.kind, "numbers")
-            raise ProtocolError(400, f"input {name!r}: {datatype} data must be {what}, got "
-                                     f"{values.dtype.name if kind != 'O' else 'mixed'} values")
+            raise ProtocolError(
+                400,
+                f"input {name!r}: {datatype} data must be {what}, got "
+                f"{values.dtype.name if kind != 'O' else 'mixed'} values",
+            )
         if dtype.kind in "iu" and values.size:
             info = np.iinfo(dtype)
             if values.min() < info.min or values.max() > info.max:
-                raise ProtocolError(400, f"input {name!r}: a value is outside {datatype}'s "
-                                         f"range [{info.min}, {info.max}]")
+                raise ProtocolError(
+                    400,
+                    f"input {name!r}: a value is outside {datatype}'s "
+                    f"range [{info.min}, {info.max}]",
+                )
         flat = values.astype(dtype).reshape(-1)
     if flat.size != count:
-        raise ProtocolError(400, f"input {name!r}: {flat.size} data elements for shape {shape} "
-                                 f"({count} elements)")
+        raise ProtocolError(
+            400, f"input {name!r}: {flat.size} data elements for shape {shape} ({count} elements)"
+        )
     return flat.reshape(shape)
 
 
@@ -178,42 +210,55 @@ def decode_inputs(request: dict, binary: memoryview) -> dict[str, np.ndarray]:
     (checking them against the model is `ServedModel.check_feeds`'s job)."""
     inputs = request.get("inputs")
     if not isinstance(inputs, list) or not inputs:
-        raise ProtocolError(400, "the request has no \"inputs\" list (a list of {\"name\", "
-                                 "\"datatype\", \"shape\", \"data\"} objects)")
+        raise ProtocolError(
+            400,
+            'the request has no "inputs" list (a list of {"name", '
+            '"datatype", "shape", "data"} objects)',
+        )
     feeds: dict[str, np.ndarray] = {}
     at = 0
     for i, tensor in enumerate(inputs):
         if not isinstance(tensor, dict) or not isinstance(tensor.get("name"), str):
-            raise ProtocolError(400, f"inputs[{i}] must be an object with a string \"name\"")
+            raise ProtocolError(400, f'inputs[{i}] must be an object with a string "name"')
         name = tensor["name"]
         if name in feeds:
             raise ProtocolError(400, f"input {name!r} is given twice")
         datatype = tensor.get("datatype")
         if datatype not in DATATYPES:
-            raise ProtocolError(400, f"input {name!r}: unknown datatype {datatype!r} (one of "
-                                     f"{', '.join(DATATYPES)})")
+            raise ProtocolError(
+                400,
+                f"input {name!r}: unknown datatype {datatype!r} (one of {', '.join(DATATYPES)})",
+            )
         shape = _shape_of(name, tensor.get("shape"))
         params = tensor.get("parameters") or {}
         if not isinstance(params, dict):
-            raise ProtocolError(400, f"input {name!r}: \"parameters\" must be an object")
+            raise ProtocolError(400, f'input {name!r}: "parameters" must be an object')
         size = params.get("binary_data_size")
         if size is not None:
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise ProtocolError(400, f"input {name!r}: binary_data_size must be an integer "
-                                         f">= 0, got {size!r}")
+                raise ProtocolError(
+                    400, f"input {name!r}: binary_data_size must be an integer >= 0, got {size!r}"
+                )
             if at + size > len(binary):
-                raise ProtocolError(400, f"input {name!r}: binary_data_size {size} runs past the "
-                                         f"body's {len(binary)} binary bytes (at offset {at})")
-            feeds[name] = _from_binary(name, datatype, shape, binary[at:at + size])
+                raise ProtocolError(
+                    400,
+                    f"input {name!r}: binary_data_size {size} runs past the "
+                    f"body's {len(binary)} binary bytes (at offset {at})",
+                )
+            feeds[name] = _from_binary(name, datatype, shape, binary[at : at + size])
             at += size
         elif "data" in tensor:
             feeds[name] = _from_json(name, datatype, shape, tensor["data"])
         else:
-            raise ProtocolError(400, f"input {name!r} has neither \"data\" nor a "
-                                     "binary_data_size parameter")
+            raise ProtocolError(
+                400, f'input {name!r} has neither "data" nor a binary_data_size parameter'
+            )
     if at != len(binary):
-        raise ProtocolError(400, f"{len(binary) - at} binary bytes after the last binary input "
-                                 "(binary_data_size of the inputs and the body disagree)")
+        raise ProtocolError(
+            400,
+            f"{len(binary) - at} binary bytes after the last binary input "
+            "(binary_data_size of the inputs and the body disagree)",
+        )
     return feeds
 
 
@@ -223,23 +268,30 @@ def requested_outputs(request: dict, names: list[str]) -> list[tuple[str, bool]]
     `binary_data` parameter says so, else where the request's `binary_data_output` does."""
     params = request.get("parameters") or {}
     if not isinstance(params, dict):
-        raise ProtocolError(400, "the request's \"parameters\" must be an object")
+        raise ProtocolError(400, 'the request\'s "parameters" must be an object')
     default_binary = bool(params.get("binary_data_output", False))
     wanted = request.get("outputs")
     if wanted is None:
         return [(n, default_binary) for n in names]
     if not isinstance(wanted, list):
-        raise ProtocolError(400, "\"outputs\" must be a list of {\"name\": ...} objects")
+        raise ProtocolError(400, '"outputs" must be a list of {"name": ...} objects')
     out = []
     for i, item in enumerate(wanted):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise ProtocolError(400, f"outputs[{i}] must be an object with a string \"name\"")
+            raise ProtocolError(400, f'outputs[{i}] must be an object with a string "name"')
         if item["name"] not in names:
-            raise ProtocolError(400, f"unknown output {item['name']!r}; the model's outputs "
-                                     f"are {names}")
+            raise ProtocolError(
+                400, f"unknown output {item['name']!r}; the model's outputs are {names}"
+            )
         p = item.get("parameters") or {}
-        out.append((item["name"], bool(p.get("binary_data", default_binary))
-                    if isinstance(p, dict) else default_binary))
+        out.append(
+            (
+                item["name"],
+                bool(p.get("binary_data", default_binary))
+                if isinstance(p, dict)
+                else default_binary,
+            )
+        )
     return out
 
 
@@ -252,8 +304,9 @@ def _bytes_elements(array: np.ndarray) -> bytes:
     return b"".join(parts)
 
 
-def encode_response(header: dict, outputs: list[tuple[str, np.ndarray, bool]]
-                    ) -> tuple[bytes, dict[str, str]]:
+def encode_response(
+    header: dict, outputs: list[tuple[str, np.ndarray, bool]]
+) -> tuple[bytes, dict[str, str]]:
     """The response body and its extra headers: `header` (model_name, model_version, id)
     with an "outputs" list; binary outputs follow the JSON, whose length is then sent as
     Inference-Header-Content-Length."""
@@ -262,17 +315,25 @@ def encode_response(header: dict, outputs: list[tuple[str, np.ndarray, bool]]
         value = np.asarray(value)
         datatype = datatype_of(value.dtype)
         if datatype is None:
-            raise ProtocolError(500, f"output {name!r} is of dtype {value.dtype}, which the "
-                                     "protocol has no datatype for")
+            raise ProtocolError(
+                500,
+                f"output {name!r} is of dtype {value.dtype}, which the "
+                "protocol has no datatype for",
+            )
         entry = {"name": name, "datatype": datatype, "shape": list(value.shape)}
         if binary:
-            raw = (_bytes_elements(value) if datatype == "BYTES"
-                   else np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes())
+            raw = (
+                _bytes_elements(value)
+                if datatype == "BYTES"
+                else np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes()
+            )
             entry["parameters"] = {"binary_data_size": len(raw)}
             blobs.append(raw)
         elif datatype == "BYTES":
-            entry["data"] = [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
-                             for x in value.reshape(-1)]
+            entry["data"] = [
+                x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
+                for x in value.reshape(-1)
+            ]
         elif datatype in ("FP16", "BF16"):
             entry["data"] = value.astype(np.float32).reshape(-1).tolist()
         else:
@@ -281,5 +342,7 @@ def encode_response(header: dict, outputs: list[tuple[str, np.ndarray, bool]]
     head = json.dumps({**header, "outputs": tensors}, allow_nan=True).encode()
     if not blobs:
         return head, {"content-type": "application/json"}
-    return b"".join([head, *blobs]), {"content-type": "application/octet-stream",
-                                      "inference-header-content-length": str(len(head))}
+    return b"".join([head, *blobs]), {
+        "content-type": "application/octet-stream",
+        "inference-header-content-length": str(len(head)),
+    }

@@ -31,12 +31,18 @@ class Histogram:
 
 _HELP = {
     "graphkiln_requests_total": ("counter", "inference requests received"),
-    "graphkiln_request_errors_total": ("counter", "inference requests answered with an error, "
-                                                  "by HTTP status"),
-    "graphkiln_request_duration_seconds": ("histogram", "time from receiving an inference "
-                                                        "request to its answer"),
-    "graphkiln_queue_duration_seconds": ("histogram", "time a request waited for its batch "
-                                                      "to start"),
+    "graphkiln_request_errors_total": (
+        "counter",
+        "inference requests answered with an error, by HTTP status",
+    ),
+    "graphkiln_request_duration_seconds": (
+        "histogram",
+        "time from receiving an inference request to its answer",
+    ),
+    "graphkiln_queue_duration_seconds": (
+        "histogram",
+        "time a request waited for its batch to start",
+    ),
     "graphkiln_batch_duration_seconds": ("histogram", "time one batch took to run"),
     "graphkiln_batch_size": ("histogram", "rows per batch run"),
 }
@@ -85,8 +91,9 @@ class Metrics:
         """Everything in Prometheus text format."""
         with self._lock:
             counters = dict(self._counters)
-            histograms = {k: (list(h.counts), h.total, h.n, h.buckets)
-                          for k, h in self._histograms.items()}
+            histograms = {
+                k: (list(h.counts), h.total, h.n, h.buckets) for k, h in self._histograms.items()
+            }
         lines = []
         for metric, (kind, text) in _HELP.items():
             lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}"]

@@ -40,11 +40,14 @@ def _specs(names, types, what: str) -> list[TensorSpec]:
         dtype = getattr(getattr(t, "dtype", None), "numpy", None)
         datatype = None if dtype is None else datatype_of(dtype)
         if datatype is None:
-            raise ValueError(f"{what} {name!r} is of type {t}, which the Open Inference "
-                             "Protocol cannot carry (tensors of its datatypes only)")
+            raise ValueError(
+                f"{what} {name!r} is of type {t}, which the Open Inference "
+                "Protocol cannot carry (tensors of its datatypes only)"
+            )
         dims = getattr(t, "dims", None)
-        specs.append(TensorSpec(name, np.dtype(dtype), datatype,
-                                None if dims is None else tuple(dims)))
+        specs.append(
+            TensorSpec(name, np.dtype(dtype), datatype, None if dims is None else tuple(dims))
+        )
     return specs
 
 
@@ -65,8 +68,9 @@ class ServedModel:
     def __post_init__(self):
         prog = self.program
         shapes = prog.get_parameter_shapes()
-        self.inputs = _specs(prog.get_parameter_names(),
-                             [shapes[n] for n in prog.get_parameter_names()], "input")
+        self.inputs = _specs(
+            prog.get_parameter_names(), [shapes[n] for n in prog.get_parameter_names()], "input"
+        )
         self.outputs = _specs(prog.get_output_names(), prog.get_output_shapes(), "output")
         firsts = {s.dims[0] if s.dims else None for s in self.inputs + self.outputs}
         (first,) = firsts if len(firsts) == 1 else (None,)
@@ -79,9 +83,13 @@ class ServedModel:
 
     def metadata(self) -> dict:
         """The protocol's model metadata (GET /v2/models/{name})."""
-        return {"name": self.name, "versions": [self.version], "platform": self.platform,
-                "inputs": [s.metadata() for s in self.inputs],
-                "outputs": [s.metadata() for s in self.outputs]}
+        return {
+            "name": self.name,
+            "versions": [self.version],
+            "platform": self.platform,
+            "inputs": [s.metadata() for s in self.inputs],
+            "outputs": [s.metadata() for s in self.outputs],
+        }
 
     def check_feeds(self, feeds: dict[str, np.ndarray]) -> None:
         """ProtocolError (400) unless `feeds` has every input, no other name, each of its
@@ -91,29 +99,42 @@ class ServedModel:
         unknown = [n for n in feeds if n not in names]
         if missing or unknown:
             parts = ([f"missing input(s) {missing}"] if missing else []) + (
-                [f"unknown input(s) {unknown}"] if unknown else [])
+                [f"unknown input(s) {unknown}"] if unknown else []
+            )
             raise ProtocolError(400, f"{'; '.join(parts)}: model {self.name!r} takes {names}")
         bound: dict[str, tuple[int, str]] = {}
         for spec in self.inputs:
             value = feeds[spec.name]
             got = datatype_of(value.dtype)
             if got != spec.datatype:
-                raise ProtocolError(400, f"input {spec.name!r}: datatype {got}, but model "
-                                         f"{self.name!r} takes {spec.datatype}")
+                raise ProtocolError(
+                    400,
+                    f"input {spec.name!r}: datatype {got}, but model "
+                    f"{self.name!r} takes {spec.datatype}",
+                )
             if spec.dims is None:
                 continue
             want = spec.metadata()["shape"]
             if value.ndim != len(spec.dims):
-                raise ProtocolError(400, f"input {spec.name!r}: shape {list(value.shape)} has rank "
-                                         f"{value.ndim}; model {self.name!r} takes rank "
-                                         f"{len(spec.dims)} {want}")
+                raise ProtocolError(
+                    400,
+                    f"input {spec.name!r}: shape {list(value.shape)} has rank "
+                    f"{value.ndim}; model {self.name!r} takes rank "
+                    f"{len(spec.dims)} {want}",
+                )
             for axis, (dim, size) in enumerate(zip(spec.dims, value.shape)):
                 if isinstance(dim, int) and dim != size:
-                    raise ProtocolError(400, f"input {spec.name!r}: dim {axis} is {size}; model "
-                                             f"{self.name!r} fixes it at {dim} (shape {want})")
+                    raise ProtocolError(
+                        400,
+                        f"input {spec.name!r}: dim {axis} is {size}; model "
+                        f"{self.name!r} fixes it at {dim} (shape {want})",
+                    )
                 if isinstance(dim, str):
                     first = bound.setdefault(dim, (size, spec.name))
                     if first[0] != size:
-                        raise ProtocolError(400, f"input {spec.name!r}: dim {axis} ({dim!r}) is "
-                                                 f"{size}, but input {first[1]!r} set {dim!r} "
-                                                 f"to {first[0]}")
+                        raise ProtocolError(
+                            400,
+                            f"input {spec.name!r}: dim {axis} ({dim!r}) is "
+                            f"{size}, but input {first[1]!r} set {dim!r} "
+                            f"to {first[0]}",
+                        )

@@ -47,8 +47,9 @@ class RayBackend:
         self.models = {m.name: m for m in models}
         self.metrics = Metrics()
         self.max_batch = max_batch
-        self._batched = serve.batch(max_batch_size=max_batch,
-                                    batch_wait_timeout_s=max_delay_s)(self._run_many)
+        self._batched = serve.batch(max_batch_size=max_batch, batch_wait_timeout_s=max_delay_s)(
+            self._run_many
+        )
 
     def start(self) -> None:
         """Nothing to start: Ray runs the replica."""
@@ -93,8 +94,12 @@ class RayBackend:
             for chunk in chunks:
                 start = time.perf_counter()
                 outs = await asyncio.to_thread(run_batch, model, [items[i][1] for i in chunk])
-                self.metrics.observe_batch(name, sum(batch_rows(model, items[i][1]) for i in chunk),
-                                           time.perf_counter() - start, [])
+                self.metrics.observe_batch(
+                    name,
+                    sum(batch_rows(model, items[i][1]) for i in chunk),
+                    time.perf_counter() - start,
+                    [],
+                )
                 for i, out in zip(chunk, outs):
                     results[i] = (False, out) if isinstance(out, BaseException) else (True, out)
         return results
@@ -104,10 +109,18 @@ class GraphkilnReplica:
     """One replica: compiles the models (given as {name: bytes}) for `target` and serves
     the protocol's app on each HTTP request Ray's proxy sends it."""
 
-    def __init__(self, models: dict, target: str = "cpu", max_batch: int = 8,
-                 max_delay_s: float = 0.002, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
-        served = [ServedModel(name, _program_from_bytes(data, target),
-                              platform=f"graphkiln_{target}") for name, data in models.items()]
+    def __init__(
+        self,
+        models: dict,
+        target: str = "cpu",
+        max_batch: int = 8,
+        max_delay_s: float = 0.002,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ):
+        served = [
+            ServedModel(name, _program_from_bytes(data, target), platform=f"graphkiln_{target}")
+            for name, data in models.items()
+        ]
         self.backend = RayBackend(served, max_batch, max_delay_s)
         self.app = create_app(self.backend, max_body_bytes=max_body_bytes, manage_backend=False)
 
@@ -137,16 +150,27 @@ class GraphkilnReplica:
         scope = dict(request.scope)
         scope["root_path"] = ""
         await self.app(scope, receive, send)
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in answer["headers"]
-                   if k.lower() != b"content-length"}
+        headers = {
+            k.decode("latin-1"): v.decode("latin-1")
+            for k, v in answer["headers"]
+            if k.lower() != b"content-length"
+        }
         return Response(b"".join(answer["body"]), status_code=answer["status"], headers=headers)
 
 
-def build_app(models: list[tuple[str, str]], *, target: str = "cpu", replicas: int | None = 1,
-              max_batch: int = 8, max_delay_s: float = 0.002,
-              max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, cpus_per_replica: float = 1.0,
-              autoscaling_config: dict | None = None, max_ongoing_requests: int = 64,
-              ray_actor_options: dict | None = None):
+def build_app(
+    models: list[tuple[str, str]],
+    *,
+    target: str = "cpu",
+    replicas: int | None = 1,
+    max_batch: int = 8,
+    max_delay_s: float = 0.002,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    cpus_per_replica: float = 1.0,
+    autoscaling_config: dict | None = None,
+    max_ongoing_requests: int = 64,
+    ray_actor_options: dict | None = None,
+):
     """The bound Ray Serve application for `models` ([(name, path)], read here): `replicas`
     copies (ignored with `autoscaling_config`, which Ray takes as it is), each on one GPU
     for target "gpu", else on `cpus_per_replica` CPUs with GRAPHKILN_NUM_THREADS set to
@@ -161,8 +185,10 @@ def build_app(models: list[tuple[str, str]], *, target: str = "cpu", replicas: i
         options = {"num_gpus": 1}
     else:
         threads = os.environ.get("GRAPHKILN_NUM_THREADS") or str(max(1, int(cpus_per_replica)))
-        options = {"num_cpus": cpus_per_replica,
-                   "runtime_env": {"env_vars": {"GRAPHKILN_NUM_THREADS": threads}}}
+        options = {
+            "num_cpus": cpus_per_replica,
+            "runtime_env": {"env_vars": {"GRAPHKILN_NUM_THREADS": threads}},
+        }
     options.update(ray_actor_options or {})
     settings = {"ray_actor_options": options, "max_ongoing_requests": max_ongoing_requests}
     if autoscaling_config:
@@ -173,8 +199,14 @@ def build_app(models: list[tuple[str, str]], *, target: str = "cpu", replicas: i
     return deployment.bind(blobs, target, max_batch, max_delay_s, max_body_bytes)
 
 
-def start(models: list[tuple[str, str]], *, host: str = "127.0.0.1", port: int = 8000,
-          address: str | None = None, **options) -> None:
+def start(
+    models: list[tuple[str, str]],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    address: str | None = None,
+    **options,
+) -> None:
     """Connect to Ray (`address`, e.g. "auto"; None starts a local Ray), start Serve's HTTP
     proxy on host:port and deploy the models (build_app's options); returns once every
     replica is up. Stop with `stop()`."""

@@ -20,7 +20,7 @@ from .models import ServedModel
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
-    """"NAME=PATH" or "PATH" (named after the file, without its extension) -> (name, path)."""
+    """ "NAME=PATH" or "PATH" (named after the file, without its extension) -> (name, path)."""
     name, eq, path = spec.partition("=")
     if not eq:
         path = spec
@@ -28,8 +28,9 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     if not name or not path:
         raise ValueError(f"model {spec!r}: expected PATH or NAME=PATH")
     if any(c in name for c in "/?#% ") or name in (".", ".."):
-        raise ValueError(f"model name {name!r} cannot appear in a URL path "
-                         "(no '/', '?', '#', '%' or spaces)")
+        raise ValueError(
+            f"model name {name!r} cannot appear in a URL path (no '/', '?', '#', '%' or spaces)"
+        )
     return name, path
 
 
@@ -58,8 +59,15 @@ class LocalBackend:
     """Runs the models in this process: one DynamicBatcher per model, `instances` worker
     threads each, batches of up to `max_batch` rows formed within `max_delay_s`."""
 
-    def __init__(self, models: list[ServedModel], *, max_batch: int = 8,
-                 max_delay_s: float = 0.002, instances: int = 1, drain_timeout_s: float = 30.0):
+    def __init__(
+        self,
+        models: list[ServedModel],
+        *,
+        max_batch: int = 8,
+        max_delay_s: float = 0.002,
+        instances: int = 1,
+        drain_timeout_s: float = 30.0,
+    ):
         names = [m.name for m in models]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -75,8 +83,12 @@ class LocalBackend:
         for name, model in self.models.items():
             if name not in self._batchers:
                 self._batchers[name] = DynamicBatcher(
-                    model, max_batch=self.max_batch, max_delay_s=self.max_delay_s,
-                    instances=self.instances, metrics=self.metrics)
+                    model,
+                    max_batch=self.max_batch,
+                    max_delay_s=self.max_delay_s,
+                    instances=self.instances,
+                    metrics=self.metrics,
+                )
 
     def stop(self) -> None:
         """Refuse new requests, finish those queued, stop the workers."""

@@ -22,11 +22,22 @@ import shutil
 from .models import ServedModel
 
 # protocol datatype -> Triton's DataType enum name (BYTES is TYPE_STRING there)
-TRITON_TYPES = {"BOOL": "TYPE_BOOL", "UINT8": "TYPE_UINT8", "UINT16": "TYPE_UINT16",
-                "UINT32": "TYPE_UINT32", "UINT64": "TYPE_UINT64", "INT8": "TYPE_INT8",
-                "INT16": "TYPE_INT16", "INT32": "TYPE_INT32", "INT64": "TYPE_INT64",
-                "FP16": "TYPE_FP16", "FP32": "TYPE_FP32", "FP64": "TYPE_FP64",
-                "BF16": "TYPE_BF16", "BYTES": "TYPE_STRING"}
+TRITON_TYPES = {
+    "BOOL": "TYPE_BOOL",
+    "UINT8": "TYPE_UINT8",
+    "UINT16": "TYPE_UINT16",
+    "UINT32": "TYPE_UINT32",
+    "UINT64": "TYPE_UINT64",
+    "INT8": "TYPE_INT8",
+    "INT16": "TYPE_INT16",
+    "INT32": "TYPE_INT32",
+    "INT64": "TYPE_INT64",
+    "FP16": "TYPE_FP16",
+    "FP32": "TYPE_FP32",
+    "FP64": "TYPE_FP64",
+    "BF16": "TYPE_BF16",
+    "BYTES": "TYPE_STRING",
+}
 
 MODEL_PY = '''\
 # SPDX-License-Identifier: Apache-2.0
@@ -114,8 +125,10 @@ class TritonPythonModel:
 
 def _tensor(spec, cut: int, indent: str) -> str:
     dims = spec.metadata()["shape"][cut:]
-    lines = [f'{indent}  name: "{spec.name}"',
-             f"{indent}  data_type: {TRITON_TYPES[spec.datatype]}"]
+    lines = [
+        f'{indent}  name: "{spec.name}"',
+        f"{indent}  data_type: {TRITON_TYPES[spec.datatype]}",
+    ]
     if not dims:  # a scalar: Triton wants dims of one element, reshaped away
         lines += [f"{indent}  dims: [ 1 ]", f"{indent}  reshape: {{ shape: [ ] }}"]
     else:
@@ -123,36 +136,61 @@ def _tensor(spec, cut: int, indent: str) -> str:
     return f"{indent}{{\n" + "\n".join(lines) + f"\n{indent}}}"
 
 
-def config_text(model: ServedModel, *, model_file: str, max_batch: int = 8,
-                max_delay_us: int = 2000, gpus: list[int] | None = None,
-                instances: int = 1, cpu_target: str = "cpu") -> str:
+def config_text(
+    model: ServedModel,
+    *,
+    model_file: str,
+    max_batch: int = 8,
+    max_delay_us: int = 2000,
+    gpus: list[int] | None = None,
+    instances: int = 1,
+    cpu_target: str = "cpu",
+) -> str:
     """config.pbtxt for `model`: batched along dim 0 (max_batch_size, dynamic_batching)
     where the model batches, else max_batch_size 0 with full dims; one instance_group per
     GPU in `gpus` (`instances` each), or `instances` on the CPU when `gpus` is empty."""
     batching = model.batch_symbol is not None and max_batch > 1
     cut = 1 if batching else 0
-    out = [f'name: "{model.name}"', 'backend: "python"',
-           f"max_batch_size: {max_batch if batching else 0}"]
+    out = [
+        f'name: "{model.name}"',
+        'backend: "python"',
+        f"max_batch_size: {max_batch if batching else 0}",
+    ]
     out.append("input [\n" + ",\n".join(_tensor(s, cut, "  ") for s in model.inputs) + "\n]")
     out.append("output [\n" + ",\n".join(_tensor(s, cut, "  ") for s in model.outputs) + "\n]")
     if batching:
         out.append(f"dynamic_batching {{\n  max_queue_delay_microseconds: {max_delay_us}\n}}")
     if gpus:
-        groups = [f"  {{\n    count: {instances}\n    kind: KIND_GPU\n    gpus: [ {g} ]\n  }}"
-                  for g in gpus]
+        groups = [
+            f"  {{\n    count: {instances}\n    kind: KIND_GPU\n    gpus: [ {g} ]\n  }}"
+            for g in gpus
+        ]
     else:
         groups = [f"  {{\n    count: {instances}\n    kind: KIND_CPU\n  }}"]
     out.append("instance_group [\n" + ",\n".join(groups) + "\n]")
     params = [("graphkiln_model", model_file), ("graphkiln_cpu_target", cpu_target)]
-    out.append("parameters [\n" + ",\n".join(
-        f'  {{\n    key: "{k}"\n    value: {{ string_value: "{v}" }}\n  }}' for k, v in params)
-        + "\n]")
+    out.append(
+        "parameters [\n"
+        + ",\n".join(
+            f'  {{\n    key: "{k}"\n    value: {{ string_value: "{v}" }}\n  }}' for k, v in params
+        )
+        + "\n]"
+    )
     return "\n".join(out) + "\n"
 
 
-def export_triton(path: str, repo: str, *, name: str | None = None, max_batch: int = 8,
-                  max_delay_us: int = 2000, gpus: list[int] | None = None, instances: int = 1,
-                  cpu_target: str = "cpu", overwrite: bool = False) -> str:
+def export_triton(
+    path: str,
+    repo: str,
+    *,
+    name: str | None = None,
+    max_batch: int = 8,
+    max_delay_us: int = 2000,
+    gpus: list[int] | None = None,
+    instances: int = 1,
+    cpu_target: str = "cpu",
+    overwrite: bool = False,
+) -> str:
     """Write REPO/NAME (config.pbtxt, 1/model.py, 1/model.onnx or model.gkp) for the model
     in `path`; return that folder. The model is imported here (for its inputs and outputs)
     but compiled by each Triton instance on its own device."""
@@ -176,7 +214,15 @@ def export_triton(path: str, repo: str, *, name: str | None = None, max_batch: i
     with open(os.path.join(folder, "1", "model.py"), "w", encoding="utf-8") as f:
         f.write(MODEL_PY)
     with open(os.path.join(folder, "config.pbtxt"), "w", encoding="utf-8") as f:
-        f.write(config_text(model, model_file=model_file, max_batch=max_batch,
-                            max_delay_us=max_delay_us, gpus=gpus, instances=instances,
-                            cpu_target=cpu_target))
+        f.write(
+            config_text(
+                model,
+                model_file=model_file,
+                max_batch=max_batch,
+                max_delay_us=max_delay_us,
+                gpus=gpus,
+                instances=instances,
+                cpu_target=cpu_target,
+            )
+        )
     return folder

@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -40,8 +41,9 @@ class Target:
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             accepted = ", ".join(f"{k} ({v})" for k, v in self.options.items()) or "none"
-            raise ValueError(f"target {self.name!r} has no option {', '.join(unknown)}; "
-                             f"accepted: {accepted}")
+            raise ValueError(
+                f"target {self.name!r} has no option {', '.join(unknown)}; accepted: {accepted}"
+            )
 
     def __repr__(self) -> str:
         return f"<graphkiln target {self.name}>"

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from .. import env
 
-OPTION_HELP = ("how many runs of the compiled program may execute at once (its execution "
-               "contexts; default GRAPHKILN_MAX_CONCURRENCY, else the target's default); "
-               "callers beyond it wait for a context")
+OPTION_HELP = (
+    "how many runs of the compiled program may execute at once (its execution "
+    "contexts; default GRAPHKILN_MAX_CONCURRENCY, else the target's default); "
+    "callers beyond it wait for a context"
+)
 
 
 def max_concurrency(options: dict, default: int) -> int:
@@ -26,9 +28,11 @@ def max_concurrency(options: dict, default: int) -> int:
         try:
             value = int(value)
         except ValueError:
-            raise ValueError(f"GRAPHKILN_MAX_CONCURRENCY={text!r}: expected a positive "
-                             "integer") from None
+            raise ValueError(
+                f"GRAPHKILN_MAX_CONCURRENCY={text!r}: expected a positive integer"
+            ) from None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{source}={value!r}: expected a positive integer (how many runs "
-                         "may execute at once)")
+        raise ValueError(
+            f"{source}={value!r}: expected a positive integer (how many runs may execute at once)"
+        )
     return value

@@ -16,12 +16,16 @@ from .. import env
 from ..ir import TensorType
 
 DEFAULT_PLAN_CACHE_SIZE = 32
-CACHE_HELP = ("how many plans (one per input shape signature) the program keeps, least "
-              "recently used dropped first (default GRAPHKILN_PLAN_CACHE_SIZE, else "
-              f"{DEFAULT_PLAN_CACHE_SIZE})")
-SHAPES_HELP = ("a list of {input name: shape} whose plans are built while compiling (and "
-               "saved with the program), e.g. [{'x': [1, 3, 224, 224]}, {'x': [4, 3, 224, "
-               "224]}]; inputs with static shapes may be left out")
+CACHE_HELP = (
+    "how many plans (one per input shape signature) the program keeps, least "
+    "recently used dropped first (default GRAPHKILN_PLAN_CACHE_SIZE, else "
+    f"{DEFAULT_PLAN_CACHE_SIZE})"
+)
+SHAPES_HELP = (
+    "a list of {input name: shape} whose plans are built while compiling (and "
+    "saved with the program), e.g. [{'x': [1, 3, 224, 224]}, {'x': [4, 3, 224, "
+    "224]}]; inputs with static shapes may be left out"
+)
 
 
 def plan_cache_size(options: dict) -> int:
@@ -36,11 +40,14 @@ def plan_cache_size(options: dict) -> int:
         try:
             value = int(text.strip())
         except ValueError:
-            raise ValueError(f"GRAPHKILN_PLAN_CACHE_SIZE={text!r}: expected a positive "
-                             "integer") from None
+            raise ValueError(
+                f"GRAPHKILN_PLAN_CACHE_SIZE={text!r}: expected a positive integer"
+            ) from None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{source}={value!r}: expected a positive integer (how many plans, "
-                         "one per input shape, the program keeps)")
+        raise ValueError(
+            f"{source}={value!r}: expected a positive integer (how many plans, "
+            "one per input shape, the program keeps)"
+        )
     return value
 
 
@@ -66,8 +73,7 @@ def shape_signature(where: str, entry, inputs: list) -> tuple[tuple[int, ...], .
     names = [v.name for v in inputs]
     unknown = [k for k in entry if k not in names]
     if unknown:
-        raise ValueError(f"{where}: unknown input(s) {unknown}; the program's inputs are "
-                         f"{names}")
+        raise ValueError(f"{where}: unknown input(s) {unknown}; the program's inputs are {names}")
     bound: dict[str, tuple[int, str]] = {}
     return tuple(_one_shape(where, value, entry.get(value.name), bound) for value in inputs)
 
@@ -79,26 +85,33 @@ def _one_shape(where: str, value, shape, bound: dict) -> tuple[int, ...]:
     if shape is None:
         if dims is not None and all(isinstance(d, int) for d in dims):
             return tuple(dims)
-        raise ValueError(f"{where}: no shape for input {name!r} ({t}), whose shape is not "
-                         "static: give it as a list of sizes")
-    if (not isinstance(shape, (list, tuple))
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                       for d in shape)):
-        raise ValueError(f"{where}: input {name!r}: shape {shape!r:.80} is not a list of "
-                         "sizes >= 0")
+        raise ValueError(
+            f"{where}: no shape for input {name!r} ({t}), whose shape is not "
+            "static: give it as a list of sizes"
+        )
+    if not isinstance(shape, (list, tuple)) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+    ):
+        raise ValueError(
+            f"{where}: input {name!r}: shape {shape!r:.80} is not a list of sizes >= 0"
+        )
     shape = tuple(int(d) for d in shape)
     if dims is None:
         return shape
     if len(dims) != len(shape):
-        raise ValueError(f"{where}: input {name!r} has rank {len(dims)} ({t}), got shape "
-                         f"{list(shape)}")
+        raise ValueError(
+            f"{where}: input {name!r} has rank {len(dims)} ({t}), got shape {list(shape)}"
+        )
     for axis, (want, got) in enumerate(zip(dims, shape)):
         if isinstance(want, str):
             first = bound.setdefault(want, (got, name))
             if first[0] != got:
-                raise ValueError(f"{where}: input {name!r}: dimension {axis} is {want}, "
-                                 f"which is {first[0]} in input {first[1]!r}, got {got}")
+                raise ValueError(
+                    f"{where}: input {name!r}: dimension {axis} is {want}, "
+                    f"which is {first[0]} in input {first[1]!r}, got {got}"
+                )
         elif want != got:
-            raise ValueError(f"{where}: input {name!r}: dimension {axis} is static {want} "
-                             f"({t}), got {got}")
+            raise ValueError(
+                f"{where}: input {name!r}: dimension {axis} is static {want} ({t}), got {got}"
+            )
     return shape

@@ -49,8 +49,10 @@ def get_target(name) -> Target:
         return name
     if not isinstance(name, str) or name not in _TARGETS:
         unbuilt = [t for t in registered_targets() if t not in available_targets()]
-        raise ValueError(f"unknown target {name!r}; available: {', '.join(available_targets())}"
-                         + "".join(f" ({t}: not in this build)" for t in unbuilt))
+        raise ValueError(
+            f"unknown target {name!r}; available: {', '.join(available_targets())}"
+            + "".join(f" ({t}: not in this build)" for t in unbuilt)
+        )
     module, cls = _TARGETS[name]
     return getattr(importlib.import_module(module), cls)()
 

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """Process-wide tuning counters, for tests and benchmarks:
-  benchmarks   candidates measured (one per candidate configuration timed)
-  tuned        problems tuned (winners stored)
-  hits         problems found in the database
-  misses       problems not found (the heuristic choice was kept)"""
+benchmarks   candidates measured (one per candidate configuration timed)
+tuned        problems tuned (winners stored)
+hits         problems found in the database
+misses       problems not found (the heuristic choice was kept)"""
 
 from __future__ import annotations
 

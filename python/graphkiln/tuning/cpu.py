@@ -33,10 +33,10 @@ from .protocol import open_db, random_inputs, tune_steps  # noqa: F401 - open_db
 TARGET = "cpu"
 TUNABLE_KERNELS = ("Conv", "MatMul")
 TUNABLE_ATTRS = ("impl_index", "num_threads")
-MAX_IMPLS = 4          # oneDNN implementations tried: the first choice and 3 more
-MIN_ROUNDS, MAX_ROUNDS = 7, 40   # interleaved rounds (one run of every candidate's plan)
-ROUNDS_MS = 3000.0     # rounds are added while they fit in about this time
-MIN_GAIN = 0.05        # a candidate must beat the heuristic by 5% to replace it
+MAX_IMPLS = 4  # oneDNN implementations tried: the first choice and 3 more
+MIN_ROUNDS, MAX_ROUNDS = 7, 40  # interleaved rounds (one run of every candidate's plan)
+ROUNDS_MS = 3000.0  # rounds are added while they fit in about this time
+MIN_GAIN = 0.05  # a candidate must beat the heuristic by 5% to replace it
 GROUP_BYTES = 2 << 30  # candidates' plans alive at once: their constants within this size
 
 _progress = None
@@ -67,8 +67,12 @@ def versions() -> dict:
 def _tensor(plan, slot_id: int) -> dict:
     arg = plan.tensor_arg(slot_id)
     storage = plan.storages[plan.slots[slot_id].storage]
-    return {"dtype": arg["dtype"], "dims": arg["dims"], "strides": arg["strides"],
-            "constant": storage.kind == _CONSTANT}
+    return {
+        "dtype": arg["dtype"],
+        "dims": arg["dims"],
+        "strides": arg["strides"],
+        "constant": storage.kind == _CONSTANT,
+    }
 
 
 _CONSTANT = 1
@@ -77,17 +81,20 @@ _CONSTANT = 1
 def describe(plan, step, threads: int) -> dict:
     """What decides a step's best configuration: kernel, attrs, tensors, threads."""
     attrs = {k: v for k, v in step.attrs.items() if k not in TUNABLE_ATTRS}
-    return {"kernel": step.kernel, "attrs": attrs, "threads": threads,
-            "inputs": [None if s is None else _tensor(plan, s) for s in step.inputs],
-            "outputs": [_tensor(plan, s) for s in step.outputs]}
+    return {
+        "kernel": step.kernel,
+        "attrs": attrs,
+        "threads": threads,
+        "inputs": [None if s is None else _tensor(plan, s) for s in step.inputs],
+        "outputs": [_tensor(plan, s) for s in step.outputs],
+    }
 
 
 def tunable(plan, step) -> bool:
     if step.kernel not in TUNABLE_KERNELS:
         return False
     for s in [*step.inputs, *step.outputs]:
-        if s is not None and (plan.slots[s].dtype.numpy != np.float32
-                              or 0 in plan.slots[s].dims):
+        if s is not None and (plan.slots[s].dtype.numpy != np.float32 or 0 in plan.slots[s].dims):
             return False
     return True
 
@@ -105,8 +112,9 @@ def tune_plan(plan, threads: int, mode: str = "lookup", db: TuningDB | None = No
         _warn_if_loaded(threads)
         return _measure_in_plan(plan, steps, keys, threads)
 
-    return tune_steps(steps, mode, lambda: [step_key(plan, step, threads) for step in steps],
-                      measure, _apply, db)
+    return tune_steps(
+        steps, mode, lambda: [step_key(plan, step, threads) for step in steps], measure, _apply, db
+    )
 
 
 def _warn_if_loaded(threads: int) -> None:
@@ -117,9 +125,13 @@ def _warn_if_loaded(threads: int) -> None:
         return
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     if cpus and load > cpus:
-        warnings.warn(f"tuning while the load average ({load:.1f}) exceeds the {cpus} CPUs: "
-                      "the choices made (thread counts especially) fit this contention and "
-                      "may be slower on a quiet machine", TuningWarning, stacklevel=4)
+        warnings.warn(
+            f"tuning while the load average ({load:.1f}) exceeds the {cpus} CPUs: "
+            "the choices made (thread counts especially) fit this contention and "
+            "may be slower on a quiet machine",
+            TuningWarning,
+            stacklevel=4,
+        )
 
 
 def _apply(step, solution: dict) -> None:
@@ -172,7 +184,7 @@ def _measure_in_plan(plan, steps, keys, threads: int) -> dict:
     const_bytes = sum(c.nbytes for c in plan.constants)
     group = max(2, min(len(cands), int(GROUP_BYTES // max(const_bytes, 1))))
     others = list(range(1, len(cands)))
-    groups = [[0] + others[i:i + group - 1] for i in range(0, len(others), group - 1)]
+    groups = [[0] + others[i : i + group - 1] for i in range(0, len(others), group - 1)]
     ratios: dict[int, list[float]] = {0: [1.0] * len(steps)}
     times0: list[float] | None = None
     done = 0
@@ -193,8 +205,10 @@ def _measure_in_plan(plan, steps, keys, threads: int) -> dict:
         if times0 is None:
             times0 = base
         for n, (c, _) in enumerate(built[1:], 1):
-            ratios[c] = [statistics.median(sum(r[j] for j in idx) for r in per[n]) / max(b, 1e-9)
-                         for idx, b in zip(scored, base)]
+            ratios[c] = [
+                statistics.median(sum(r[j] for j in idx) for r in per[n]) / max(b, 1e-9)
+                for idx, b in zip(scored, base)
+            ]
         del built, per
     if _progress is not None:
         _progress(len(cands), len(cands), "")
@@ -213,8 +227,14 @@ def _measure_in_plan(plan, steps, keys, threads: int) -> dict:
         if best_ratio > 1 - MIN_GAIN:
             best, best_ratio = 0, 1.0
         ms = base_ms * best_ratio / len(members)
-        out[problem] = ({"attrs": dict(cands[best]), "heuristic_ms": base_ms / len(members),
-                         "candidates": len(ratios)}, ms)
+        out[problem] = (
+            {
+                "attrs": dict(cands[best]),
+                "heuristic_ms": base_ms / len(members),
+                "candidates": len(ratios),
+            },
+            ms,
+        )
     return out
 
 
@@ -225,14 +245,22 @@ def _plan_executor(plan, steps, attrs: dict, threads: int):
     saved = [step.attrs for step in steps]
     try:
         for step in steps:
-            step.attrs = {**{k: v for k, v in step.attrs.items() if k not in TUNABLE_ATTRS},
-                          **attrs}
+            step.attrs = {
+                **{k: v for k, v in step.attrs.items() if k not in TUNABLE_ATTRS},
+                **attrs,
+            }
+
         def specs(slots):
             return [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims)) for s in slots]
 
-        executor = load_core().Executor(plan.executor_steps(), plan.constants,
-                                        plan.arena_bytes, specs(plan.input_slots),
-                                        specs(plan.output_slots), threads)
+        executor = load_core().Executor(
+            plan.executor_steps(),
+            plan.constants,
+            plan.arena_bytes,
+            specs(plan.input_slots),
+            specs(plan.output_slots),
+            threads,
+        )
     except (RuntimeError, ValueError):
         return None
     finally:
@@ -298,12 +326,18 @@ def _one_step(plan, step, extra: dict, threads: int):
     for s in step.outputs:
         arg = dict(plan.tensor_arg(s))
         arg["ref"] = (3, len(outputs), 0)
-        out_specs.append((np.dtype(plan.slots[s].dtype.numpy),
-                          [_extent(arg["dims"], arg["strides"])]))
+        out_specs.append(
+            (np.dtype(plan.slots[s].dtype.numpy), [_extent(arg["dims"], arg["strides"])])
+        )
         outputs.append(arg)
     attrs = {k: v for k, v in step.attrs.items() if k not in TUNABLE_ATTRS}
     attrs.update(extra)
-    spec = {"kernel": step.kernel, "name": step.name, "attrs": attrs, "inputs": inputs,
-            "outputs": outputs}
+    spec = {
+        "kernel": step.kernel,
+        "name": step.name,
+        "attrs": attrs,
+        "inputs": inputs,
+        "outputs": outputs,
+    }
     executor = load_core().Executor([spec], constants, 0, in_specs, out_specs, threads)
     return executor, arrays

@@ -49,8 +49,17 @@ CREATE TABLE IF NOT EXISTS tuning (
     PRIMARY KEY (target, device, versions, problem)
 );
 """
-_COLUMNS = ("target", "device", "versions", "problem", "kernel", "detail", "solution", "ms",
-            "measured_at")
+_COLUMNS = (
+    "target",
+    "device",
+    "versions",
+    "problem",
+    "kernel",
+    "detail",
+    "solution",
+    "ms",
+    "measured_at",
+)
 
 
 class TuningWarning(UserWarning):
@@ -62,9 +71,9 @@ class TuningKey:
     target: str
     device: str
     versions: str
-    problem: str        # hash of `detail`
+    problem: str  # hash of `detail`
     kernel: str = ""
-    detail: str = ""    # the canonical problem description (JSON), for people reading rows
+    detail: str = ""  # the canonical problem description (JSON), for people reading rows
 
 
 @dataclass(frozen=True)
@@ -101,8 +110,9 @@ class TuningDB:
     # -- opening -------------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
         if self.in_memory:
-            return self._create(sqlite3.connect(":memory:", check_same_thread=False,
-                                                isolation_level=None))
+            return self._create(
+                sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+            )
         try:
             folder = os.path.dirname(os.path.abspath(self.path))
             os.makedirs(folder, exist_ok=True)
@@ -123,8 +133,11 @@ class TuningDB:
             except sqlite3.DatabaseError as exc:
                 if conn is not None:
                     conn.close()
-                if _locked(exc) or isinstance(exc, sqlite3.OperationalError) and (
-                        "readonly" in str(exc) or "unable to open" in str(exc)):
+                if (
+                    _locked(exc)
+                    or isinstance(exc, sqlite3.OperationalError)
+                    and ("readonly" in str(exc) or "unable to open" in str(exc))
+                ):
                     raise sqlite3.OperationalError(str(exc)) from exc
                 if attempt:
                     raise
@@ -137,18 +150,23 @@ class TuningDB:
         raise AssertionError("unreachable")
 
     def _connect(self, path: str, uri: bool = False) -> sqlite3.Connection:
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                               check_same_thread=False, uri=uri)
+        conn = sqlite3.connect(
+            path,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+            uri=uri,
+        )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         return conn
 
     def _check_or_create(self, conn: sqlite3.Connection) -> None:
         # reading sqlite_master is what tells a corrupt / foreign file
-        tables = {r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if tables and "meta" not in tables:
-            raise _Foreign(f"it is not a graphkiln tuning database (tables: "
-                           f"{', '.join(sorted(tables))})")
+            raise _Foreign(
+                f"it is not a graphkiln tuning database (tables: {', '.join(sorted(tables))})"
+            )
         if tables:
             self._check_meta(conn)
         self._retry(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchall())
@@ -162,8 +180,10 @@ class TuningDB:
         if meta.get("application") != APPLICATION:
             raise _Foreign("it is not a graphkiln tuning database")
         if meta.get("schema_version") != str(SCHEMA_VERSION):
-            raise _Foreign(f"its schema version is {meta.get('schema_version')}, this graphkiln "
-                           f"reads version {SCHEMA_VERSION}")
+            raise _Foreign(
+                f"its schema version is {meta.get('schema_version')}, this graphkiln "
+                f"reads version {SCHEMA_VERSION}"
+            )
 
     @staticmethod
     def _create(conn: sqlite3.Connection) -> sqlite3.Connection:
@@ -173,8 +193,9 @@ class TuningDB:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('application', ?)", (APPLICATION,))
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                         (str(SCHEMA_VERSION),))
+            conn.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -195,26 +216,35 @@ class TuningDB:
                 os.replace(self.path + suffix, aside + suffix)
             except OSError:
                 pass
-        warnings.warn(f"tuning database {self.path}: {why}; moved to {aside} and recreated",
-                      TuningWarning, stacklevel=4)
+        warnings.warn(
+            f"tuning database {self.path}: {why}; moved to {aside} and recreated",
+            TuningWarning,
+            stacklevel=4,
+        )
 
     def _memory_fallback(self, exc: Exception) -> sqlite3.Connection:
-        warnings.warn(f"tuning database {self.path} cannot be written ({exc}); tuning results "
-                      "of this process are kept in memory only", TuningWarning, stacklevel=4)
+        warnings.warn(
+            f"tuning database {self.path} cannot be written ({exc}); tuning results "
+            "of this process are kept in memory only",
+            TuningWarning,
+            stacklevel=4,
+        )
         rows = []
         if os.path.exists(self.path):
             try:
                 # immutable: a WAL file in a read-only folder cannot be opened otherwise
-                ro = self._connect(f"file:{os.path.abspath(self.path)}?mode=ro&immutable=1",
-                                   uri=True)
+                ro = self._connect(
+                    f"file:{os.path.abspath(self.path)}?mode=ro&immutable=1", uri=True
+                )
                 self._check_meta(ro)
                 rows = ro.execute(f"SELECT {', '.join(_COLUMNS)} FROM tuning").fetchall()
                 ro.close()
             except (sqlite3.Error, _Foreign):
                 rows = []
         self.in_memory = True
-        conn = self._create(sqlite3.connect(":memory:", check_same_thread=False,
-                                            isolation_level=None))
+        conn = self._create(
+            sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        )
         conn.executemany(f"INSERT OR REPLACE INTO tuning VALUES ({', '.join('?' * 9)})", rows)
         return conn
 
@@ -235,34 +265,49 @@ class TuningDB:
             return self._conn.execute(
                 "SELECT solution, ms, measured_at FROM tuning WHERE target = ? AND device = ? "
                 "AND versions = ? AND problem = ?",
-                (key.target, key.device, key.versions, key.problem)).fetchone()
+                (key.target, key.device, key.versions, key.problem),
+            ).fetchone()
+
         with self._lock:
             row = self._retry(read)
         return None if row is None else Entry(json.loads(row[0]), row[1], row[2])
 
-    def put(self, key: TuningKey, solution: dict, ms: float,
-            measured_at: float | None = None) -> None:
+    def put(
+        self, key: TuningKey, solution: dict, ms: float, measured_at: float | None = None
+    ) -> None:
         self.put_rows([self.row(key, solution, ms, measured_at)])
 
     @staticmethod
     def row(key: TuningKey, solution: dict, ms: float, measured_at: float | None = None) -> tuple:
         """The row put_rows takes for this key and value."""
-        return (key.target, key.device, key.versions, key.problem, key.kernel, key.detail,
-                json.dumps(solution, sort_keys=True), float(ms),
-                time.time() if measured_at is None else measured_at)
+        return (
+            key.target,
+            key.device,
+            key.versions,
+            key.problem,
+            key.kernel,
+            key.detail,
+            json.dumps(solution, sort_keys=True),
+            float(ms),
+            time.time() if measured_at is None else measured_at,
+        )
 
     def put_rows(self, rows: list[tuple]) -> None:
         """Insert or replace rows (tuples in _COLUMNS order), in one transaction."""
+
         def write():
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 self._conn.executemany(
                     f"INSERT OR REPLACE INTO tuning ({', '.join(_COLUMNS)}) "
-                    f"VALUES ({', '.join('?' * len(_COLUMNS))})", rows)
+                    f"VALUES ({', '.join('?' * len(_COLUMNS))})",
+                    rows,
+                )
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+
         with self._lock:
             self._retry(write)
 
@@ -273,19 +318,22 @@ class TuningDB:
             query += " WHERE target = ?"
             args = (target,)
         with self._lock:
-            found = self._retry(lambda: self._conn.execute(query + " ORDER BY rowid",
-                                                           args).fetchall())
+            found = self._retry(
+                lambda: self._conn.execute(query + " ORDER BY rowid", args).fetchall()
+            )
         return [dict(zip(_COLUMNS, r)) for r in found]
 
     def __len__(self) -> int:
         with self._lock:
-            return self._retry(lambda: self._conn.execute(
-                "SELECT COUNT(*) FROM tuning").fetchone()[0])
+            return self._retry(
+                lambda: self._conn.execute("SELECT COUNT(*) FROM tuning").fetchone()[0]
+            )
 
     def schema_version(self) -> int:
         with self._lock:
             row = self._conn.execute(
-                "SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                "SELECT value FROM meta WHERE key = 'schema_version'"
+            ).fetchone()
         return int(row[0])
 
     # -- moving between machines -----------------------------------------------------------
@@ -295,8 +343,12 @@ class TuningDB:
         for r in rows:
             r["solution"] = json.loads(r["solution"])
         with open(path, "w") as f:
-            json.dump({"application": APPLICATION, "schema_version": SCHEMA_VERSION,
-                       "rows": rows}, f, indent=1, sort_keys=True)
+            json.dump(
+                {"application": APPLICATION, "schema_version": SCHEMA_VERSION, "rows": rows},
+                f,
+                indent=1,
+                sort_keys=True,
+            )
         return len(rows)
 
     def import_json(self, path: str) -> int:
@@ -307,8 +359,10 @@ class TuningDB:
         if not isinstance(data, dict) or data.get("application") != APPLICATION:
             raise ValueError(f"{path} is not a graphkiln tuning export")
         if data.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(f"{path} has schema version {data.get('schema_version')}, this "
-                             f"graphkiln reads version {SCHEMA_VERSION}")
+            raise ValueError(
+                f"{path} has schema version {data.get('schema_version')}, this "
+                f"graphkiln reads version {SCHEMA_VERSION}"
+            )
         rows = []
         for r in data["rows"]:
             r = dict(r, solution=json.dumps(r["solution"], sort_keys=True))

@@ -37,8 +37,8 @@ from .protocol import random_inputs, tune_steps
 
 TARGET = "gpu"
 VARIANTS = {"Attention": 5, "Conv": 9}  # candidates beyond the heuristic, per kernel
-ROUNDS = 12            # interleaved rounds of step-by-step timing per candidate
-MIN_GAIN = 0.03        # a candidate must beat the heuristic by 3% to replace it
+ROUNDS = 12  # interleaved rounds of step-by-step timing per candidate
+MIN_GAIN = 0.03  # a candidate must beat the heuristic by 3% to replace it
 
 _progress = None
 
@@ -80,9 +80,12 @@ def describe(plan, step) -> dict:
     from .cpu import _tensor
 
     attrs = {k: v for k, v in step.attrs.items() if k != "variant"}
-    return {"kernel": step.kernel, "attrs": attrs,
-            "inputs": [None if s is None else _tensor(plan, s) for s in step.inputs],
-            "outputs": [_tensor(plan, s) for s in step.outputs]}
+    return {
+        "kernel": step.kernel,
+        "attrs": attrs,
+        "inputs": [None if s is None else _tensor(plan, s) for s in step.inputs],
+        "outputs": [_tensor(plan, s) for s in step.outputs],
+    }
 
 
 def step_key(plan, step) -> TuningKey:
@@ -97,8 +100,14 @@ def tune_plan(plan, mode: str, build, db: TuningDB | None = None) -> dict:
     """Look up or measure the tunable steps of `plan`, setting their "variant" attrs.
     Returns {"steps", "hits", "misses", "tuned"}."""
     steps = tunable_steps(plan) if mode != "off" else []
-    return tune_steps(steps, mode, lambda: [step_key(plan, step) for step in steps],
-                      lambda keys: measure(plan, steps, keys, build), _apply, db)
+    return tune_steps(
+        steps,
+        mode,
+        lambda: [step_key(plan, step) for step in steps],
+        lambda keys: measure(plan, steps, keys, build),
+        _apply,
+        db,
+    )
 
 
 def _apply(step, solution: dict) -> None:
@@ -144,13 +153,16 @@ def measure(plan, steps, keys, build) -> dict:
         for c, executor in built:
             times[c].append([ms for _, ms in executor.profile(arrays)])
     count("benchmarks", len(built) * len({k.problem for k in keys}))
-    median = {c: [statistics.median(run[i] for run in runs) for i in range(len(runs[0]))]
-              for c, runs in times.items()}
+    median = {
+        c: [statistics.median(run[i] for run in runs) for i in range(len(runs[0]))]
+        for c, runs in times.items()
+    }
     by_problem: dict[str, list] = {}
     for step, key in zip(steps, keys):
         by_problem.setdefault(key.problem, []).append(step)
     out = {}
     for problem, members in by_problem.items():
+
         def total(c, members=members):
             return sum(median[c][index[id(s)]] for s in members)
 
@@ -159,6 +171,8 @@ def measure(plan, steps, keys, build) -> dict:
         best = min(offered, key=total)
         if total(best) > base * (1 - MIN_GAIN):
             best = 0
-        out[problem] = ({"variant": best, "heuristic_ms": base / len(members),
-                         "candidates": len(offered)}, total(best) / len(members))
+        out[problem] = (
+            {"variant": best, "heuristic_ms": base / len(members), "candidates": len(offered)},
+            total(best) / len(members),
+        )
     return out

@@ -45,5 +45,11 @@ def versions_string(versions: dict) -> str:
 def problem_key(target: str, device: str, versions: dict, description: dict) -> TuningKey:
     detail = canonical(description)
     digest = hashlib.sha256(detail.encode()).hexdigest()[:32]
-    return TuningKey(target=target, device=device, versions=versions_string(versions),
-                     problem=digest, kernel=str(description.get("kernel", "")), detail=detail)
+    return TuningKey(
+        target=target,
+        device=device,
+        versions=versions_string(versions),
+        problem=digest,
+        kernel=str(description.get("kernel", "")),
+        detail=detail,
+    )

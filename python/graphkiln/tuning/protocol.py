@@ -33,8 +33,7 @@ def tune_steps(steps: list, mode: str, keys, measure, apply, db: TuningDB | None
     """mode "lookup": a hit applies the stored solution, a miss keeps the heuristic;
     "exhaustive": measure, store the winners (one transaction), apply them; "off": nothing.
     Returns {"steps", "hits", "misses", "tuned"} and counts them (counters.py)."""
-    summary = {"steps": len(steps) if mode != "off" else 0, "hits": 0, "misses": 0,
-               "tuned": 0}
+    summary = {"steps": len(steps) if mode != "off" else 0, "hits": 0, "misses": 0, "tuned": 0}
     if mode == "off" or not steps:
         return summary
     if db is None:
@@ -46,8 +45,10 @@ def tune_steps(steps: list, mode: str, keys, measure, apply, db: TuningDB | None
     step_keys = keys()
     if mode == "exhaustive":
         solutions = measure(step_keys)
-        rows = [db.row(key, *solutions[key.problem])
-                for key in {k.problem: k for k in step_keys if k.problem in solutions}.values()]
+        rows = [
+            db.row(key, *solutions[key.problem])
+            for key in {k.problem: k for k in step_keys if k.problem in solutions}.values()
+        ]
         db.put_rows(rows)  # one transaction per plan
         count("tuned", len(rows))
         summary["tuned"] = len(rows)

@@ -14,13 +14,23 @@ from onnx import helper, numpy_helper
 
 import graphkiln as gk
 
-_ONNX_TYPES = {np.dtype(k): v for k, v in {
-    np.float32: onnx.TensorProto.FLOAT, np.float64: onnx.TensorProto.DOUBLE,
-    np.float16: onnx.TensorProto.FLOAT16, ml_dtypes.bfloat16: onnx.TensorProto.BFLOAT16,
-    np.int64: onnx.TensorProto.INT64, np.int32: onnx.TensorProto.INT32,
-    np.int16: onnx.TensorProto.INT16, np.int8: onnx.TensorProto.INT8,
-    np.uint8: onnx.TensorProto.UINT8, np.uint16: onnx.TensorProto.UINT16,
-    np.uint32: onnx.TensorProto.UINT32, np.bool_: onnx.TensorProto.BOOL}.items()}
+_ONNX_TYPES = {
+    np.dtype(k): v
+    for k, v in {
+        np.float32: onnx.TensorProto.FLOAT,
+        np.float64: onnx.TensorProto.DOUBLE,
+        np.float16: onnx.TensorProto.FLOAT16,
+        ml_dtypes.bfloat16: onnx.TensorProto.BFLOAT16,
+        np.int64: onnx.TensorProto.INT64,
+        np.int32: onnx.TensorProto.INT32,
+        np.int16: onnx.TensorProto.INT16,
+        np.int8: onnx.TensorProto.INT8,
+        np.uint8: onnx.TensorProto.UINT8,
+        np.uint16: onnx.TensorProto.UINT16,
+        np.uint32: onnx.TensorProto.UINT32,
+        np.bool_: onnx.TensorProto.BOOL,
+    }.items()
+}
 
 node = helper.make_node
 
@@ -35,20 +45,30 @@ def rand(shape, seed=0, dtype=np.float32, low=-1.0, high=1.0):
     return rng.uniform(low, high, size=shape).astype(dtype)
 
 
-def onnx_model(nodes, inputs: dict, outputs: dict, initializers: dict | None = None,
-               opset: int = 21, dtypes: dict | None = None) -> bytes:
+def onnx_model(
+    nodes,
+    inputs: dict,
+    outputs: dict,
+    initializers: dict | None = None,
+    opset: int = 21,
+    dtypes: dict | None = None,
+) -> bytes:
     """A serialized model. `inputs`/`outputs`: name -> shape (float32 unless `dtypes` names
     another numpy dtype); `initializers`: name -> numpy array."""
     dtypes = dtypes or {}
 
     def info(name, shape):
         return helper.make_tensor_value_info(
-            name, _ONNX_TYPES[np.dtype(dtypes.get(name, np.float32))], shape)
+            name, _ONNX_TYPES[np.dtype(dtypes.get(name, np.float32))], shape
+        )
 
     graph = helper.make_graph(
-        nodes, "test", [info(k, v) for k, v in inputs.items()],
+        nodes,
+        "test",
+        [info(k, v) for k, v in inputs.items()],
         [info(k, v) for k, v in outputs.items()],
-        [numpy_helper.from_array(np.asarray(a), k) for k, a in (initializers or {}).items()])
+        [numpy_helper.from_array(np.asarray(a), k) for k, a in (initializers or {}).items()],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     return model.SerializeToString()
 

@@ -21,16 +21,23 @@ def _check(q, k, v, mask=None, y_shape=None, outputs=("y",), fallback=None, **at
     if y_shape is None:
         y_shape = q.shape[:-1] + (v.shape[-1],) if q.ndim == 4 else None
     out_shapes = {"y": y_shape}
-    model = onnx_model([node("Attention", names, list(outputs), **attrs)],
-                       {n: feeds[n].shape for n in names}, out_shapes, opset=23,
-                       dtypes={"mask": mask.dtype} if mask is not None else None)
+    model = onnx_model(
+        [node("Attention", names, list(outputs), **attrs)],
+        {n: feeds[n].shape for n in names},
+        out_shapes,
+        opset=23,
+        dtypes={"mask": mask.dtype} if mask is not None else None,
+    )
     options = {} if fallback is None else {"fallback": fallback}
     return check_cpu(model, feeds, rtol=RTOL, atol=ATOL, **options)
 
 
 def _qkv(b=2, hq=4, hkv=4, sq=10, skv=12, d=8, dv=8, seed=0):
-    return (rand((b, hq, sq, d), seed, low=-2, high=2), rand((b, hkv, skv, d), seed + 1, low=-2, high=2),
-            rand((b, hkv, skv, dv), seed + 2))
+    return (
+        rand((b, hq, sq, d), seed, low=-2, high=2),
+        rand((b, hkv, skv, d), seed + 1, low=-2, high=2),
+        rand((b, hkv, skv, dv), seed + 2),
+    )
 
 
 def test_plain():
@@ -46,8 +53,9 @@ def test_grouped_query(hkv):
     _check(*_qkv(hq=4, hkv=hkv))
 
 
-@pytest.mark.parametrize("shape", [(2, 4, 10, 12), (1, 1, 10, 12), (10, 12), (2, 1, 1, 12),
-                                   (4, 1, 12), (12,)])
+@pytest.mark.parametrize(
+    "shape", [(2, 4, 10, 12), (1, 1, 10, 12), (10, 12), (2, 1, 1, 12), (4, 1, 12), (12,)]
+)
 def test_float_mask(shape):
     _check(*_qkv(), mask=rand(shape, 9, low=-3, high=1))
 
@@ -92,8 +100,16 @@ def test_three_d():
     k = rand((b, skv, hkv * d), 1)
     v = rand((b, skv, hkv * dv), 2)
     _check(q, k, v, y_shape=(b, sq, hq * dv), q_num_heads=hq, kv_num_heads=hkv)
-    _check(q, k, v, mask=rand((sq, skv), 3, dtype=np.bool_) | np.eye(sq, skv, dtype=bool),
-           y_shape=(b, sq, hq * dv), q_num_heads=hq, kv_num_heads=hkv, is_causal=1)
+    _check(
+        q,
+        k,
+        v,
+        mask=rand((sq, skv), 3, dtype=np.bool_) | np.eye(sq, skv, dtype=bool),
+        y_shape=(b, sq, hq * dv),
+        q_num_heads=hq,
+        kv_num_heads=hkv,
+        is_causal=1,
+    )
 
 
 def test_bert_sized():
@@ -114,9 +130,12 @@ def test_qk_matmul_output_refused_then_ref():
     # qk_matmul_output output does not
     q, k, v = _qkv()
     scores = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-    model = onnx_model([node("Attention", ["q", "k", "v"], ["y", "", "", "qk"])],
-                       {"q": q.shape, "k": k.shape, "v": v.shape},
-                       {"y": q.shape, "qk": scores}, opset=23)
+    model = onnx_model(
+        [node("Attention", ["q", "k", "v"], ["y", "", "", "qk"])],
+        {"q": q.shape, "k": k.shape, "v": v.shape},
+        {"y": q.shape, "qk": scores},
+        opset=23,
+    )
     graph = gk.parse_onnx_buffer(model)
     with pytest.raises(Exception, match="Attention"):
         graph.compile("cpu")

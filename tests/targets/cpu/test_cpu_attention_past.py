@@ -11,8 +11,19 @@ from cpu_testing import check_cpu, node, onnx_model, rand
 RTOL, ATOL = 1e-4, 1e-5
 
 
-def _run(b=2, hq=4, hkv=2, sq=3, past=5, d=8, dv=6, three_d=False, mask_shape=None,
-         outputs=("y", "pk", "pv"), **attrs):
+def _run(
+    b=2,
+    hq=4,
+    hkv=2,
+    sq=3,
+    past=5,
+    d=8,
+    dv=6,
+    three_d=False,
+    mask_shape=None,
+    outputs=("y", "pk", "pv"),
+    **attrs,
+):
     rng_seed = 1
     if three_d:
         q = rand((b, sq, hq * d), rng_seed, low=-2, high=2)
@@ -39,9 +50,12 @@ def _run(b=2, hq=4, hkv=2, sq=3, past=5, d=8, dv=6, three_d=False, mask_shape=No
     outs = [o if o in outputs else "" for o in ("y", "pk", "pv")]
     while outs[-1] == "":
         outs.pop()
-    model = onnx_model([node("Attention", names, outs, **attrs)],
-                       {n: feeds[n].shape for n in names if n},
-                       {o: shapes[o] for o in outs if o}, opset=23)
+    model = onnx_model(
+        [node("Attention", names, outs, **attrs)],
+        {n: feeds[n].shape for n in names if n},
+        {o: shapes[o] for o in outs if o},
+        opset=23,
+    )
     check_cpu(model, feeds, rtol=RTOL, atol=ATOL)
 
 

@@ -12,11 +12,20 @@ from cpu_testing import check_cpu, node, onnx_model, rand, run_both
 def _model(nodes, inputs, outputs, inits=None, opset=21):
     def info(name, spec):
         shape, dtype = spec
-        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
-    graph = helper.make_graph(nodes, "t", [info(k, v) for k, v in inputs.items()],
-                              [info(k, v) for k, v in outputs.items()],
-                              [numpy_helper.from_array(v, k) for k, v in (inits or {}).items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+        return helper.make_tensor_value_info(
+            name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape
+        )
+
+    graph = helper.make_graph(
+        nodes,
+        "t",
+        [info(k, v) for k, v in inputs.items()],
+        [info(k, v) for k, v in outputs.items()],
+        [numpy_helper.from_array(v, k) for k, v in (inits or {}).items()],
+    )
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)]
+    ).SerializeToString()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8, np.uint64])
@@ -30,9 +39,12 @@ def test_topk(dtype, axis, k, largest):
         x = np.round(rand(shape, seed=1, low=-3, high=3), 1).astype(dtype)
     out = list(shape)
     out[axis] = k
-    model = _model([node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)],
-                   {"x": (shape, dtype)}, {"v": (out, dtype), "i": (out, np.int64)},
-                   {"k": np.array([k], np.int64)})
+    model = _model(
+        [node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)],
+        {"x": (shape, dtype)},
+        {"v": (out, dtype), "i": (out, np.int64)},
+        {"k": np.array([k], np.int64)},
+    )
     check_cpu(model, {"x": x})
 
 
@@ -40,10 +52,12 @@ def test_topk_nan_and_large():
     x = rand((64, 700), seed=2)
     x[3, 10] = np.nan
     x[5, ::7] = np.nan
-    model = _model([node("TopK", ["x", "k"], ["v", "i"], largest=1)],
-                   {"x": ((64, 700), np.float32)}, {"v": ((64, 20), np.float32),
-                                                    "i": ((64, 20), np.int64)},
-                   {"k": np.array([20], np.int64)})
+    model = _model(
+        [node("TopK", ["x", "k"], ["v", "i"], largest=1)],
+        {"x": ((64, 700), np.float32)},
+        {"v": ((64, 20), np.float32), "i": ((64, 20), np.int64)},
+        {"k": np.array([20], np.int64)},
+    )
     ref, cpu = run_both(model, {"x": x})
     for r, c in zip(ref, cpu):  # NaN values compare equal here
         np.testing.assert_array_equal(np.asarray(c), np.asarray(r))
@@ -55,8 +69,11 @@ def test_topk_nan_and_large():
 def test_hardmax(axis, dtype):
     x = np.round(rand((3, 4, 5), seed=3, low=-2, high=2), 0).astype(dtype)  # ties
     x[1, 2, 3] = np.nan
-    model = _model([node("Hardmax", ["x"], ["y"], axis=axis)], {"x": ((3, 4, 5), dtype)},
-                   {"y": ((3, 4, 5), dtype)})
+    model = _model(
+        [node("Hardmax", ["x"], ["y"], axis=axis)],
+        {"x": ((3, 4, 5), dtype)},
+        {"y": ((3, 4, 5), dtype)},
+    )
     check_cpu(model, {"x": x})
 
 
@@ -65,16 +82,28 @@ def test_hardmax(axis, dtype):
 def test_lp_normalization(axis, p):
     x = rand((3, 4, 5), seed=4)
     x[0, :, :] = 0  # zero norms stay zero
-    model = onnx_model([node("LpNormalization", ["x"], ["y"], axis=axis, p=p)],
-                       {"x": (3, 4, 5)}, {"y": (3, 4, 5)})
+    model = onnx_model(
+        [node("LpNormalization", ["x"], ["y"], axis=axis, p=p)], {"x": (3, 4, 5)}, {"y": (3, 4, 5)}
+    )
     check_cpu(model, {"x": x})
 
 
 @pytest.mark.parametrize("k", [0, 1, -2, 7])
 def test_eye_like(k):
-    model = _model([node("EyeLike", ["x"], ["e"], k=k, dtype=helper.np_dtype_to_tensor_dtype(np.dtype(np.int32))),
-                    node("Add", ["e", "e"], ["y"])],
-                   {"x": ((4, 6), np.float32)}, {"y": ((4, 6), np.int32), "e": ((4, 6), np.int32)})
+    model = _model(
+        [
+            node(
+                "EyeLike",
+                ["x"],
+                ["e"],
+                k=k,
+                dtype=helper.np_dtype_to_tensor_dtype(np.dtype(np.int32)),
+            ),
+            node("Add", ["e", "e"], ["y"]),
+        ],
+        {"x": ((4, 6), np.float32)},
+        {"y": ((4, 6), np.int32), "e": ((4, 6), np.int32)},
+    )
     check_cpu(model, {"x": rand((4, 6), seed=5)})
 
 
@@ -89,7 +118,11 @@ def test_cumprod(dtype, exclusive, reverse, axis):
         x = np.random.default_rng(6).integers(1, 200, size=shape).astype(dtype)
     else:
         x = rand(shape, seed=6, low=0.5, high=1.5).astype(dtype)
-    model = _model([node("CumProd", ["x", "a"], ["y"], exclusive=exclusive, reverse=reverse)],
-                   {"x": (shape, dtype)}, {"y": (shape, dtype)}, {"a": np.array(axis, np.int64)},
-                   opset=26)
+    model = _model(
+        [node("CumProd", ["x", "a"], ["y"], exclusive=exclusive, reverse=reverse)],
+        {"x": (shape, dtype)},
+        {"y": (shape, dtype)},
+        {"a": np.array(axis, np.int64)},
+        opset=26,
+    )
     check_cpu(model, {"x": x}, rtol=1e-6)

@@ -49,29 +49,32 @@ def close(got, want):
 def core_budget():
     """Sets the process-wide core budget (the parallel build takes its threads from it),
     restored after the test."""
-    program(OCR).run(ocr_feeds(0, WIDTHS[0]))   # the first build sets it: set it after
+    program(OCR).run(ocr_feeds(0, WIDTHS[0]))  # the first build sets it: set it after
     core = load_core()
     yield core.set_core_budget
     core.set_core_budget(physical_cores())
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])
-def test_parallel_kernel_build_gives_the_serial_plans_results(core_budget, monkeypatch,
-                                                              threads):
+def test_parallel_kernel_build_gives_the_serial_plans_results(core_budget, monkeypatch, threads):
     monkeypatch.setenv("GRAPHKILN_NUM_THREADS", threads)
     ref = program(OCR, "ref")
-    core_budget(4)   # cores free: the conv stack's kernels are built on several threads
+    core_budget(4)  # cores free: the conv stack's kernels are built on several threads
     parallel = program(OCR)
     got = {w: parallel.run(ocr_feeds(w, w))[0] for w in WIDTHS}
-    core_budget(1)   # one core: every kernel built by the calling thread, in order
+    core_budget(1)  # one core: every kernel built by the calling thread, in order
     serial = program(OCR)
     for w in WIDTHS:
         feeds = ocr_feeds(w, w)
         want = serial.run(feeds)[0]
-        np.testing.assert_array_equal(got[w], want)   # the same kernels, bit for bit
+        np.testing.assert_array_equal(got[w], want)  # the same kernels, bit for bit
         close(got[w], ref.run(feeds)[0])
-    heavy = [s for segs in parallel._executable._plans.values() for s in segs
-             if sum(st.kernel in ("Conv", "MatMul") for st in s.plan.steps) >= 2]
+    heavy = [
+        s
+        for segs in parallel._executable._plans.values()
+        for s in segs
+        if sum(st.kernel in ("Conv", "MatMul") for st in s.plan.steps) >= 2
+    ]
     assert len(heavy) == len(WIDTHS)
 
 
@@ -81,11 +84,17 @@ def _plan_parts():
     prog.run(ocr_feeds(1, WIDTHS[1]))
     (segment,) = next(iter(prog._executable._plans.values()))
     plan = segment.plan
+
     def specs(slots):
         return [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims)) for s in slots]
 
-    return (plan.executor_steps(), plan.constants, plan.arena_bytes, specs(plan.input_slots),
-            specs(plan.output_slots))
+    return (
+        plan.executor_steps(),
+        plan.constants,
+        plan.arena_bytes,
+        specs(plan.input_slots),
+        specs(plan.output_slots),
+    )
 
 
 def test_parallel_kernel_build_throws_the_first_failing_steps_error(core_budget):
@@ -96,7 +105,7 @@ def test_parallel_kernel_build_throws_the_first_failing_steps_error(core_budget)
     for broken in ([convs[-1]], [convs[1], convs[-1]], [convs[-1], convs[0]]):
         bad = copy.deepcopy(steps)
         for i in broken:
-            bad[i]["attrs"] = dict(bad[i]["attrs"], strides=[1])   # wrong rank: a build error
+            bad[i]["attrs"] = dict(bad[i]["attrs"], strides=[1])  # wrong rank: a build error
         first = min(broken)
         with pytest.raises(ValueError, match="window attributes") as info:
             build_executor(bad, constants, arena, ins, outs, 1, 1)
@@ -108,8 +117,9 @@ def test_parallel_kernel_build_throws_the_first_failing_steps_error(core_budget)
 def test_fused_support_is_checked_once_per_node_and_plan(monkeypatch):
     checks = []
     original = lower_fused._check_family
-    monkeypatch.setattr(lower_fused, "_check_family",
-                        lambda node: checks.append(node) or original(node))
+    monkeypatch.setattr(
+        lower_fused, "_check_family", lambda node: checks.append(node) or original(node)
+    )
     data = bert_dynamic_seq(seed=0, vocab=1000).SerializeToString()
     prog, ref = program(data), program(data, "ref")
     for k, seq in enumerate((16, 24, 40)):
@@ -117,8 +127,8 @@ def test_fused_support_is_checked_once_per_node_and_plan(monkeypatch):
         feeds = bert_feeds(k, seq=seq, vocab=1000)
         for got, want in zip(prog.run(feeds), ref.run(feeds)):
             close(got, want)
-        assert checks and len(checks) == len(set(checks))   # once per node of this plan
-    assert getattr(lower_fused._memo, "table", None) is None   # no table outside a build
+        assert checks and len(checks) == len(set(checks))  # once per node of this plan
+    assert getattr(lower_fused._memo, "table", None) is None  # no table outside a build
     node = checks[0]
     assert lower_fused._family_supported(node) == original(node)
 
@@ -131,7 +141,7 @@ def test_packing_is_learned_for_a_kernel_not_known_to_pack(monkeypatch):
     class Learning(PackingCache):
         def __init__(self):
             super().__init__()
-            self._packing_kernels = set()   # as if no kernel were known to pack
+            self._packing_kernels = set()  # as if no kernel were known to pack
             made.append(self)
 
     from graphkiln.targets.cpu import target as cpu_target
@@ -152,8 +162,7 @@ def test_packing_is_learned_for_a_kernel_not_known_to_pack(monkeypatch):
 
 def _types(graph, out):
     for node in graph.nodes:
-        out.append((node.op, node.name, [None if v is None else str(v.type)
-                                         for v in node.outputs]))
+        out.append((node.op, node.name, [None if v is None else str(v.type) for v in node.outputs]))
         for sub in node_subgraphs(node):
             _types(sub, out)
     return out
@@ -176,6 +185,7 @@ def test_specialization_types_equal_a_full_type_refresh(monkeypatch, kind):
     def full(**kw):
         kw["types_refreshed"] = False
         return real(**kw)
+
     from graphkiln.targets.native import specialize as spec_module
 
     monkeypatch.setattr(spec_module, "PassContext", full)
@@ -187,11 +197,13 @@ def test_verifying_only_after_the_last_pass_still_catches_a_broken_graph():
     graph = gk.parse_onnx_buffer(data, default_dim=None).graph
 
     def breaks(g, ctx):
-        g.nodes.reverse()   # readers before producers
+        g.nodes.reverse()  # readers before producers
+
     broken = types.ModuleType("graphkiln.passes.breaks")
     broken.run = breaks
     fine = types.ModuleType("graphkiln.passes.fine")
     fine.run = lambda g, ctx: g
     with pytest.raises(CompileError, match="breaks, fine left an invalid graph"):
-        run_pipeline(graph, [broken, fine], pass_context.PassContext(), trace=False,
-                     verify_each=False)
+        run_pipeline(
+            graph, [broken, fine], pass_context.PassContext(), trace=False, verify_each=False
+        )

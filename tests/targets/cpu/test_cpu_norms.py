@@ -8,50 +8,97 @@ import pytest
 from cpu_testing import check_cpu, node, onnx_model, rand
 
 
-@pytest.mark.parametrize("shape,axis", [((2, 3, 4, 5), -1), ((2, 3, 4, 5), 1), ((2, 3, 4, 5), 0),
-                                        ((6, 37), -1), ((64, 768), -1), ((3, 4), -2)])
+@pytest.mark.parametrize(
+    "shape,axis",
+    [
+        ((2, 3, 4, 5), -1),
+        ((2, 3, 4, 5), 1),
+        ((2, 3, 4, 5), 0),
+        ((6, 37), -1),
+        ((64, 768), -1),
+        ((3, 4), -2),
+    ],
+)
 @pytest.mark.parametrize("epsilon", [1e-5, 0.1])
 def test_rms_norm(shape, axis, epsilon):
-    tail = shape[axis % len(shape):]
-    model = onnx_model([node("RMSNormalization", ["x", "s"], ["y"], axis=axis, epsilon=epsilon)],
-                       {"x": shape, "s": tail}, {"y": shape}, opset=23)
+    tail = shape[axis % len(shape) :]
+    model = onnx_model(
+        [node("RMSNormalization", ["x", "s"], ["y"], axis=axis, epsilon=epsilon)],
+        {"x": shape, "s": tail},
+        {"y": shape},
+        opset=23,
+    )
     check_cpu(model, {"x": rand(shape, seed=1, low=-3, high=3), "s": rand(tail, seed=2)})
 
 
 def test_rms_norm_broadcast_constant_scale():
     shape = (4, 3, 8)
-    model = onnx_model([node("RMSNormalization", ["x", "s"], ["y"], axis=1)],
-                       {"x": shape}, {"y": shape}, {"s": rand((1, 8), seed=3)}, opset=23)
+    model = onnx_model(
+        [node("RMSNormalization", ["x", "s"], ["y"], axis=1)],
+        {"x": shape},
+        {"y": shape},
+        {"s": rand((1, 8), seed=3)},
+        opset=23,
+    )
     check_cpu(model, {"x": rand(shape, seed=4)})
 
 
-@pytest.mark.parametrize("shape,groups", [((2, 6, 5, 4), 3), ((2, 6, 5, 4), 1), ((2, 6, 5, 4), 6),
-                                          ((3, 4, 7), 2), ((1, 8, 300), 4)])
+@pytest.mark.parametrize(
+    "shape,groups",
+    [((2, 6, 5, 4), 3), ((2, 6, 5, 4), 1), ((2, 6, 5, 4), 6), ((3, 4, 7), 2), ((1, 8, 300), 4)],
+)
 @pytest.mark.parametrize("epsilon", [1e-5, 0.5])
 def test_group_norm(shape, groups, epsilon):
     c = shape[1]
-    model = onnx_model([node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=groups,
-                             epsilon=epsilon)], {"x": shape, "s": (c,), "b": (c,)}, {"y": shape},
-                       opset=21)
-    check_cpu(model, {"x": rand(shape, seed=5, low=-2, high=3), "s": rand((c,), seed=6),
-                      "b": rand((c,), seed=7)})
+    model = onnx_model(
+        [node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=groups, epsilon=epsilon)],
+        {"x": shape, "s": (c,), "b": (c,)},
+        {"y": shape},
+        opset=21,
+    )
+    check_cpu(
+        model,
+        {
+            "x": rand(shape, seed=5, low=-2, high=3),
+            "s": rand((c,), seed=6),
+            "b": rand((c,), seed=7),
+        },
+    )
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5, 4), (3, 4, 7), (1, 2, 3, 4, 5)])
 def test_instance_norm(shape):
     c = shape[1]
-    model = onnx_model([node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)],
-                       {"x": shape, "s": (c,), "b": (c,)}, {"y": shape})
-    check_cpu(model, {"x": rand(shape, seed=8, low=-2, high=3), "s": rand((c,), seed=9),
-                      "b": rand((c,), seed=10)})
+    model = onnx_model(
+        [node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)],
+        {"x": shape, "s": (c,), "b": (c,)},
+        {"y": shape},
+    )
+    check_cpu(
+        model,
+        {
+            "x": rand(shape, seed=8, low=-2, high=3),
+            "s": rand((c,), seed=9),
+            "b": rand((c,), seed=10),
+        },
+    )
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5, 4), (3, 4), (2, 4, 7)])
 def test_batch_norm_inference_runtime_params(shape):
     c = shape[1]
     names = ["x", "s", "b", "m", "v"]
-    model = onnx_model([node("BatchNormalization", names, ["y"], epsilon=1e-3)],
-                       {"x": shape, **{n: (c,) for n in names[1:]}}, {"y": shape}, opset=15)
-    feeds = {"x": rand(shape, seed=11), "s": rand((c,), seed=12), "b": rand((c,), seed=13),
-             "m": rand((c,), seed=14), "v": rand((c,), seed=15, low=0.1, high=2)}
+    model = onnx_model(
+        [node("BatchNormalization", names, ["y"], epsilon=1e-3)],
+        {"x": shape, **{n: (c,) for n in names[1:]}},
+        {"y": shape},
+        opset=15,
+    )
+    feeds = {
+        "x": rand(shape, seed=11),
+        "s": rand((c,), seed=12),
+        "b": rand((c,), seed=13),
+        "m": rand((c,), seed=14),
+        "v": rand((c,), seed=15, low=0.1, high=2),
+    }
     check_cpu(model, feeds)

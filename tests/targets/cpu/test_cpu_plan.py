@@ -13,8 +13,12 @@ from cpu_testing import check_cpu, node, onnx_model, rand
 
 
 def test_reshape_to_output_is_a_copy_of_a_view():
-    model = onnx_model([node("Reshape", ["x", "s"], ["y"])], {"x": (2, 3, 4)}, {"y": (6, 4)},
-                       {"s": np.array([6, 4], np.int64)})
+    model = onnx_model(
+        [node("Reshape", ["x", "s"], ["y"])],
+        {"x": (2, 3, 4)},
+        {"y": (6, 4)},
+        {"s": np.array([6, 4], np.int64)},
+    )
     x = rand((2, 3, 4))
     (y,) = check_cpu(model, {"x": x})
     np.testing.assert_array_equal(y, x.reshape(6, 4))
@@ -22,8 +26,12 @@ def test_reshape_to_output_is_a_copy_of_a_view():
 
 
 def test_input_and_constant_as_outputs():
-    model = onnx_model([node("Identity", ["x"], ["y"]), node("Identity", ["c"], ["z"])],
-                       {"x": (3,)}, {"y": (3,), "z": (2,)}, {"c": rand((2,), seed=1)})
+    model = onnx_model(
+        [node("Identity", ["x"], ["y"]), node("Identity", ["c"], ["z"])],
+        {"x": (3,)},
+        {"y": (3,), "z": (2,)},
+        {"c": rand((2,), seed=1)},
+    )
     check_cpu(model, {"x": rand((3,))})
 
 
@@ -34,8 +42,12 @@ def test_op_without_kernel_is_a_compile_error_naming_it():
 
 
 def test_fallback_ref_runs_the_op_on_ref():
-    model = onnx_model([node("Det", ["x"], ["d"]), node("Reshape", ["d", "s"], ["y"])],
-                       {"x": (2, 3, 3)}, {"y": (1, 2)}, {"s": np.array([1, 2], np.int64)})
+    model = onnx_model(
+        [node("Det", ["x"], ["d"]), node("Reshape", ["d", "s"], ["y"])],
+        {"x": (2, 3, 3)},
+        {"y": (1, 2)},
+        {"s": np.array([1, 2], np.int64)},
+    )
     check_cpu(model, {"x": rand((2, 3, 3))}, fallback="ref")
 
 
@@ -46,8 +58,12 @@ def test_bad_fallback_value():
 
 
 def test_dynamic_input_gets_a_plan_per_shape():
-    model = onnx_model([node("Reshape", ["x", "s"], ["y"])], {"x": ("n", 4)}, {"y": (-1,)},
-                       {"s": np.array([-1], np.int64)})
+    model = onnx_model(
+        [node("Reshape", ["x", "s"], ["y"])],
+        {"x": ("n", 4)},
+        {"y": (-1,)},
+        {"s": np.array([-1], np.int64)},
+    )
     program = gk.parse_onnx_buffer(model, default_dim=None).compile("cpu")
     for n in (1, 5, 5, 2):
         x = rand((n, 4), seed=n)

@@ -16,9 +16,15 @@ from cpu_testing import check_cpu, node, onnx_model, rand
 def pool_model(op, x_shape, **attrs):
     ceil = bool(attrs.get("ceil_mode", 0))
     kernel = attrs["kernel_shape"]
-    _, _, out = window_geometry(x_shape[2:], kernel, attrs.get("strides"),
-                                attrs.get("dilations"), attrs.get("pads"),
-                                attrs.get("auto_pad", "NOTSET"), ceil)
+    _, _, out = window_geometry(
+        x_shape[2:],
+        kernel,
+        attrs.get("strides"),
+        attrs.get("dilations"),
+        attrs.get("pads"),
+        attrs.get("auto_pad", "NOTSET"),
+        ceil,
+    )
     y_shape = (*x_shape[:2], *out)
     return onnx_model([node(op, ["x"], ["y"], **attrs)], {"x": x_shape}, {"y": y_shape})
 
@@ -28,8 +34,10 @@ WINDOWS = [
     ((2, 16, 15, 15), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ((1, 8, 15, 14), {"kernel_shape": [3, 2], "strides": [2, 3], "pads": [0, 1, 1, 0]}),
     ((1, 8, 15, 15), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
-    ((1, 8, 16, 16), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
-                      "ceil_mode": 1}),
+    (
+        (1, 8, 16, 16),
+        {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1},
+    ),
     ((1, 8, 14, 14), {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"}),
     ((1, 8, 14, 14), {"kernel_shape": [4, 4], "auto_pad": "SAME_LOWER"}),
     ((1, 8, 14, 14), {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "VALID"}),
@@ -48,8 +56,12 @@ def test_maxpool(x_shape, attrs):
 @pytest.mark.parametrize("x_shape", [(1, 8, 15, 15), (1, 8, 12)])
 def test_maxpool_dilations(x_shape):
     n = len(x_shape) - 2
-    attrs = {"kernel_shape": [3] * n, "dilations": [2] * n, "strides": [1] * n,
-             "pads": [1] * (2 * n)}
+    attrs = {
+        "kernel_shape": [3] * n,
+        "dilations": [2] * n,
+        "strides": [1] * n,
+        "pads": [1] * (2 * n),
+    }
     check_cpu(pool_model("MaxPool", x_shape, **attrs), {"x": rand(x_shape)})
 
 
@@ -62,17 +74,27 @@ def test_averagepool(x_shape, attrs, count_include_pad):
 
 def test_averagepool_ceil_with_count_include_pad_is_refused():
     x_shape = (1, 8, 16, 16)
-    model = pool_model("AveragePool", x_shape, kernel_shape=[3, 3], strides=[2, 2],
-                       pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)
+    model = pool_model(
+        "AveragePool",
+        x_shape,
+        kernel_shape=[3, 3],
+        strides=[2, 2],
+        pads=[1, 1, 1, 1],
+        ceil_mode=1,
+        count_include_pad=1,
+    )
     with pytest.raises(Exception, match="AveragePool"):
         gk.parse_onnx_buffer(model).compile("cpu")
     check_cpu(model, {"x": rand(x_shape)}, fallback="ref")
 
 
 def test_maxpool_indices_are_refused():
-    model = onnx_model([node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2])],
-                       {"x": (1, 2, 4, 4)}, {"y": (1, 2, 3, 3), "i": (1, 2, 3, 3)},
-                       dtypes={"i": np.int64})
+    model = onnx_model(
+        [node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2])],
+        {"x": (1, 2, 4, 4)},
+        {"y": (1, 2, 3, 3), "i": (1, 2, 3, 3)},
+        dtypes={"i": np.int64},
+    )
     with pytest.raises(Exception, match="MaxPool"):
         gk.parse_onnx_buffer(model).compile("cpu")
     check_cpu(model, {"x": rand((1, 2, 4, 4))}, fallback="ref")
@@ -98,8 +120,10 @@ def test_global_pool_channels_last(op, channels, size):
 
 def test_pool_after_conv_channels_last():
     inits = {"w": rand((16, 4, 3, 3), 1)}
-    nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-             node("MaxPool", ["c"], ["m"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
-             node("AveragePool", ["m"], ["y"], kernel_shape=[2, 2], pads=[1, 1, 1, 1])]
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        node("MaxPool", ["c"], ["m"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+        node("AveragePool", ["m"], ["y"], kernel_shape=[2, 2], pads=[1, 1, 1, 1]),
+    ]
     model = onnx_model(nodes, {"x": (1, 4, 16, 16)}, {"y": (1, 16, 9, 9)}, inits)
     check_cpu(model, {"x": rand((1, 4, 16, 16))}, rtol=1e-4, atol=1e-5)

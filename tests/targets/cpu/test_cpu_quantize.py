@@ -15,11 +15,20 @@ QTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32]
 def _model(nodes, inputs, outputs, inits=None, opset=21):
     def info(name, spec):
         shape, dtype = spec
-        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
-    graph = helper.make_graph(nodes, "t", [info(k, v) for k, v in inputs.items()],
-                              [info(k, v) for k, v in outputs.items()],
-                              [numpy_helper.from_array(v, k) for k, v in (inits or {}).items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
+        return helper.make_tensor_value_info(
+            name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape
+        )
+
+    graph = helper.make_graph(
+        nodes,
+        "t",
+        [info(k, v) for k, v in inputs.items()],
+        [info(k, v) for k, v in outputs.items()],
+        [numpy_helper.from_array(v, k) for k, v in (inits or {}).items()],
+    )
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)]
+    ).SerializeToString()
 
 
 def _zero_points(shape, dtype, seed):
@@ -29,9 +38,15 @@ def _zero_points(shape, dtype, seed):
 
 
 # (x shape, param shape, axis, block_size)
-LAYOUTS = [((3, 4, 5), (), 1, 0), ((3, 4, 5), (4,), 1, 0), ((3, 4, 5), (5,), -1, 0),
-           ((3, 4, 5), (3,), 0, 0), ((3, 8, 5), (3, 3, 5), 1, 3), ((6, 4), (2, 4), 0, 3),
-           ((4, 7), (4, 2), 1, 4)]
+LAYOUTS = [
+    ((3, 4, 5), (), 1, 0),
+    ((3, 4, 5), (4,), 1, 0),
+    ((3, 4, 5), (5,), -1, 0),
+    ((3, 4, 5), (3,), 0, 0),
+    ((3, 8, 5), (3, 3, 5), 1, 3),
+    ((6, 4), (2, 4), 0, 3),
+    ((4, 7), (4, 2), 1, 4),
+]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -50,16 +65,20 @@ def test_quantize(layout, dtype, with_zero):
         feeds["z"] = _zero_points(p_shape, dtype, 9)
     else:
         attrs["output_dtype"] = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    model = _model([node("QuantizeLinear", names, ["y"], **attrs)], inputs, {"y": (x_shape, dtype)},
-                   opset=24)
+    model = _model(
+        [node("QuantizeLinear", names, ["y"], **attrs)], inputs, {"y": (x_shape, dtype)}, opset=24
+    )
     check_cpu(model, feeds)
 
 
 def test_quantize_default_uint8_saturates():
     x = rand((5, 6), seed=10, low=-300, high=300)
-    model = _model([node("QuantizeLinear", ["x", "s"], ["y"])],
-                   {"x": ((5, 6), np.float32)}, {"y": ((5, 6), np.uint8)},
-                   {"s": np.array(0.5, np.float32)})
+    model = _model(
+        [node("QuantizeLinear", ["x", "s"], ["y"])],
+        {"x": ((5, 6), np.float32)},
+        {"y": ((5, 6), np.uint8)},
+        {"s": np.array(0.5, np.float32)},
+    )
     check_cpu(model, {"x": x})
 
 
@@ -69,8 +88,11 @@ def test_quantize_default_uint8_saturates():
 def test_dequantize(layout, dtype, with_zero):
     x_shape, p_shape, axis, block = layout
     info = np.iinfo(dtype)
-    x = np.random.default_rng(11).integers(max(info.min, -2**20), min(info.max, 2**20),
-                                           size=x_shape).astype(dtype)
+    x = (
+        np.random.default_rng(11)
+        .integers(max(info.min, -(2**20)), min(info.max, 2**20), size=x_shape)
+        .astype(dtype)
+    )
     scale = rand(p_shape, seed=12, low=0.001, high=0.05)
     inputs = {"x": (x_shape, dtype), "s": (p_shape, np.float32)}
     names, feeds = ["x", "s"], {"x": x, "s": scale}
@@ -78,24 +100,38 @@ def test_dequantize(layout, dtype, with_zero):
         inputs["z"] = (p_shape, dtype)
         names.append("z")
         feeds["z"] = _zero_points(p_shape, dtype, 13)
-    model = _model([node("DequantizeLinear", names, ["y"], axis=axis, block_size=block)],
-                   inputs, {"y": (x_shape, np.float32)}, opset=24)
+    model = _model(
+        [node("DequantizeLinear", names, ["y"], axis=axis, block_size=block)],
+        inputs,
+        {"y": (x_shape, np.float32)},
+        opset=24,
+    )
     check_cpu(model, feeds, rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("low,high", [(-2.0, 3.0), (0.5, 4.0), (-5.0, -1.0), (0.0, 0.0)])
 def test_dynamic_quantize(low, high):
-    x = rand((40, 33), seed=14, low=low, high=high) if high > low else np.zeros((40, 33), np.float32)
-    model = _model([node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])],
-                   {"x": ((40, 33), np.float32)},
-                   {"y": ((40, 33), np.uint8), "s": ((), np.float32), "z": ((), np.uint8)})
+    x = (
+        rand((40, 33), seed=14, low=low, high=high)
+        if high > low
+        else np.zeros((40, 33), np.float32)
+    )
+    model = _model(
+        [node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])],
+        {"x": ((40, 33), np.float32)},
+        {"y": ((40, 33), np.uint8), "s": ((), np.float32), "z": ((), np.uint8)},
+    )
     check_cpu(model, {"x": x}, rtol=0, atol=0)
 
 
 def test_quantize_refuses_half_scale():
     import graphkiln as gk
-    model = _model([node("QuantizeLinear", ["x", "s"], ["y"])],
-                   {"x": ((2, 3), np.float16), "s": ((), np.float16)}, {"y": ((2, 3), np.uint8)})
+
+    model = _model(
+        [node("QuantizeLinear", ["x", "s"], ["y"])],
+        {"x": ((2, 3), np.float16), "s": ((), np.float16)},
+        {"y": ((2, 3), np.uint8)},
+    )
     with pytest.raises(Exception, match="QuantizeLinear"):
         gk.parse_onnx_buffer(model).compile("cpu")
 
@@ -108,18 +144,33 @@ from graphkiln.ir import DType  # noqa: E402
 
 from cpu_testing import run_both  # noqa: E402
 
-BYTE_TYPES = [DType.f8e4m3fn, DType.f8e4m3fnuz, DType.f8e5m2, DType.f8e5m2fnuz, DType.f4e2m1,
-              DType.i4, DType.u4, DType.i2, DType.u2]
+BYTE_TYPES = [
+    DType.f8e4m3fn,
+    DType.f8e4m3fnuz,
+    DType.f8e5m2,
+    DType.f8e5m2fnuz,
+    DType.f4e2m1,
+    DType.i4,
+    DType.u4,
+    DType.i2,
+    DType.u2,
+]
 
 
 def _byte_model(op, x_type, p_shape, x_shape, y_type, with_zero, zp_type, **attrs):
     names = ["x", "s"] + (["z"] if with_zero else [])
-    ins = [helper.make_tensor_value_info("x", x_type.onnx, x_shape),
-           helper.make_tensor_value_info("s", DType.f32.onnx, p_shape)]
+    ins = [
+        helper.make_tensor_value_info("x", x_type.onnx, x_shape),
+        helper.make_tensor_value_info("s", DType.f32.onnx, p_shape),
+    ]
     if with_zero:
         ins.append(helper.make_tensor_value_info("z", zp_type.onnx, p_shape))
-    graph = helper.make_graph([node(op, names, ["y"], **attrs)], "t", ins,
-                              [helper.make_tensor_value_info("y", y_type.onnx, x_shape)])
+    graph = helper.make_graph(
+        [node(op, names, ["y"], **attrs)],
+        "t",
+        ins,
+        [helper.make_tensor_value_info("y", y_type.onnx, x_shape)],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)]).SerializeToString()
 
 
@@ -164,8 +215,9 @@ def test_quantize_byte_types(dtype, layout, with_zero, saturate):
         feeds["z"] = zp
     else:
         attrs["output_dtype"] = dtype.onnx
-    model = _byte_model("QuantizeLinear", DType.f32, p_shape, x_shape, dtype, with_zero, dtype,
-                        **attrs)
+    model = _byte_model(
+        "QuantizeLinear", DType.f32, p_shape, x_shape, dtype, with_zero, dtype, **attrs
+    )
     _same_bits(model, feeds)
 
 
@@ -177,8 +229,17 @@ def test_dequantize_byte_types(dtype, layout, with_zero):
     feeds = {"x": _byte_values(dtype, x_shape, 23), "s": rand(p_shape, seed=24, low=0.01, high=2)}
     if with_zero:
         feeds["z"] = _byte_values(dtype, p_shape, 25)
-    model = _byte_model("DequantizeLinear", dtype, p_shape, x_shape, DType.f32, with_zero, dtype,
-                        axis=axis, block_size=block)
+    model = _byte_model(
+        "DequantizeLinear",
+        dtype,
+        p_shape,
+        x_shape,
+        DType.f32,
+        with_zero,
+        dtype,
+        axis=axis,
+        block_size=block,
+    )
     _same_bits(model, feeds)
 
 
@@ -187,11 +248,21 @@ def test_quantize_scalar_scale_one_element_zero_point(dtype):
     # ONNX's examples: scale of shape (), zero point of shape (1,)
     x = rand((5,), seed=26, low=-3, high=3)
     zp = np.zeros((1,), dtype.numpy)
-    ins = [helper.make_tensor_value_info("x", DType.f32.onnx, (5,)),
-           helper.make_tensor_value_info("s", DType.f32.onnx, ()),
-           helper.make_tensor_value_info("z", dtype.onnx, (1,))]
-    graph = helper.make_graph([node("QuantizeLinear", ["x", "s", "z"], ["q"]),
-                               node("DequantizeLinear", ["q", "s", "z"], ["y"])], "t", ins,
-                              [helper.make_tensor_value_info("y", DType.f32.onnx, (5,))])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)]).SerializeToString()
+    ins = [
+        helper.make_tensor_value_info("x", DType.f32.onnx, (5,)),
+        helper.make_tensor_value_info("s", DType.f32.onnx, ()),
+        helper.make_tensor_value_info("z", dtype.onnx, (1,)),
+    ]
+    graph = helper.make_graph(
+        [
+            node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+            node("DequantizeLinear", ["q", "s", "z"], ["y"]),
+        ],
+        "t",
+        ins,
+        [helper.make_tensor_value_info("y", DType.f32.onnx, (5,))],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 25)]
+    ).SerializeToString()
     _same_bits(model, {"x": x, "s": np.array(0.25, np.float32), "z": zp})

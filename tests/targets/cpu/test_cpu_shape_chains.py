@@ -18,10 +18,10 @@ def _model() -> bytes:
     n = helper.make_node
     nodes = [
         n("Shape", ["x"], ["s"]),
-        n("Gather", ["s", "zero"], ["b"], axis=0),                 # batch
-        n("Gather", ["s", "two"], ["h"], axis=0),                  # height
-        n("Gather", ["s", "three"], ["w"], axis=0),                # width
-        n("Cast", ["h"], ["hf"], to=TensorProto.FLOAT),           # pointwise shape arithmetic
+        n("Gather", ["s", "zero"], ["b"], axis=0),  # batch
+        n("Gather", ["s", "two"], ["h"], axis=0),  # height
+        n("Gather", ["s", "three"], ["w"], axis=0),  # width
+        n("Cast", ["h"], ["hf"], to=TensorProto.FLOAT),  # pointwise shape arithmetic
         n("Mul", ["hf", "half"], ["hh"]),
         n("Cast", ["hh"], ["h2"], to=TensorProto.INT64),
         n("Div", ["w", "two_s"], ["w2"]),
@@ -30,8 +30,12 @@ def _model() -> bytes:
         n("Reshape", ["p", "pooled_shape"], ["p2"]),
         # upsample back to the input's size: Resize sizes from the input's Shape
         n("Resize", ["p2", "", "", "s"], ["up"], mode="linear"),
-        n("ConstantOfShape", ["s"], ["ones"],
-          value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])),
+        n(
+            "ConstantOfShape",
+            ["s"],
+            ["ones"],
+            value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5]),
+        ),
         n("Add", ["up", "ones"], ["y0"]),
         # a per-column ramp from Range(0, w), broadcast to the input by Expand
         n("Squeeze", ["w", "zero"], ["w_scalar"]),
@@ -40,18 +44,23 @@ def _model() -> bytes:
         n("Expand", ["colsf", "s"], ["ramp"]),
         n("Mul", ["y0", "ramp"], ["y"]),
     ]
-    inits = [helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
-             helper.make_tensor("two", TensorProto.INT64, [1], [2]),
-             helper.make_tensor("three", TensorProto.INT64, [1], [3]),
-             helper.make_tensor("half", TensorProto.FLOAT, [1], [0.5]),
-             helper.make_tensor("two_s", TensorProto.INT64, [], [2]),
-             helper.make_tensor("zero_s", TensorProto.INT64, [], [0]),
-             helper.make_tensor("one_s", TensorProto.INT64, [], [1]),
-             helper.make_tensor("c4", TensorProto.INT64, [1], [4])]
+    inits = [
+        helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
+        helper.make_tensor("two", TensorProto.INT64, [1], [2]),
+        helper.make_tensor("three", TensorProto.INT64, [1], [3]),
+        helper.make_tensor("half", TensorProto.FLOAT, [1], [0.5]),
+        helper.make_tensor("two_s", TensorProto.INT64, [], [2]),
+        helper.make_tensor("zero_s", TensorProto.INT64, [], [0]),
+        helper.make_tensor("one_s", TensorProto.INT64, [], [1]),
+        helper.make_tensor("c4", TensorProto.INT64, [1], [4]),
+    ]
     graph = helper.make_graph(
-        nodes, "shape_chains",
+        nodes,
+        "shape_chains",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, "H", "W"])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, "H", "W"])], inits)
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, "H", "W"])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     onnx.checker.check_model(model)
     return model.SerializeToString()

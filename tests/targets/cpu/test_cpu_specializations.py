@@ -38,8 +38,13 @@ def program(data: bytes, target="cpu", **options):
 
 def packed(prog) -> list:
     """(data address, bytes) of every packed constant of every plan."""
-    return [(a.ctypes.data, a.nbytes) for segments in prog._executable._plans.values()
-            for s in segments for _, items in s.executor.packed_constants() for _, a in items]
+    return [
+        (a.ctypes.data, a.nbytes)
+        for segments in prog._executable._plans.values()
+        for s in segments
+        for _, items in s.executor.packed_constants()
+        for _, a in items
+    ]
 
 
 def close(got, want):
@@ -48,8 +53,7 @@ def close(got, want):
 
 @pytest.mark.parametrize("kind", ["resnet", "bert"])
 def test_other_shapes_share_the_packed_weights(kind):
-    data = (small_resnet() if kind == "resnet"
-            else bert_like(seed=4, batch="N").SerializeToString())
+    data = small_resnet() if kind == "resnet" else bert_like(seed=4, batch="N").SerializeToString()
     feeds_of = resnet_feeds if kind == "resnet" else bert_feeds
     prog, ref = program(data), program(data, "ref")
     for batch in (1, 2, 4):
@@ -59,8 +63,7 @@ def test_other_shapes_share_the_packed_weights(kind):
     assert prog.stats()["plan"]["plans"] == 3 and len(items) >= 3 * 4
     # the three plans point at the same bytes: one packing per weight, not one per shape
     assert len({address for address, _ in items}) == len(items) // 3
-    later = [s for key, segs in prog._executable._plans.items() if key[0][0][0] != 1
-             for s in segs]
+    later = [s for key, segs in prog._executable._plans.items() if key[0][0][0] != 1 for s in segs]
     assert all(s.executor.reused_packings == len(items) // 3 for s in later)
 
 
@@ -71,11 +74,15 @@ def test_packings_are_offered_only_for_the_same_constant_and_view():
 
     w = np.random.default_rng(3).standard_normal((16, 16)).astype(np.float32)
     g = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["a"]),
-         helper.make_node("Gemm", ["a", "w"], ["y"], transB=1)], "m",
+        [
+            helper.make_node("MatMul", ["x", "w"], ["a"]),
+            helper.make_node("Gemm", ["a", "w"], ["y"], transB=1),
+        ],
+        "m",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16])],
-        [numpy_helper.from_array(w, "w")])
+        [numpy_helper.from_array(w, "w")],
+    )
     data = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
     prog, ref = program(data), program(data, "ref")
     for n in (3, 5):
@@ -89,7 +96,7 @@ def test_plan_cache_size_option_and_variable(monkeypatch):
     for batch in (1, 2, 3, 1):
         prog.run(resnet_feeds(batch, batch=batch))
     keys = [key[0][0][0] for key in prog._executable._plans]
-    assert keys == [3, 1]   # least recently used (batch 2) dropped
+    assert keys == [3, 1]  # least recently used (batch 2) dropped
     monkeypatch.setenv("GRAPHKILN_PLAN_CACHE_SIZE", "1")
     prog = program(data)
     prog.run(resnet_feeds(1, batch=1))
@@ -105,19 +112,26 @@ def test_plan_cache_size_option_and_variable(monkeypatch):
 
 def test_shapes_are_checked_against_the_inputs():
     data = small_resnet()
-    for shapes, words in [([{"x": [1, 3, 32]}], "rank 4"),
-                          ([{"x": [1, 4, 32, 32]}], "dimension 1 is static 3"),
-                          ([{"y": [1, 3, 32, 32]}], "unknown input"),
-                          ([{}], "no shape for input 'x'"),
-                          ([{"x": "1,3,32,32"}], "not a list of sizes")]:
+    for shapes, words in [
+        ([{"x": [1, 3, 32]}], "rank 4"),
+        ([{"x": [1, 4, 32, 32]}], "dimension 1 is static 3"),
+        ([{"y": [1, 3, 32, 32]}], "unknown input"),
+        ([{}], "no shape for input 'x'"),
+        ([{"x": "1,3,32,32"}], "not a list of sizes"),
+    ]:
         with pytest.raises(ValueError, match=words):
             program(data, shapes=shapes)
     from onnx import TensorProto, helper
 
-    g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "m",
-                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 4]),
-                           helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    g = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["y"])],
+        "m",
+        [
+            helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 4]),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 4]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+    )
     add = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
     with pytest.raises(ValueError, match="dimension 0 is N, which is 2 in input 'a', got 3"):
         program(add, shapes=[{"a": [2, 4], "b": [3, 4]}])
@@ -140,34 +154,35 @@ def test_shapes_built_ahead_are_saved_and_loaded_without_lowering(fmt, monkeypat
     data = small_resnet()
     calls = count_lowerings(monkeypatch)
     prog = program(data, shapes=[{"x": [1, 3, 32, 32]}, {"x": [3, 3, 32, 32]}])
-    assert len(calls) == 2 and prog.stats()["plan"]["plans"] == 2   # built while compiling
+    assert len(calls) == 2 and prog.stats()["plan"]["plans"] == 2  # built while compiling
     ref = program(data, "ref")
     feeds = {b: resnet_feeds(20 + b, batch=b) for b in (1, 2, 3)}
     expected = {b: prog.run(feeds[b]) for b in (1, 3)}
-    assert len(calls) == 2   # those runs were hits
+    assert len(calls) == 2  # those runs were hits
     for b in (1, 3):
         close(expected[b][0], ref.run(feeds[b])[0])
     saved = gk.save_buffer(prog, fmt)
     if fmt == "msgpack":
-        assert saved[6:10] == (3).to_bytes(4, "little")   # format version 3: specializations
+        assert saved[6:10] == (3).to_bytes(4, "little")  # format version 3: specializations
         doc = msgpack.unpackb(bytes(msgpack_container.split(saved)[0]), raw=False)
         plans = doc["compiled"]["cpu_plan"]["plans"]
-        refs = [[p[1] for step in plan["segments"][0]["steps"] for p in step.get("packed", [])]
-                for plan in plans]
-        assert len(refs[0]) >= 4 and refs[0] == refs[1]   # packed weights stored once
+        refs = [
+            [p[1] for step in plan["segments"][0]["steps"] for p in step.get("packed", [])]
+            for plan in plans
+        ]
+        assert len(refs[0]) >= 4 and refs[0] == refs[1]  # packed weights stored once
         assert plans[0]["segments"][0]["constants"] == plans[1]["segments"][0]["constants"]
     del calls[:]
     loaded = gk.load_buffer(saved)
     assert not calls and loaded._executable.plan_source == "saved"
-    for b in (1, 3):   # bit-identical at each saved shape, no lowering
+    for b in (1, 3):  # bit-identical at each saved shape, no lowering
         got = loaded.run(feeds[b])
         assert all(np.array_equal(x, y) for x, y in zip(got, expected[b]))
     assert not calls
-    close(loaded.run(feeds[2])[0], ref.run(feeds[2])[0])   # a new shape still specializes
+    close(loaded.run(feeds[2])[0], ref.run(feeds[2])[0])  # a new shape still specializes
     assert len(calls) == 1 and loaded.stats()["plan"]["plans"] == 3
     # ... taking the loaded packed weights as they are
-    new = [s for key, segs in loaded._executable._plans.items() if key[0][0][0] == 2
-           for s in segs]
+    new = [s for key, segs in loaded._executable._plans.items() if key[0][0][0] == 2 for s in segs]
     assert new[0].executor.reused_packings == len(refs[0]) if fmt == "msgpack" else True
     again = gk.load_buffer(gk.save_buffer(loaded, fmt))
     assert again.stats()["plan"]["plans"] == 3 and again._executable.plan_source == "saved"
@@ -189,11 +204,15 @@ def test_hit_path_costs_little():
 
     from onnx import TensorProto, helper
 
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "m",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
-    prog = program(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-                   .SerializeToString())
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+    )
+    prog = program(
+        helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    )
     x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
     np.testing.assert_array_equal(prog.run({"x": x})[0], np.maximum(x, 0))
     (segment,) = next(iter(prog._executable._plans.values()))
@@ -215,12 +234,22 @@ def test_cli_compile_shapes(tmp_path):
     model = tmp_path / "r.onnx"
     model.write_bytes(small_resnet())
     out = tmp_path / "r.gkp"
-    def run(*a):
-        return subprocess.run([sys.executable, "-m", "graphkiln", *a],
-                              capture_output=True, text=True)
 
-    done = run("compile", str(model), "--target", "cpu", "--shapes",
-               "x=1,3,32,32;x=2,3,32,32", "-o", str(out))
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, "-m", "graphkiln", *a], capture_output=True, text=True
+        )
+
+    done = run(
+        "compile",
+        str(model),
+        "--target",
+        "cpu",
+        "--shapes",
+        "x=1,3,32,32;x=2,3,32,32",
+        "-o",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     loaded = gk.load(out)
     assert loaded._executable.plan_source == "saved" and loaded.stats()["plan"]["plans"] == 2

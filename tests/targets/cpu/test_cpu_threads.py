@@ -37,7 +37,7 @@ def test_more_threads_than_cpus_is_lowered_with_one_warning(monkeypatch, two_cpu
     message = str(caught[0].message)
     assert "GRAPHKILN_NUM_THREADS=1000" in message and "the 2 CPUs" in message
     assert "uses 2 threads" in message and issubclass(ThreadCountWarning, RuntimeWarning)
-    n, caught = _warnings_of(num_threads)   # once per process
+    n, caught = _warnings_of(num_threads)  # once per process
     assert n == 2 and caught == []
     monkeypatch.setenv("GRAPHKILN_NUM_THREADS", "3")
     assert _warnings_of(num_threads) == (2, [])
@@ -59,8 +59,9 @@ def test_unset_or_empty_is_the_physical_cores(monkeypatch, two_cpus):
 @pytest.mark.parametrize("value", ["0", "-3", "1.5", "four", "2k"])
 def test_a_value_that_is_not_an_integer_of_at_least_1_is_an_error(monkeypatch, two_cpus, value):
     monkeypatch.setenv("GRAPHKILN_NUM_THREADS", value)
-    with pytest.raises(ValueError, match=f"GRAPHKILN_NUM_THREADS={value!r}: expected an "
-                                         "integer >= 1"):
+    with pytest.raises(
+        ValueError, match=f"GRAPHKILN_NUM_THREADS={value!r}: expected an integer >= 1"
+    ):
         num_threads()
     with pytest.raises(ValueError, match="GRAPHKILN_NUM_THREADS"):
         gk.parse_onnx(EXAMPLE_MODEL).compile("cpu")
@@ -78,4 +79,4 @@ def test_compile_uses_the_lowered_count_and_matches_ref(monkeypatch):
     (want,) = gk.parse_onnx(EXAMPLE_MODEL).compile("ref").run({"image": x})
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
     _, caught = _warnings_of(lambda: gk.parse_onnx(EXAMPLE_MODEL).compile("cpu"))
-    assert caught == []   # the second compile of the process says nothing
+    assert caught == []  # the second compile of the process says nothing

@@ -42,8 +42,16 @@ class EmulatedPlan:
     """A gpu plan run by the numpy model of the kernels instead of the device (GpuPlan's
     arguments; graph replay and tuning need the device, so they are ignored)."""
 
-    def __init__(self, graph, builtin_blas=False, graphs=True, fast_math=False, tune="lookup",
-                 channels_last=None, max_concurrency=1):
+    def __init__(
+        self,
+        graph,
+        builtin_blas=False,
+        graphs=True,
+        fast_math=False,
+        tune="lookup",
+        channels_last=None,
+        max_concurrency=1,
+    ):
         self.plan = lower_plan(graph, fast_math, bool(channels_last))
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
         self.executor = Emulator(self.plan)

@@ -29,17 +29,24 @@ def compile_host_library(sources: list[str], folder: str) -> ctypes.CDLL:
         compiler = shutil.which("g++") or shutil.which("c++")
         if compiler is None:
             raise RuntimeError("no host C++ compiler (g++) to check the generated kernels")
-        done = subprocess.run([compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-w",
-                               "-o", path, cpp], capture_output=True, text=True)
+        done = subprocess.run(
+            [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", "-o", path, cpp],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
-            raise RuntimeError("the generated kernels do not compile as host C++:\n"
-                               + done.stderr[-4000:])
+            raise RuntimeError(
+                "the generated kernels do not compile as host C++:\n" + done.stderr[-4000:]
+            )
     return ctypes.CDLL(path)
 
 
 def pointwise_sources(plan) -> list[str]:
-    return [s.attrs["jit_source"] for s in plan.steps
-            if s.kernel == "Pointwise" and "jit_source" in s.attrs]
+    return [
+        s.attrs["jit_source"]
+        for s in plan.steps
+        if s.kernel == "Pointwise" and "jit_source" in s.attrs
+    ]
 
 
 class JitEmulator(Emulator):
@@ -79,8 +86,9 @@ def call_generated(entry, pointers: list[int], maps: list[int]) -> None:
     arguments of its index maps (codegen.size_arguments)."""
     from graphkiln.targets.gpu.codegen import size_arguments
 
-    entry(*[ctypes.c_void_p(p) for p in pointers],
-          *[ctypes.c_int64(v) for v in size_arguments(maps)])
+    entry(
+        *[ctypes.c_void_p(p) for p in pointers], *[ctypes.c_int64(v) for v in size_arguments(maps)]
+    )
 
 
 def input_modes(maps: list[int]) -> list[int]:

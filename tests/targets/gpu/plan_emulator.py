@@ -17,35 +17,56 @@ from graphkiln.targets.native.lower_pointwise import OPCODES
 from graphkiln.targets.native.plan_print import verify_plan
 from graphkiln.targets.native.pointwise_table import pointwise_table
 
-NUMPY = {"bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8,
-         "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u16": np.uint16,
-         "u32": np.uint32, "u64": np.uint64, "bool": np.bool_}
+NUMPY = {
+    "bf16": ml_dtypes.bfloat16,
+    "f32": np.float32,
+    "f64": np.float64,
+    "f16": np.float16,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+    "u8": np.uint8,
+    "u16": np.uint16,
+    "u32": np.uint32,
+    "u64": np.uint64,
+    "bool": np.bool_,
+}
 
 
 class Emulator:
     def __init__(self, plan):
-        verify_plan(plan, "gpu")   # slots, buffers and the kernels' contracts
+        verify_plan(plan, "gpu")  # slots, buffers and the kernels' contracts
         self.plan = plan
         self.steps = plan.executor_steps()
-        self.constants = [np.frombuffer(np.ascontiguousarray(c).tobytes(), np.uint8).copy()
-                          for c in plan.constants]
+        self.constants = [
+            np.frombuffer(np.ascontiguousarray(c).tobytes(), np.uint8).copy()
+            for c in plan.constants
+        ]
 
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         self.arena = np.zeros(self.plan.arena_bytes + 64, np.uint8)
-        self.inputs = [np.frombuffer(np.ascontiguousarray(a).tobytes(), np.uint8).copy()
-                       for a in inputs]
+        self.inputs = [
+            np.frombuffer(np.ascontiguousarray(a).tobytes(), np.uint8).copy() for a in inputs
+        ]
         outs = [self.plan.slots[s] for s in self.plan.output_slots]
         self.outputs = [np.zeros(max(1, o.nbytes), np.uint8) for o in outs]
         for step in self.steps:
             getattr(self, "k_" + step["kernel"])(step, step["attrs"])
-        return [np.frombuffer(buf[:o.nbytes].tobytes(), o.dtype.numpy).reshape(o.dims)
-                for buf, o in zip(self.outputs, outs)]
+        return [
+            np.frombuffer(buf[: o.nbytes].tobytes(), o.dtype.numpy).reshape(o.dims)
+            for buf, o in zip(self.outputs, outs)
+        ]
 
     # -- memory -------------------------------------------------------------------------
     def _buffer(self, t) -> tuple[np.ndarray, int]:
         kind, index, offset = t["ref"]
-        buf = {ARENA: lambda: self.arena, CONSTANT: lambda: self.constants[index],
-               INPUT: lambda: self.inputs[index], OUTPUT: lambda: self.outputs[index]}[kind]()
+        buf = {
+            ARENA: lambda: self.arena,
+            CONSTANT: lambda: self.constants[index],
+            INPUT: lambda: self.inputs[index],
+            OUTPUT: lambda: self.outputs[index],
+        }[kind]()
         return buf, offset
 
     def view(self, t, dims=None, strides=None, elem_offset=0, dtype=None):
@@ -53,9 +74,11 @@ class Emulator:
         dtype = np.dtype(dtype or NUMPY[t["dtype"]])
         dims = t["dims"] if dims is None else dims
         strides = t["strides"] if strides is None else strides
-        base = buf[offset + elem_offset * dtype.itemsize:].view(np.uint8)
+        base = buf[offset + elem_offset * dtype.itemsize :].view(np.uint8)
         flat = base[: (len(base) // dtype.itemsize) * dtype.itemsize].view(dtype)
-        return as_strided(flat, shape=tuple(dims), strides=tuple(s * dtype.itemsize for s in strides))
+        return as_strided(
+            flat, shape=tuple(dims), strides=tuple(s * dtype.itemsize for s in strides)
+        )
 
     def tensor(self, t):
         return np.array(self.view(t))
@@ -69,7 +92,9 @@ class Emulator:
 
     def k_StridedCopy(self, step, a):
         src, dst = step["inputs"][0], step["outputs"][0]
-        raw = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(NUMPY[src["dtype"]]).itemsize]
+        raw = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[
+            np.dtype(NUMPY[src["dtype"]]).itemsize
+        ]
         dims = a.get("dims", dst["dims"])
         s = self.view(src, dims, a.get("src_strides", src["strides"]), a.get("src_offset", 0), raw)
         d = self.view(dst, dims, a.get("dst_strides", dst["strides"]), a.get("dst_offset", 0), raw)
@@ -85,7 +110,7 @@ class Emulator:
         code, params = a["program"], a["params"]
         with np.errstate(all="ignore"):
             for k in range(len(code) // 5):
-                op, dst, x, y, z = code[5 * k:5 * k + 5]
+                op, dst, x, y, z = code[5 * k : 5 * k + 5]
                 args = [regs[r] if r >= 0 else T(0) for r in (x, y, z)]
                 p0, p1 = T(params[2 * k]), T(params[2 * k + 1])
                 regs[dst] = np.asarray(_apply(OPCODES[op], *args, p0, p1, T), T)
@@ -110,10 +135,12 @@ class Emulator:
         C = step["outputs"][0]
         m, n, k, batch = a["m"], a["n"], a["k"], a.get("batch", 1)
         ta, tb = a.get("trans_a", 0), a.get("trans_b", 0)
-        av = self.view(A, (batch, k, m) if ta else (batch, m, k),
-                       (a.get("stride_a", 0), a["lda"], 1))
-        bv = self.view(B, (batch, n, k) if tb else (batch, k, n),
-                       (a.get("stride_b", 0), a["ldb"], 1))
+        av = self.view(
+            A, (batch, k, m) if ta else (batch, m, k), (a.get("stride_a", 0), a["lda"], 1)
+        )
+        bv = self.view(
+            B, (batch, n, k) if tb else (batch, k, n), (a.get("stride_b", 0), a["ldb"], 1)
+        )
         cv = self.view(C, (batch, m, n), (a.get("stride_c", 0), a["ldc"], 1))
         epilogue = a.get("epilogue", 0)
         if len(step["inputs"]) > 2 and step["inputs"][2] is not None and not epilogue:
@@ -144,16 +171,23 @@ class Emulator:
         dh, dw = a["dilations"]
         ph0, pw0, ph1, pw1 = a["pads"]
         g = a["group"]
-        xp = np.zeros((n, c, h + ph0 + ph1 + kh * dh + sh * oh, wd + pw0 + pw1 + kw * dw + sw * ow), np.float64)
-        xp[:, :, ph0:ph0 + h, pw0:pw0 + wd] = x
+        xp = np.zeros(
+            (n, c, h + ph0 + ph1 + kh * dh + sh * oh, wd + pw0 + pw1 + kw * dw + sw * ow),
+            np.float64,
+        )
+        xp[:, :, ph0 : ph0 + h, pw0 : pw0 + wd] = x
         y = np.zeros((n, m, oh, ow), np.float64)
         mg = m // g
         for ky in range(kh):
             for kx in range(kw):
-                patch = xp[:, :, ky * dh: ky * dh + sh * oh: sh, kx * dw: kx * dw + sw * ow: sw][:, :, :oh, :ow]
+                patch = xp[
+                    :, :, ky * dh : ky * dh + sh * oh : sh, kx * dw : kx * dw + sw * ow : sw
+                ][:, :, :oh, :ow]
                 for gi in range(g):
-                    ws = w[gi * mg:(gi + 1) * mg, :, ky, kx].astype(np.float64)
-                    y[:, gi * mg:(gi + 1) * mg] += np.einsum("nchw,mc->nmhw", patch[:, gi * cg:(gi + 1) * cg], ws)
+                    ws = w[gi * mg : (gi + 1) * mg, :, ky, kx].astype(np.float64)
+                    y[:, gi * mg : (gi + 1) * mg] += np.einsum(
+                        "nchw,mc->nmhw", patch[:, gi * cg : (gi + 1) * cg], ws
+                    )
         if b is not None:  # the product accumulates onto the bias (beta = 1): one rounding
             y += self.tensor(b).astype(np.float64).reshape(1, -1, 1, 1)
         # the fused epilogue (src/gpu/conv_cudnn.hip): + residual input 3, then the activation
@@ -205,20 +239,37 @@ class Emulator:
     def k_Softmax(self, step, a):
         x = self._rows(step, a)
         e = np.exp(x - x.max(axis=1, keepdims=True))
-        self.write(step["outputs"][0], (e / e.sum(axis=1, keepdims=True)).reshape(step["outputs"][0]["dims"]).astype(np.float32))
+        self.write(
+            step["outputs"][0],
+            (e / e.sum(axis=1, keepdims=True))
+            .reshape(step["outputs"][0]["dims"])
+            .astype(np.float32),
+        )
 
     def k_LogSoftmax(self, step, a):
         x = self._rows(step, a)
         s = x - x.max(axis=1, keepdims=True)
-        self.write(step["outputs"][0], (s - np.log(np.exp(s).sum(axis=1, keepdims=True))).reshape(step["outputs"][0]["dims"]).astype(np.float32))
+        self.write(
+            step["outputs"][0],
+            (s - np.log(np.exp(s).sum(axis=1, keepdims=True)))
+            .reshape(step["outputs"][0]["dims"])
+            .astype(np.float32),
+        )
 
     def k_Reduce(self, step, a):
         x = self._rows(step, a)
-        f = {"sum": lambda v: v.sum(1), "mean": lambda v: v.mean(1), "max": lambda v: v.max(1),
-             "min": lambda v: v.min(1), "prod": lambda v: v.prod(1), "l1": lambda v: np.abs(v).sum(1),
-             "l2": lambda v: np.sqrt((v * v).sum(1)), "sum_square": lambda v: (v * v).sum(1),
-             "log_sum": lambda v: np.log(v.sum(1)),
-             "log_sum_exp": lambda v: np.log(np.exp(v).sum(1))}[a["op"]]
+        f = {
+            "sum": lambda v: v.sum(1),
+            "mean": lambda v: v.mean(1),
+            "max": lambda v: v.max(1),
+            "min": lambda v: v.min(1),
+            "prod": lambda v: v.prod(1),
+            "l1": lambda v: np.abs(v).sum(1),
+            "l2": lambda v: np.sqrt((v * v).sum(1)),
+            "sum_square": lambda v: (v * v).sum(1),
+            "log_sum": lambda v: np.log(v.sum(1)),
+            "log_sum_exp": lambda v: np.log(np.exp(v).sum(1)),
+        }[a["op"]]
         self.write(step["outputs"][0], f(x).reshape(step["outputs"][0]["dims"]).astype(np.float32))
 
     def k_LayerNormalization(self, step, a):
@@ -236,8 +287,12 @@ class Emulator:
         self.write(step["outputs"][0], y.reshape(step["outputs"][0]["dims"]).astype(np.float32))
         if len(step["outputs"]) == 3:
             inv = 1 / np.sqrt(var + a["epsilon"])
-            self.write(step["outputs"][1], mean.reshape(step["outputs"][1]["dims"]).astype(np.float32))
-            self.write(step["outputs"][2], inv.reshape(step["outputs"][2]["dims"]).astype(np.float32))
+            self.write(
+                step["outputs"][1], mean.reshape(step["outputs"][1]["dims"]).astype(np.float32)
+            )
+            self.write(
+                step["outputs"][2], inv.reshape(step["outputs"][2]["dims"]).astype(np.float32)
+            )
 
     def k_ArgReduce(self, step, a):
         x = self._rows(step, a)
@@ -261,7 +316,14 @@ class Emulator:
 
     def k_Attention(self, step, a):
         ins = step["inputs"]
-        B, H, S, T, D, Dv = a["batch"], a["heads"], a["q_seq"], a["kv_seq"], a["head_dim"], a["v_dim"]
+        B, H, S, T, D, Dv = (
+            a["batch"],
+            a["heads"],
+            a["q_seq"],
+            a["kv_seq"],
+            a["head_dim"],
+            a["v_dim"],
+        )
         Hk = a.get("kv_heads", H)
         q = np.array(self.view(ins[0], (B, H, S, D), (*a["q_strides"], 1)), np.float64)
         k = np.array(self.view(ins[1], (B, Hk, T, D), (*a["k_strides"], 1)), np.float64)
@@ -275,7 +337,11 @@ class Emulator:
         if len(ins) > 3 and ins[3] is not None:
             m = self.tensor(ins[3])
             tm = m.shape[-1]
-            m = np.broadcast_to(m, (B, H, S, tm)) if m.ndim < 4 else np.broadcast_to(m, (B, H, S, tm))
+            m = (
+                np.broadcast_to(m, (B, H, S, tm))
+                if m.ndim < 4
+                else np.broadcast_to(m, (B, H, S, tm))
+            )
             full = np.full((B, H, S, T), -np.inf)
             full[..., :tm] = np.where(m, 0, -np.inf) if m.dtype == bool else m
             s = s + full
@@ -301,7 +367,6 @@ class Emulator:
             stage = (raw, capped, s, p)[a.get("qk_mode", 0)]
             self.write(step["outputs"][1], stage.astype(np.float32))
 
-
     # -- bytes.hip ------------------------------------------------------------------------
     def _raw(self, t):
         size = np.dtype(NUMPY[t["dtype"]]).itemsize
@@ -321,10 +386,12 @@ class Emulator:
         inf_bits = np.uint64(0x7FF0000000000000 if wide else 0x7F800000)
         mag = bits & ~sign
         neg = (bits & sign) != 0
-        pos = np.asarray(a["pos_codes"], np.uint8)[np.searchsorted(
-            np.asarray(a["pos_breaks"], np.uint64), mag, side="right")]
-        negc = np.asarray(a["neg_codes"], np.uint8)[np.searchsorted(
-            np.asarray(a["neg_breaks"], np.uint64), mag, side="right")]
+        pos = np.asarray(a["pos_codes"], np.uint8)[
+            np.searchsorted(np.asarray(a["pos_breaks"], np.uint64), mag, side="right")
+        ]
+        negc = np.asarray(a["neg_codes"], np.uint8)[
+            np.searchsorted(np.asarray(a["neg_breaks"], np.uint64), mag, side="right")
+        ]
         y = np.where(mag > inf_bits, np.uint8(a["nan_code"]), np.where(neg, negc, pos))
         self.view(step["outputs"][0], dtype=np.uint8)[...] = y
 
@@ -333,7 +400,7 @@ class Emulator:
         if np.issubdtype(x.dtype, np.floating):
             with np.errstate(all="ignore"):
                 t = np.where(np.isfinite(x), np.trunc(x), 0)
-                big = (t >= 2.0 ** 63) | (t < -(2.0 ** 63))
+                big = (t >= 2.0**63) | (t < -(2.0**63))
                 v = np.where(big, np.iinfo(np.int64).min, t.astype(np.int64))
         else:
             v = x.astype(np.int64)
@@ -367,7 +434,11 @@ class Emulator:
         i = np.arange(n)
         inner, r = i % a["inner"], i // a["inner"]
         ax, o = r % a["axis_len"], r // a["axis_len"]
-        return o * a["param_outer"] + (ax // max(1, a.get("block", 1))) * a["param_axis"] + inner * a["param_inner"]
+        return (
+            o * a["param_outer"]
+            + (ax // max(1, a.get("block", 1))) * a["param_axis"]
+            + inner * a["param_inner"]
+        )
 
     def k_QuantizeLinear(self, step, a):
         x = self.tensor(step["inputs"][0]).reshape(-1)
@@ -422,7 +493,8 @@ class Emulator:
     def k_IndexMap(self, step, a):
         src_t, out = step["inputs"][0], step["outputs"][0]
         raw = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[
-            np.dtype(NUMPY[out["dtype"]]).itemsize]
+            np.dtype(NUMPY[out["dtype"]]).itemsize
+        ]
         buf, offset = self._buffer(src_t)
         flat = buf[offset:].view(np.uint8)
         flat = flat[: len(flat) // np.dtype(raw).itemsize * np.dtype(raw).itemsize].view(raw)
@@ -430,7 +502,7 @@ class Emulator:
         total, at = np.zeros(dims or [1], np.int64), 0
         blank = np.zeros(dims or [1], bool)
         for d, n in enumerate(dims):
-            m = np.asarray(a["maps"][at:at + n], np.int64)
+            m = np.asarray(a["maps"][at : at + n], np.int64)
             at += n
             shape = [1] * len(dims)
             shape[d] = n
@@ -439,8 +511,9 @@ class Emulator:
         if len(step["inputs"]) > 1 and step["inputs"][1] is not None:
             fill = self.view(step["inputs"][1], dtype=raw).reshape(-1)[0]
         else:
-            fill = np.frombuffer(int(a.get("fill_bits", 0)).to_bytes(8, "little", signed=True),
-                                 raw)[0]
+            fill = np.frombuffer(
+                int(a.get("fill_bits", 0)).to_bytes(8, "little", signed=True), raw
+            )[0]
         y = np.where(blank, fill, flat[np.where(blank, 0, total)])
         self.view(out, dtype=raw)[...] = y.reshape(dims)
 
@@ -489,8 +562,13 @@ class Emulator:
         upd = self.tensor(step["inputs"][2]).reshape(-1)
         y = data.reshape(-1).copy()
         red = a.get("reduction", "none")
-        f = {"none": lambda d, u: u, "add": lambda d, u: d + u, "mul": lambda d, u: d * u,
-             "max": lambda d, u: max(d, u), "min": lambda d, u: min(d, u)}[red]
+        f = {
+            "none": lambda d, u: u,
+            "add": lambda d, u: d + u,
+            "mul": lambda d, u: d * u,
+            "max": lambda d, u: max(d, u),
+            "min": lambda d, u: min(d, u),
+        }[red]
         for pos, k in places:
             if pos is not None:
                 y[pos] = f(y[pos], upd[k])
@@ -500,7 +578,7 @@ class Emulator:
         data = self.tensor(step["inputs"][0])
         ind = self.tensor(step["inputs"][1]).astype(np.int64)
         depth = ind.shape[-1]
-        rm = np.array([int(np.prod(data.shape[j + 1:])) for j in range(data.ndim)], np.int64)
+        rm = np.array([int(np.prod(data.shape[j + 1 :])) for j in range(data.ndim)], np.int64)
         slice_ = int(np.prod(data.shape[depth:]))
         places = []
         for n, row in enumerate(ind.reshape(-1, depth)):
@@ -515,7 +593,7 @@ class Emulator:
         ind = self.tensor(step["inputs"][1]).astype(np.int64)
         axis = a["axis"]
         size = data.shape[axis]
-        rm = np.array([int(np.prod(data.shape[j + 1:])) for j in range(data.ndim)], np.int64)
+        rm = np.array([int(np.prod(data.shape[j + 1 :])) for j in range(data.ndim)], np.int64)
         places = []
         for e, coord in enumerate(np.ndindex(*ind.shape)):
             k = int(ind[coord])
@@ -579,6 +657,7 @@ class Emulator:
             y = np.where(norm != 0, x / np.where(norm != 0, norm, 1), 0).astype(x.dtype)
         self.write(step["outputs"][0], y.reshape(step["outputs"][0]["dims"]))
 
+
 def _to_int(x, bits, signed):
     x = np.where(np.isfinite(x), np.trunc(x), 0)
     if bits >= 64:
@@ -612,6 +691,7 @@ def _apply(op, a, b, c, p0, p1, T):
     a model of their own below; an opcode that is one IR op (pointwise_ops.def's ir_op) and
     has no entry here runs as the ref target's kernel of that op, its constants as the
     attributes the table names (so a new activation needs nothing here)."""
+
     def softplus(v):
         return np.maximum(v, 0) + np.log1p(np.exp(-np.abs(v)))
 
@@ -619,38 +699,70 @@ def _apply(op, a, b, c, p0, p1, T):
         return 1 / (1 + np.exp(-v))
 
     table = {
-        "Mov": lambda: a, "Const": lambda: p0, "Add": lambda: a + b, "Sub": lambda: a - b,
-        "Mul": lambda: a * b, "Div": lambda: a / b,
+        "Mov": lambda: a,
+        "Const": lambda: p0,
+        "Add": lambda: a + b,
+        "Sub": lambda: a - b,
+        "Mul": lambda: a * b,
+        "Div": lambda: a / b,
         "DivInt": lambda: np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))),
-        "Pow": lambda: np.power(a, b), "ModFloor": lambda: np.mod(a, b),
-        "Fmod": lambda: np.fmod(a, b), "Max": lambda: np.where((a > b) | np.isnan(a), a, b),
-        "Min": lambda: np.where((a < b) | np.isnan(a), a, b), "Neg": lambda: -a,
-        "Abs": lambda: np.abs(a), "Exp": lambda: np.exp(a), "Log": lambda: np.log(a),
-        "Sqrt": lambda: np.sqrt(a), "Recip": lambda: 1 / a, "Floor": lambda: np.floor(a),
-        "Ceil": lambda: np.ceil(a), "Round": lambda: np.rint(a), "Sign": lambda: np.sign(a),
-        "Sin": lambda: np.sin(a), "Cos": lambda: np.cos(a), "Tan": lambda: np.tan(a),
-        "Asin": lambda: np.arcsin(a), "Acos": lambda: np.arccos(a), "Atan": lambda: np.arctan(a),
-        "Sinh": lambda: np.sinh(a), "Cosh": lambda: np.cosh(a), "Asinh": lambda: np.arcsinh(a),
-        "Acosh": lambda: np.arccosh(a), "Atanh": lambda: np.arctanh(a),
-        "Tanh": lambda: np.tanh(a), "Sigmoid": lambda: sigmoid(a), "Erf": lambda: _erf(a),
-        "Relu": lambda: np.where(a < 0, 0, a), "LeakyRelu": lambda: np.where(a < 0, a * p0, a),
+        "Pow": lambda: np.power(a, b),
+        "ModFloor": lambda: np.mod(a, b),
+        "Fmod": lambda: np.fmod(a, b),
+        "Max": lambda: np.where((a > b) | np.isnan(a), a, b),
+        "Min": lambda: np.where((a < b) | np.isnan(a), a, b),
+        "Neg": lambda: -a,
+        "Abs": lambda: np.abs(a),
+        "Exp": lambda: np.exp(a),
+        "Log": lambda: np.log(a),
+        "Sqrt": lambda: np.sqrt(a),
+        "Recip": lambda: 1 / a,
+        "Floor": lambda: np.floor(a),
+        "Ceil": lambda: np.ceil(a),
+        "Round": lambda: np.rint(a),
+        "Sign": lambda: np.sign(a),
+        "Sin": lambda: np.sin(a),
+        "Cos": lambda: np.cos(a),
+        "Tan": lambda: np.tan(a),
+        "Asin": lambda: np.arcsin(a),
+        "Acos": lambda: np.arccos(a),
+        "Atan": lambda: np.arctan(a),
+        "Sinh": lambda: np.sinh(a),
+        "Cosh": lambda: np.cosh(a),
+        "Asinh": lambda: np.arcsinh(a),
+        "Acosh": lambda: np.arccosh(a),
+        "Atanh": lambda: np.arctanh(a),
+        "Tanh": lambda: np.tanh(a),
+        "Sigmoid": lambda: sigmoid(a),
+        "Erf": lambda: _erf(a),
+        "Relu": lambda: np.where(a < 0, 0, a),
+        "LeakyRelu": lambda: np.where(a < 0, a * p0, a),
         "Elu": lambda: np.where(a > 0, a, p0 * np.expm1(a)),
         "Selu": lambda: np.where(a > 0, p1 * a, p1 * p0 * np.expm1(a)),
         "Softplus": lambda: softplus(a),
         # Celu, HardSigmoid, HardSwish, Softsign, ThresholdedRelu, Shrink: the ref kernels
         "Gelu": lambda: 0.5 * a * (1 + _erf(a * 0.70710678118654752)),
-        "GeluTanh": lambda: 0.5 * a * (1 + np.tanh(0.79788456080286536 * (a + 0.044715 * a ** 3))),
-        "Mish": lambda: a * np.tanh(softplus(a)), "Swish": lambda: a * sigmoid(a * p0),
+        "GeluTanh": lambda: 0.5 * a * (1 + np.tanh(0.79788456080286536 * (a + 0.044715 * a**3))),
+        "Mish": lambda: a * np.tanh(softplus(a)),
+        "Swish": lambda: a * sigmoid(a * p0),
         "PRelu": lambda: np.where(a < 0, a * b, a),
-        "Equal": lambda: a == b, "Less": lambda: a < b, "LessEqual": lambda: a <= b,
-        "Greater": lambda: a > b, "GreaterEqual": lambda: a >= b,
-        "And": lambda: (a != 0) & (b != 0), "Or": lambda: (a != 0) | (b != 0),
-        "Xor": lambda: (a != 0) ^ (b != 0), "Not": lambda: a == 0, "IsNaN": lambda: np.isnan(a),
+        "Equal": lambda: a == b,
+        "Less": lambda: a < b,
+        "LessEqual": lambda: a <= b,
+        "Greater": lambda: a > b,
+        "GreaterEqual": lambda: a >= b,
+        "And": lambda: (a != 0) & (b != 0),
+        "Or": lambda: (a != 0) | (b != 0),
+        "Xor": lambda: (a != 0) ^ (b != 0),
+        "Not": lambda: a == 0,
+        "IsNaN": lambda: np.isnan(a),
         "IsInf": lambda: ((p1 != 0) & np.isposinf(a)) | ((p0 != 0) & np.isneginf(a)),
         "Where": lambda: np.where(a != 0, b, c),
         "ToF16": lambda: np.asarray(a).astype(np.float16).astype(T),
-        "ToBF16": lambda: _bf16(a).astype(T), "ToF32": lambda: np.asarray(a).astype(np.float32),
-        "ToInt": lambda: _to_int(np.asarray(a), p0, p1 != 0), "ToBool": lambda: a != 0,
+        "ToBF16": lambda: _bf16(a).astype(T),
+        "ToF32": lambda: np.asarray(a).astype(np.float32),
+        "ToInt": lambda: _to_int(np.asarray(a), p0, p1 != 0),
+        "ToBool": lambda: a != 0,
         "MulAdd": lambda: a * b + c,
     }
     if op in table:
@@ -665,7 +777,7 @@ def _ref_opcode(op, a, b, p0, p1, T):
     if not row.ir_op:
         raise NotImplementedError(f"the emulator has no model of opcode {op}")
     attrs = dict(zip(row.attrs, (float(p0), float(p1))))
-    operands = [np.asarray(v, T) for v in (a, b)[:row.arity]]
+    operands = [np.asarray(v, T) for v in (a, b)[: row.arity]]
     return KERNELS[row.ir_op](*operands, **attrs)
 
 

@@ -59,7 +59,7 @@ def program(data: bytes, target="gpu", **options):
 
 
 def feeds(batch: int) -> dict:
-    return resnet_feeds(30 + batch, batch=batch, size=SIZE)   # seeded random, not zeros
+    return resnet_feeds(30 + batch, batch=batch, size=SIZE)  # seeded random, not zeros
 
 
 def close(got, want):
@@ -73,13 +73,13 @@ def test_shapes_is_a_gpu_option():
 def test_listed_plans_are_built_while_compiling(gpu_builds):
     data = model()
     prog = program(data, shapes=[{"x": [1, 3, SIZE, SIZE]}, {"x": [3, 3, SIZE, SIZE]}])
-    assert gpu_builds == [shape(1), shape(3)]   # exactly those, in order
+    assert gpu_builds == [shape(1), shape(3)]  # exactly those, in order
     assert len(prog._executable._plans) == 2
     ref = program(data, "ref")
     for batch in (1, 3):
         close(prog.run(feeds(batch))[0], ref.run(feeds(batch))[0])
-    assert gpu_builds == [shape(1), shape(3)]   # those runs were hits
-    close(prog.run(feeds(2))[0], ref.run(feeds(2))[0])   # another shape: built on first use
+    assert gpu_builds == [shape(1), shape(3)]  # those runs were hits
+    close(prog.run(feeds(2))[0], ref.run(feeds(2))[0])  # another shape: built on first use
     assert gpu_builds[2:] == [shape(2)]
 
 
@@ -90,26 +90,36 @@ def test_an_entry_of_the_static_shapes_builds_once(gpu_builds):
 
 
 def _add_model() -> bytes:
-    g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "m",
-                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 4]),
-                           helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    g = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["y"])],
+        "m",
+        [
+            helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 4]),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 4]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+    )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
-@pytest.mark.parametrize("shapes,words", [
-    ([{"x": [1, 3, SIZE]}], "shapes[0]: input 'x' has rank 4"),
-    ([{"x": [1, 3, SIZE, SIZE]}, {"x": [1, 4, SIZE, SIZE]}], "shapes[1]: input 'x': "
-                                                             "dimension 1 is static 3"),
-    ([{"y": [1, 3, SIZE, SIZE]}], "shapes[0]: unknown input(s) ['y']"),
-    ([{}], "shapes[0]: no shape for input 'x'"),
-    ([{"x": [1, -3, SIZE, SIZE]}], "not a list of sizes >= 0"),
-    ("x=1,3,16,16", "expected a list of"),
-])
+@pytest.mark.parametrize(
+    "shapes,words",
+    [
+        ([{"x": [1, 3, SIZE]}], "shapes[0]: input 'x' has rank 4"),
+        (
+            [{"x": [1, 3, SIZE, SIZE]}, {"x": [1, 4, SIZE, SIZE]}],
+            "shapes[1]: input 'x': dimension 1 is static 3",
+        ),
+        ([{"y": [1, 3, SIZE, SIZE]}], "shapes[0]: unknown input(s) ['y']"),
+        ([{}], "shapes[0]: no shape for input 'x'"),
+        ([{"x": [1, -3, SIZE, SIZE]}], "not a list of sizes >= 0"),
+        ("x=1,3,16,16", "expected a list of"),
+    ],
+)
 def test_a_bad_entry_is_named_before_any_device_is_asked_for(monkeypatch, shapes, words):
     from graphkiln.targets import registry
 
-    monkeypatch.setattr(registry, "gpu_code_built", lambda: True)   # no device here
+    monkeypatch.setattr(registry, "gpu_code_built", lambda: True)  # no device here
     with pytest.raises(ValueError) as info:
         program(model(), shapes=shapes)
     assert words in str(info.value)
@@ -128,22 +138,30 @@ def test_a_symbol_is_one_size_across_inputs(gpu_builds):
 
 def _reshape_model() -> bytes:
     """y = Reshape(x, shape): plans keyed by the value of `shape` (a kernel parameter)."""
-    g = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"])], "m",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6]),
-                           helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    g = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        "m",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6]),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
 def test_plans_keyed_by_parameter_values_refuse_shapes(gpu_builds):
-    with pytest.raises(ValueError, match=r"values of input\(s\) \['shape'\].*compile it "
-                                         "without `shapes`"):
+    with pytest.raises(
+        ValueError,
+        match=r"values of input\(s\) \['shape'\].*compile it "
+        "without `shapes`",
+    ):
         program(_reshape_model(), shapes=[{"x": [2, 6], "shape": [2]}])
-    prog = program(_reshape_model())   # without: built when runs meet the values
+    prog = program(_reshape_model())  # without: built when runs meet the values
     x = np.random.default_rng(8).standard_normal((2, 6)).astype(np.float32)
     got = prog.run({"x": x, "shape": np.array([3, 4], np.int64)})[0]
     np.testing.assert_array_equal(got, x.reshape(3, 4))
-    assert prog._executable.plan_shapes() == []   # nothing to save for such plans
+    assert prog._executable.plan_shapes() == []  # nothing to save for such plans
     assert "gpu_plans" not in json.loads(gk.save_buffer(prog, "json"))["compiled"]
 
 
@@ -163,42 +181,45 @@ def edit(saved: bytes, fmt: str, change) -> bytes:
     document, section, _ = msgpack_container.split(saved)
     doc = msgpack.unpackb(bytes(document), raw=False)
     change(doc)
-    return b"".join(msgpack_container.seal(msgpack.packb(doc, use_bin_type=True),
-                                           [bytes(section)], 4))
+    return b"".join(
+        msgpack_container.seal(msgpack.packb(doc, use_bin_type=True), [bytes(section)], 4)
+    )
 
 
 @pytest.mark.parametrize("fmt", ["msgpack", "json"])
 def test_saved_plan_shapes_are_built_again_on_load(gpu_builds, fmt):
     data = model()
     prog = program(data, shapes=[{"x": [1, 3, SIZE, SIZE]}, {"x": [3, 3, SIZE, SIZE]}])
-    expected = {b: prog.run(feeds(b)) for b in (2, 1)}   # builds 2; order now 3, 2, 1
+    expected = {b: prog.run(feeds(b)) for b in (2, 1)}  # builds 2; order now 3, 2, 1
     assert gpu_builds == [shape(1), shape(3), shape(2)]
     saved = gk.save_buffer(prog, fmt)
     doc = _document(saved, fmt)
-    assert doc["compiled"]["gpu_plans"] == [{"shapes": [list(s) for s in shape(b)]}
-                                            for b in (3, 2, 1)]   # least recently used first
-    assert "shapes" not in doc["compiled"]["options"]   # compile-time only
+    assert doc["compiled"]["gpu_plans"] == [
+        {"shapes": [list(s) for s in shape(b)]} for b in (3, 2, 1)
+    ]  # least recently used first
+    assert "shapes" not in doc["compiled"]["options"]  # compile-time only
     if fmt == "msgpack":
-        assert saved[6:10] == (4).to_bytes(4, "little")   # format version 4: gpu_plans
+        assert saved[6:10] == (4).to_bytes(4, "little")  # format version 4: gpu_plans
     else:
         assert doc["format_version"] == 4
     del gpu_builds[:]
     loaded = gk.load_buffer(saved)
-    assert gpu_builds == [shape(3), shape(2), shape(1)]   # built while loading, in order
+    assert gpu_builds == [shape(3), shape(2), shape(1)]  # built while loading, in order
     ref = program(data, "ref")
     for b in (1, 2, 3):
         got = loaded.run(feeds(b))
         close(got[0], ref.run(feeds(b))[0])
         if b in expected:
             np.testing.assert_array_equal(got[0], expected[b][0])
-    assert len(gpu_builds) == 3   # no run at a saved shape built anything
+    assert len(gpu_builds) == 3  # no run at a saved shape built anything
     again = _document(gk.save_buffer(loaded, fmt), fmt)["compiled"]["gpu_plans"]
     assert again == [{"shapes": [list(s) for s in shape(b)]} for b in (1, 2, 3)]
 
 
 def test_at_most_plan_cache_size_shapes_are_saved(gpu_builds):
-    prog = program(model(), plan_cache_size=2,
-                   shapes=[{"x": [b, 3, SIZE, SIZE]} for b in (1, 2, 3)])
+    prog = program(
+        model(), plan_cache_size=2, shapes=[{"x": [b, 3, SIZE, SIZE]} for b in (1, 2, 3)]
+    )
     assert gpu_builds == [shape(1), shape(2), shape(3)]
     saved = gk.save_buffer(prog, "json")
     assert [e["shapes"][0][0] for e in json.loads(saved)["compiled"]["gpu_plans"]] == [2, 3]
@@ -211,10 +232,10 @@ def test_a_file_without_plan_shapes_still_loads(gpu_builds):
     prog = program(model(), shapes=[{"x": [2, 3, SIZE, SIZE]}])
     doc = json.loads(gk.save_buffer(prog, "json"))
     del doc["compiled"]["gpu_plans"]
-    doc["format_version"] = 1   # as written before the field existed
+    doc["format_version"] = 1  # as written before the field existed
     del gpu_builds[:]
     loaded = gk.load_buffer(json.dumps(doc).encode())
-    assert gpu_builds == []   # nothing to build ahead: the first run builds
+    assert gpu_builds == []  # nothing to build ahead: the first run builds
     close(loaded.run(feeds(2))[0], program(model(), "ref").run(feeds(2))[0])
     assert gpu_builds == [shape(2)]
 
@@ -226,6 +247,7 @@ def test_a_static_program_saves_no_plan_shapes(gpu_builds):
 
 # -- the field, checked without a device -------------------------------------------------
 
+
 def _compiled_graph(gpu_builds):
     prog = program(_add_model(), shapes=[{"a": [2, 4], "b": [2, 4]}])
     return prog, prog.compiled_graph
@@ -233,25 +255,31 @@ def _compiled_graph(gpu_builds):
 
 def test_read_gpu_plans_returns_the_signatures(gpu_builds):
     _, graph = _compiled_graph(gpu_builds)
-    got = read_gpu_plans([{"shapes": [[2, 4], [2, 4]]}, {"shapes": [[5, 4], [5, 4]]}], graph,
-                         DEFAULT_LIMITS)
+    got = read_gpu_plans(
+        [{"shapes": [[2, 4], [2, 4]]}, {"shapes": [[5, 4], [5, 4]]}], graph, DEFAULT_LIMITS
+    )
     assert got == [((2, 4), (2, 4)), ((5, 4), (5, 4))]
 
 
-@pytest.mark.parametrize("entry,words", [
-    ({"shapes": [[2, 4]]}, "compiled.gpu_plans[1].shapes: expected 2 items, got 1"),
-    ({"shapes": [[2, 4], [2, 4, 1]]}, "input 'b' has rank 2"),
-    ({"shapes": [[2, 4], [3, 4]]}, "dimension 0 is N, which is 2 in input 'a', got 3"),
-    ({"shapes": [[2, 5], [2, 5]]}, "dimension 1 is static 4"),
-    ({"shapes": [[2, -4], [2, 4]]}, "compiled.gpu_plans[1].shapes[0][1]: -4 is outside"),
-    ({"shapes": [[2, "4"], [2, 4]]}, "compiled.gpu_plans[1].shapes[0][1]: expected an integer"),
-    ({"shapes": "2,4"}, "compiled.gpu_plans[1].shapes: expected a list"),
-    ({}, "compiled.gpu_plans[1]: missing field(s) ['shapes']"),
-    ({"shapes": [[2, 4], [2, 4]], "plan": 1}, "compiled.gpu_plans[1]: unknown field(s)"),
-    ({"shapes": [[1, 4], [1, 4]]}, "compiled.gpu_plans[1]: the same input shapes as "
-                                   "compiled.gpu_plans[0]"),
-    (7, "compiled.gpu_plans[1]: expected a map"),
-])
+@pytest.mark.parametrize(
+    "entry,words",
+    [
+        ({"shapes": [[2, 4]]}, "compiled.gpu_plans[1].shapes: expected 2 items, got 1"),
+        ({"shapes": [[2, 4], [2, 4, 1]]}, "input 'b' has rank 2"),
+        ({"shapes": [[2, 4], [3, 4]]}, "dimension 0 is N, which is 2 in input 'a', got 3"),
+        ({"shapes": [[2, 5], [2, 5]]}, "dimension 1 is static 4"),
+        ({"shapes": [[2, -4], [2, 4]]}, "compiled.gpu_plans[1].shapes[0][1]: -4 is outside"),
+        ({"shapes": [[2, "4"], [2, 4]]}, "compiled.gpu_plans[1].shapes[0][1]: expected an integer"),
+        ({"shapes": "2,4"}, "compiled.gpu_plans[1].shapes: expected a list"),
+        ({}, "compiled.gpu_plans[1]: missing field(s) ['shapes']"),
+        ({"shapes": [[2, 4], [2, 4]], "plan": 1}, "compiled.gpu_plans[1]: unknown field(s)"),
+        (
+            {"shapes": [[1, 4], [1, 4]]},
+            "compiled.gpu_plans[1]: the same input shapes as compiled.gpu_plans[0]",
+        ),
+        (7, "compiled.gpu_plans[1]: expected a map"),
+    ],
+)
 def test_a_bad_entry_is_damage_naming_it(gpu_builds, entry, words):
     _, graph = _compiled_graph(gpu_builds)
     with pytest.raises(gk.FormatError) as info:
@@ -260,8 +288,7 @@ def test_a_bad_entry_is_damage_naming_it(gpu_builds, entry, words):
 
 
 @pytest.mark.parametrize("fmt", ["msgpack", "json"])
-def test_a_damaged_field_fails_to_load_before_any_device_is_asked_for(gpu_builds, fmt,
-                                                                      monkeypatch):
+def test_a_damaged_field_fails_to_load_before_any_device_is_asked_for(gpu_builds, fmt, monkeypatch):
     import graphkiln.device as device
 
     prog, _ = _compiled_graph(gpu_builds)
@@ -271,8 +298,9 @@ def test_a_damaged_field_fails_to_load_before_any_device_is_asked_for(gpu_builds
         raise AssertionError("the device was asked for")
 
     monkeypatch.setattr(device, "require_gpu", no_device)
-    bad = edit(saved, fmt, lambda doc: doc["compiled"]["gpu_plans"].append(
-        {"shapes": [[3, 4], [2, 4]]}))
+    bad = edit(
+        saved, fmt, lambda doc: doc["compiled"]["gpu_plans"].append({"shapes": [[3, 4], [2, 4]]})
+    )
     with pytest.raises(gk.FormatError) as info:
         gk.load_buffer(bad)
     assert str(info.value).startswith("damaged file: compiled.gpu_plans[1].shapes: input 'b'")

@@ -15,14 +15,42 @@ from op_cases import _attention
 
 SHAPES = {
     # name: (q, k, v, y, mask shape, mask dtype, attrs)
-    "bert_like_mask": ((3, 4, 77, 64), (3, 4, 77, 64), (3, 4, 77, 64), (3, 4, 77, 64),
-                       (3, 1, 1, 77), np.float32, {}),
-    "head_dim_128_causal": ((2, 2, 50, 128), (2, 2, 50, 128), (2, 2, 50, 96), (2, 2, 50, 96),
-                            None, np.float32, {"is_causal": 1}),
-    "head_dim_20_bool_mask": ((1, 3, 33, 20), (1, 3, 65, 20), (1, 3, 65, 20), (1, 3, 33, 20),
-                              (1, 3, 33, 65), np.bool_, {}),
-    "gqa_softcap_3d": ((2, 40, 8 * 48), (2, 70, 2 * 48), (2, 70, 2 * 48), (2, 40, 8 * 48),
-                       None, np.float32, {"q_num_heads": 8, "kv_num_heads": 2, "softcap": 5.0}),
+    "bert_like_mask": (
+        (3, 4, 77, 64),
+        (3, 4, 77, 64),
+        (3, 4, 77, 64),
+        (3, 4, 77, 64),
+        (3, 1, 1, 77),
+        np.float32,
+        {},
+    ),
+    "head_dim_128_causal": (
+        (2, 2, 50, 128),
+        (2, 2, 50, 128),
+        (2, 2, 50, 96),
+        (2, 2, 50, 96),
+        None,
+        np.float32,
+        {"is_causal": 1},
+    ),
+    "head_dim_20_bool_mask": (
+        (1, 3, 33, 20),
+        (1, 3, 65, 20),
+        (1, 3, 65, 20),
+        (1, 3, 33, 20),
+        (1, 3, 33, 65),
+        np.bool_,
+        {},
+    ),
+    "gqa_softcap_3d": (
+        (2, 40, 8 * 48),
+        (2, 70, 2 * 48),
+        (2, 70, 2 * 48),
+        (2, 40, 8 * 48),
+        None,
+        np.float32,
+        {"q_num_heads": 8, "kv_num_heads": 2, "softcap": 5.0},
+    ),
 }
 
 

@@ -20,9 +20,14 @@ B, S, T, H, KV, D, DV = 2, 9, 11, 4, 2, 8, 6
 def _model(guard: bool, mask: bool, merge: bool = True):
     def shape(name, dims):
         return np.array(dims, np.int64)
-    inits = {"sq": shape("sq", [B, S, H, D]), "sk": shape("sk", [B, T, KV, D]),
-             "sv": shape("sv", [B, T, KV, DV]), "so": np.array([B, S, H * DV], np.int64),
-             "zero": np.zeros((), np.float32)}
+
+    inits = {
+        "sq": shape("sq", [B, S, H, D]),
+        "sk": shape("sk", [B, T, KV, D]),
+        "sv": shape("sv", [B, T, KV, DV]),
+        "so": np.array([B, S, H * DV], np.int64),
+        "zero": np.zeros((), np.float32),
+    }
     nodes = []
     for x, s in (("q", "sq"), ("k", "sk"), ("v", "sv")):
         nodes.append(node("Reshape", [x, s], [x + "4"]))
@@ -34,8 +39,10 @@ def _model(guard: bool, mask: bool, merge: bool = True):
         nodes += [node("IsNaN", ["a"], ["nan"]), node("Where", ["nan", "zero", "a"], ["g"])]
         merged = "g"
     if merge:
-        nodes += [node("Transpose", [merged], ["t"], perm=[0, 2, 1, 3]),
-                  node("Reshape", ["t", "so"], ["y"])]
+        nodes += [
+            node("Transpose", [merged], ["t"], perm=[0, 2, 1, 3]),
+            node("Reshape", ["t", "so"], ["y"]),
+        ]
         out_shape = (B, S, H * DV)
     else:
         nodes.append(node("Identity", [merged], ["y"]))
@@ -44,8 +51,11 @@ def _model(guard: bool, mask: bool, merge: bool = True):
     if mask:
         inputs["m"] = (B, 1, 1, T)
     model = onnx_model(nodes, inputs, {"y": out_shape}, inits, opset=23)
-    feeds = {"q": rand((B, S, H * D), 1), "k": rand((B, T, KV * D), 2),
-             "v": rand((B, T, KV * DV), 3)}
+    feeds = {
+        "q": rand((B, S, H * D), 1),
+        "k": rand((B, T, KV * D), 2),
+        "v": rand((B, T, KV * DV), 3),
+    }
     if mask:
         feeds["m"] = rand((B, 1, 1, T), 4)
     return model, feeds

@@ -26,25 +26,57 @@ TOL = {"fp16": 1e-2, "bf16": 5e-2, "fp32": 1e-4}  # as test_gpu_precision.py
 CASES = {
     # name: (q, k, v shapes, attributes, mask (shape, kind) or None, past length)
     "decode_d32": (((2, 4, 1, 32), (2, 4, 37, 32), (2, 4, 37, 32)), {}, None, 0),
-    "bert_d64_key_mask": (((2, 12, 128, 64), (2, 12, 128, 64), (2, 12, 128, 64)), {},
-                          ((2, 1, 1, 128), "float"), 0),
+    "bert_d64_key_mask": (
+        ((2, 12, 128, 64), (2, 12, 128, 64), (2, 12, 128, 64)),
+        {},
+        ((2, 1, 1, 128), "float"),
+        0,
+    ),
     "causal_d80": (((1, 4, 37, 80), (1, 4, 37, 80), (1, 4, 37, 80)), dict(is_causal=1), None, 0),
     "long_d128": (((1, 2, 200, 128), (1, 2, 200, 128), (1, 2, 200, 128)), {}, None, 0),
-    "grouped_bool_d64": (((2, 8, 37, 64), (2, 2, 128, 64), (2, 2, 128, 64)), {},
-                         ((2, 8, 37, 128), "bool"), 0),
-    "heads_3d_gqa_d48_v32_softcap": (((2, 37, 8 * 48), (2, 70, 2 * 48), (2, 70, 2 * 32)),
-                                     dict(q_num_heads=8, kv_num_heads=2, softcap=5.0), None, 0),
-    "d20_2d_float_mask": (((1, 3, 33, 20), (1, 3, 65, 20), (1, 3, 65, 20)), dict(scale=0.3),
-                          ((33, 65), "float"), 0),
-    "past_causal_d64": (((1, 4, 37, 64), (1, 4, 37, 64), (1, 4, 37, 64)), dict(is_causal=1),
-                        None, 91),
-    "window_causal_d64": (((1, 2, 200, 64), (1, 2, 200, 64), (1, 2, 200, 64)),
-                          dict(is_causal=1, left_window_size=70), None, 0),
+    "grouped_bool_d64": (
+        ((2, 8, 37, 64), (2, 2, 128, 64), (2, 2, 128, 64)),
+        {},
+        ((2, 8, 37, 128), "bool"),
+        0,
+    ),
+    "heads_3d_gqa_d48_v32_softcap": (
+        ((2, 37, 8 * 48), (2, 70, 2 * 48), (2, 70, 2 * 32)),
+        dict(q_num_heads=8, kv_num_heads=2, softcap=5.0),
+        None,
+        0,
+    ),
+    "d20_2d_float_mask": (
+        ((1, 3, 33, 20), (1, 3, 65, 20), (1, 3, 65, 20)),
+        dict(scale=0.3),
+        ((33, 65), "float"),
+        0,
+    ),
+    "past_causal_d64": (
+        ((1, 4, 37, 64), (1, 4, 37, 64), (1, 4, 37, 64)),
+        dict(is_causal=1),
+        None,
+        91,
+    ),
+    "window_causal_d64": (
+        ((1, 2, 200, 64), (1, 2, 200, 64), (1, 2, 200, 64)),
+        dict(is_causal=1, left_window_size=70),
+        None,
+        0,
+    ),
     # enough (batch, head, 64-row) blocks for 4-warp blocks (the cases above get 1-warp ones)
-    "many_blocks_causal_d64": (((24, 12, 100, 64), (24, 12, 100, 64), (24, 12, 100, 64)),
-                               dict(is_causal=1), None, 0),
-    "many_blocks_gqa_bool_d96": (((16, 16, 70, 96), (16, 4, 90, 96), (16, 4, 90, 96)), {},
-                                 ((16, 16, 70, 90), "bool"), 0),
+    "many_blocks_causal_d64": (
+        ((24, 12, 100, 64), (24, 12, 100, 64), (24, 12, 100, 64)),
+        dict(is_causal=1),
+        None,
+        0,
+    ),
+    "many_blocks_gqa_bool_d96": (
+        ((16, 16, 70, 96), (16, 4, 90, 96), (16, 4, 90, 96)),
+        {},
+        ((16, 16, 70, 90), "bool"),
+        0,
+    ),
 }
 
 
@@ -60,8 +92,11 @@ def build_attention(qs, ks, vs, attrs, mask, past=0, seed=71):
     float or bool mask ((shape, kind) or None; bool masks allow key 0 and mask all of row 3,
     float ones push the last 5 keys to -10000 as BERT's padding) and `past` cached keys."""
     ins = {"q": (qs, F32), "k": (ks, F32), "v": (vs, F32)}
-    feeds = {"q": rand(qs, seed, -2, 2), "k": rand(ks, seed + 1, -2, 2),
-             "v": rand(vs, seed + 2, -1, 1)}
+    feeds = {
+        "q": rand(qs, seed, -2, 2),
+        "k": rand(ks, seed + 1, -2, 2),
+        "v": rand(vs, seed + 2, -1, 1),
+    }
     names = ["q", "k", "v"]
     if mask is not None:
         shape, kind = mask

@@ -24,14 +24,20 @@ LARGE = {
     # name: (q, k, v shapes, attributes, mask (shape, kind) or None)
     "bert_b32_key_mask": (((32, 12, 128, 64),) * 3, {}, ((32, 1, 1, 128), "float")),
     "causal_d64": (((24, 12, 100, 64),) * 3, dict(is_causal=1), None),
-    "gqa_bool_d48_v32": (((16, 16, 70, 48), (16, 4, 90, 48), (16, 4, 90, 32)), {},
-                         ((16, 16, 70, 90), "bool")),
+    "gqa_bool_d48_v32": (
+        ((16, 16, 70, 48), (16, 4, 90, 48), (16, 4, 90, 32)),
+        {},
+        ((16, 16, 70, 90), "bool"),
+    ),
     "heads_3d": (((20, 128, 12 * 64),) * 3, dict(q_num_heads=12, kv_num_heads=12), None),
 }
 SMALL = {
     "decode_d32": (((2, 4, 1, 32), (2, 4, 37, 32), (2, 4, 37, 32)), {}, None),
-    "edges_d20_scale": (((1, 3, 33, 20), (1, 3, 65, 20), (1, 3, 65, 20)), dict(scale=0.3),
-                        ((33, 65), "float")),
+    "edges_d20_scale": (
+        ((1, 3, 33, 20), (1, 3, 65, 20), (1, 3, 65, 20)),
+        dict(scale=0.3),
+        ((33, 65), "float"),
+    ),
     "window_causal_d64": (((1, 2, 200, 64),) * 3, dict(is_causal=1, left_window_size=70), None),
     "softcap_d56": (((2, 4, 37, 56),) * 3, dict(softcap=5.0), None),
 }

@@ -87,8 +87,10 @@ def _check_bit_identical(program, feeds_of, results: dict, runs=RUNS) -> None:
         for got, want in zip(outputs, expected):
             if not np.array_equal(got, want):
                 wrong.append((t, r, float(np.nanmax(np.abs(got - want)))))
-    assert not wrong, (f"{len(wrong)} of {len(results)} concurrent runs differ from the "
-                       f"serial outputs: {wrong[:5]}")
+    assert not wrong, (
+        f"{len(wrong)} of {len(results)} concurrent runs differ from the "
+        f"serial outputs: {wrong[:5]}"
+    )
 
 
 @requires_gpu
@@ -96,8 +98,10 @@ def _check_bit_identical(program, feeds_of, results: dict, runs=RUNS) -> None:
 def test_eight_threads_get_the_serial_outputs(name):
     build, feeds = MODELS[name]
     program = _program(build(seed=3, batch=2), max_concurrency=4)
+
     def feeds_of(i):
         return feeds(i, batch=2)  # a seeded random input per run
+
     with _ContextWatch(program) as watch:
         results = _hammer(program, feeds_of)
     _check_bit_identical(program, feeds_of, results)
@@ -137,8 +141,10 @@ def test_two_shapes_of_one_dynamic_model_run_concurrently():
     model = resnet_like(seed=5, batch="N")
     program = _program(model, max_concurrency=4)
     ref = _program(model, "ref")
+
     def feeds_of(i):
         return resnet_feeds(i, batch=1 + 2 * (i % 2))  # batch 1 and 3 interleaved
+
     results = _hammer(program, feeds_of, runs=10)
     _check_bit_identical(program, feeds_of, results, runs=10)
     assert _summary(program)["plans"] == 2  # each built once, however many threads asked
@@ -155,6 +161,7 @@ def test_device_inputs_written_on_each_threads_own_stream():
         pytest.skip("torch sees no CUDA device")
     program = _program(resnet_like(seed=6, batch=2), max_concurrency=4)
     executable = program._executable
+
     def feeds_of(i):
         return resnet_feeds(i, batch=2)
 

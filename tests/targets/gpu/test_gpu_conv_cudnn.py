@@ -36,24 +36,53 @@ OPTIONS = {"f32": {}, "fp16": {"fp16": True}, "bf16": {"bf16": True}}
 # name -> (x shape, w shape, y shape, bias, Conv attributes)
 VARIANTS = {
     "3x3_pad": ((2, 8, 12, 12), (16, 8, 3, 3), (2, 16, 12, 12), True, {"pads": [1, 1, 1, 1]}),
-    "3x3_stride2": ((2, 8, 13, 13), (16, 8, 3, 3), (2, 16, 7, 7), True,
-                    {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
-    "dilated": ((2, 4, 14, 14), (8, 4, 3, 3), (2, 8, 14, 14), True,
-                {"pads": [2, 2, 2, 2], "dilations": [2, 2]}),
-    "grouped": ((2, 8, 10, 10), (12, 4, 3, 3), (2, 12, 10, 10), True,
-                {"pads": [1, 1, 1, 1], "group": 2}),
-    "depthwise": ((2, 8, 10, 10), (8, 1, 3, 3), (2, 8, 10, 10), True,
-                  {"pads": [1, 1, 1, 1], "group": 8}),
+    "3x3_stride2": (
+        (2, 8, 13, 13),
+        (16, 8, 3, 3),
+        (2, 16, 7, 7),
+        True,
+        {"pads": [1, 1, 1, 1], "strides": [2, 2]},
+    ),
+    "dilated": (
+        (2, 4, 14, 14),
+        (8, 4, 3, 3),
+        (2, 8, 14, 14),
+        True,
+        {"pads": [2, 2, 2, 2], "dilations": [2, 2]},
+    ),
+    "grouped": (
+        (2, 8, 10, 10),
+        (12, 4, 3, 3),
+        (2, 12, 10, 10),
+        True,
+        {"pads": [1, 1, 1, 1], "group": 2},
+    ),
+    "depthwise": (
+        (2, 8, 10, 10),
+        (8, 1, 3, 3),
+        (2, 8, 10, 10),
+        True,
+        {"pads": [1, 1, 1, 1], "group": 8},
+    ),
     "1x1_no_bias": ((2, 16, 7, 7), (32, 16, 1, 1), (2, 32, 7, 7), False, {}),
     "1x1_stride2": ((2, 16, 8, 8), (32, 16, 1, 1), (2, 32, 4, 4), True, {"strides": [2, 2]}),
-    "7x7_stem": ((1, 3, 32, 32), (8, 3, 7, 7), (1, 8, 16, 16), True,
-                 {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
+    "7x7_stem": (
+        (1, 3, 32, 32),
+        (8, 3, 7, 7),
+        (1, 8, 16, 16),
+        True,
+        {"pads": [3, 3, 3, 3], "strides": [2, 2]},
+    ),
     # trailing pads that add no output row: cuDNN takes them (leading pads only)
-    "asym_pads_same_rows": ((1, 4, 9, 9), (8, 4, 3, 3), (1, 8, 4, 4), True,
-                            {"pads": [0, 0, 1, 1], "strides": [2, 2]}),
+    "asym_pads_same_rows": (
+        (1, 4, 9, 9),
+        (8, 4, 3, 3),
+        (1, 8, 4, 4),
+        True,
+        {"pads": [0, 0, 1, 1], "strides": [2, 2]},
+    ),
     # leading pads > trailing ones change the row count: conv.hip's kernel runs
-    "asym_pads_fallback": ((1, 4, 9, 9), (8, 4, 3, 3), (1, 8, 8, 8), False,
-                           {"pads": [1, 1, 0, 0]}),
+    "asym_pads_fallback": ((1, 4, 9, 9), (8, 4, 3, 3), (1, 8, 8, 8), False, {"pads": [1, 1, 0, 0]}),
     "rect_kernel": ((2, 4, 11, 9), (6, 4, 3, 5), (2, 6, 11, 9), True, {"pads": [1, 2, 1, 2]}),
     "conv1d": ((2, 4, 20), (6, 4, 5), (2, 6, 20), True, {"pads": [2, 2]}),
 }
@@ -104,8 +133,12 @@ def test_epilogue_becomes_one_conv_step(epilogue, precision):
         assert not steps(executable, "Pointwise")
     convs = steps(executable, "Conv")
     relu = epilogue != "add"
-    fused = [s for s in convs if s["attrs"].get("activation") == ("relu" if relu else None)
-             and len(s["inputs"]) == (4 if "add" in epilogue or "residual" in epilogue else 3)]
+    fused = [
+        s
+        for s in convs
+        if s["attrs"].get("activation") == ("relu" if relu else None)
+        and len(s["inputs"]) == (4 if "add" in epilogue or "residual" in epilogue else 3)
+    ]
     assert len(fused) == 1, [(s["attrs"].get("activation"), len(s["inputs"])) for s in convs]
     if precision != "f32":  # the convolutions ran in half (the edges' Casts are Pointwise)
         assert {t["dtype"] for s in convs for t in s["inputs"] if t} == {HALF[precision]}
@@ -116,8 +149,11 @@ def test_variants_with_residual_relu_emulated(variant):
     onnx_model, feeds = conv_model(variant, "add_relu")
     got, executable = emulate(onnx_model, feeds)
     compare(got, reference(onnx_model, feeds), TOL["f32"], TOL["f32"])
-    fused = [s for s in steps(executable, "Conv")
-             if s["attrs"].get("activation") == "relu" and len(s["inputs"]) == 4]
+    fused = [
+        s
+        for s in steps(executable, "Conv")
+        if s["attrs"].get("activation") == "relu" and len(s["inputs"]) == 4
+    ]
     assert len(fused) == 1
     assert not steps(executable, "Pointwise")
 
@@ -125,9 +161,11 @@ def test_variants_with_residual_relu_emulated(variant):
 def test_other_epilogues_keep_their_pointwise_steps():
     x_shape, w_shape, y_shape = (1, 4, 8, 8), (6, 4, 3, 3), (1, 6, 8, 8)
     inits = {"w": rand(w_shape, 1, -0.5, 0.5), "k": rand((1, 6, 1, 1), 2)}
-    nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-             node("Add", ["c", "k"], ["s"]),  # broadcast: not a residual
-             node("Sigmoid", ["s"], ["y"])]
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        node("Add", ["c", "k"], ["s"]),  # broadcast: not a residual
+        node("Sigmoid", ["s"], ["y"]),
+    ]
     onnx_model = model(nodes, {"x": (x_shape, F32)}, {"y": (y_shape, F32)}, inits=inits)
     feeds = {"x": rand(x_shape, 3)}
     got, executable = emulate(onnx_model, feeds)
@@ -140,9 +178,12 @@ def test_conv_output_read_twice_is_not_fused():
     """Relu(c) and c itself are both graph outputs: the Conv step must still write c."""
     x_shape, w_shape, y_shape = (1, 4, 8, 8), (6, 4, 3, 3), (1, 6, 8, 8)
     nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), node("Relu", ["c"], ["y"])]
-    onnx_model = model(nodes, {"x": (x_shape, F32)},
-                       {"y": (y_shape, F32), "c": (y_shape, F32)},
-                       inits={"w": rand(w_shape, 1, -0.5, 0.5)})
+    onnx_model = model(
+        nodes,
+        {"x": (x_shape, F32)},
+        {"y": (y_shape, F32), "c": (y_shape, F32)},
+        inits={"w": rand(w_shape, 1, -0.5, 0.5)},
+    )
     feeds = {"x": rand(x_shape, 3)}
     got, _ = emulate(onnx_model, feeds)
     compare(got, reference(onnx_model, feeds), TOL["f32"], TOL["f32"])

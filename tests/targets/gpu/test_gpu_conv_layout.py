@@ -26,38 +26,52 @@ def bottleneck_net(batch: int):
     3x3 8->8, 1x1 8->16 + projection shortcut 16->16, add, relu), a 3x3 conv whose input is
     also added to its output, global average pool, flatten, fully connected."""
     w = lambda shape, seed: rand(shape, seed, -0.3, 0.3)  # noqa: E731
-    inits = {"w0": w((16, 3, 3, 3), 1), "b0": rand((16,), 2, -0.5, 0.5),
-             "w1": w((8, 16, 1, 1), 3), "b1": rand((8,), 4, -0.5, 0.5),
-             "w2": w((8, 8, 3, 3), 5), "b2": rand((8,), 6, -0.5, 0.5),
-             "w3": w((16, 8, 1, 1), 7), "b3": rand((16,), 8, -0.5, 0.5),
-             "ws": w((16, 16, 1, 1), 9), "w4": w((16, 16, 3, 3), 10),
-             "fc": w((10, 16), 11), "fcb": rand((10,), 12)}
-    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
-             node("Relu", ["c0"], ["r0"]),
-             node("MaxPool", ["r0"], ["p0"], kernel_shape=[2, 2], strides=[2, 2]),
-             node("Conv", ["p0", "w1", "b1"], ["c1"]), node("Relu", ["c1"], ["r1"]),
-             node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
-             node("Relu", ["c2"], ["r2"]),
-             node("Conv", ["r2", "w3", "b3"], ["c3"]),
-             node("Conv", ["p0", "ws"], ["sc"]),
-             node("Add", ["c3", "sc"], ["s"]), node("Relu", ["s"], ["r3"]),
-             node("Conv", ["r3", "w4"], ["c4"], pads=[1, 1, 1, 1]),
-             node("Add", ["c4", "r3"], ["d"]),
-             node("GlobalAveragePool", ["d"], ["g"]), node("Flatten", ["g"], ["f"]),
-             node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1)]
+    inits = {
+        "w0": w((16, 3, 3, 3), 1),
+        "b0": rand((16,), 2, -0.5, 0.5),
+        "w1": w((8, 16, 1, 1), 3),
+        "b1": rand((8,), 4, -0.5, 0.5),
+        "w2": w((8, 8, 3, 3), 5),
+        "b2": rand((8,), 6, -0.5, 0.5),
+        "w3": w((16, 8, 1, 1), 7),
+        "b3": rand((16,), 8, -0.5, 0.5),
+        "ws": w((16, 16, 1, 1), 9),
+        "w4": w((16, 16, 3, 3), 10),
+        "fc": w((10, 16), 11),
+        "fcb": rand((10,), 12),
+    }
+    nodes = [
+        node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+        node("Relu", ["c0"], ["r0"]),
+        node("MaxPool", ["r0"], ["p0"], kernel_shape=[2, 2], strides=[2, 2]),
+        node("Conv", ["p0", "w1", "b1"], ["c1"]),
+        node("Relu", ["c1"], ["r1"]),
+        node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        node("Relu", ["c2"], ["r2"]),
+        node("Conv", ["r2", "w3", "b3"], ["c3"]),
+        node("Conv", ["p0", "ws"], ["sc"]),
+        node("Add", ["c3", "sc"], ["s"]),
+        node("Relu", ["s"], ["r3"]),
+        node("Conv", ["r3", "w4"], ["c4"], pads=[1, 1, 1, 1]),
+        node("Add", ["c4", "r3"], ["d"]),
+        node("GlobalAveragePool", ["d"], ["g"]),
+        node("Flatten", ["g"], ["f"]),
+        node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1),
+    ]
     shape = (batch, 3, 16, 16)
-    return model(nodes, {"x": (shape, F32)}, {"y": (None, F32)}, inits=inits), \
-        {"x": rand(shape, 13)}
+    return model(nodes, {"x": (shape, F32)}, {"y": (None, F32)}, inits=inits), {
+        "x": rand(shape, 13)
+    }
 
 
 def emulate(program: bytes, feeds: dict, channels_last: bool, **options):
     """(outputs, plan) of the gpu plan run by the numpy kernel model."""
     target = GpuTarget()
     target.check_options(options)
-    graph, _ = compile_graph(gk.parse_onnx_buffer(program).graph, target, options, False,
-                             False)
+    graph, _ = compile_graph(gk.parse_onnx_buffer(program).graph, target, options, False, False)
     executable = GpuExecutable(
-        graph, plan_factory=lambda g, b: EmulatedPlan(g, b, channels_last=channels_last))
+        graph, plan_factory=lambda g, b: EmulatedPlan(g, b, channels_last=channels_last)
+    )
     got = executable.run([feeds[v.name] for v in graph.inputs])
     (plan,) = executable._plans.values()
     return got, plan.plan
@@ -123,8 +137,12 @@ def test_float32_and_batch_one_stay_plain():
 
 def test_a_conv_read_by_no_conv_writes_plain():
     inits = {"w": rand((8, 8, 3, 3), 1, -0.3, 0.3), "b": rand((8,), 2)}
-    program = model([node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])],
-                    {"x": ((2, 8, 6, 6), F32)}, {"y": (None, F32)}, inits=inits)
+    program = model(
+        [node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])],
+        {"x": ((2, 8, 6, 6), F32)},
+        {"y": (None, F32)},
+        inits=inits,
+    )
     feeds = {"x": rand((2, 8, 6, 6), 3)}
     got, plan = emulate(program, feeds, True, fp16=True)
     compare(got, reference(program, feeds), TOL["fp16"], TOL["fp16"])
@@ -141,6 +159,7 @@ def test_channels_last_option_is_validated():
 @pytest.mark.parametrize("channels_last", [True, False])
 def test_gpu_channels_last_convs_on_device(mode, channels_last):
     program, feeds = bottleneck_net(batch=4)
-    compiled = gk.parse_onnx_buffer(program).compile("gpu", channels_last=channels_last,
-                                                     **{mode: True})
+    compiled = gk.parse_onnx_buffer(program).compile(
+        "gpu", channels_last=channels_last, **{mode: True}
+    )
     compare(compiled.run(feeds), reference(program, feeds), TOL[mode], TOL[mode])

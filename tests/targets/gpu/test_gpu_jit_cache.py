@@ -52,9 +52,21 @@ def cache(tmp_path_factory):
     shim = folder / "shim.cpp"
     shim.write_text(SHIM)
     lib = folder / "libcache.so"
-    subprocess.run([compiler, "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{ROOT / 'src'}",
-                    "-o", str(lib), str(shim), str(ROOT / "src/gpu/kernel_cache.cpp")],
-                   check=True)
+    subprocess.run(
+        [
+            compiler,
+            "-std=c++17",
+            "-O1",
+            "-shared",
+            "-fPIC",
+            f"-I{ROOT / 'src'}",
+            "-o",
+            str(lib),
+            str(shim),
+            str(ROOT / "src/gpu/kernel_cache.cpp"),
+        ],
+        check=True,
+    )
     return ctypes.CDLL(str(lib))
 
 
@@ -91,8 +103,7 @@ def test_gpu_jit_cache_damaged_or_foreign_files_are_misses(cache, tmp_path):
     assert _store(cache, tmp_path, "the key", binary)
     path = _path(cache, tmp_path, "the key")
     whole = path.read_bytes()
-    for damaged in (whole[: len(whole) // 2], whole[:10], b"", b"garbage" * 100,
-                    whole + b"extra"):
+    for damaged in (whole[: len(whole) // 2], whole[:10], b"", b"garbage" * 100, whole + b"extra"):
         path.write_bytes(damaged)
         assert _load(cache, tmp_path, "the key") is None
     # a valid file of another key where this key's file would be (a hash collision)

@@ -21,10 +21,25 @@ from gpu_testing import compare, requires_gpu
 from op_cases import CASES as OP_CASES
 from test_gpu_jit_codegen import CASES
 
-MODELS = {name: CASES[name] for name in (
-    "chain", "rounding_chain_f16", "rounding_chain_bf16", "where", "broadcast1_Mul",
-    "broadcast6_Add", "cast_float32_float16", "int_int32_Div", "int_int8_Mul", "special_values",
-    "f64_Exp", "attrs_Selu", "compare_i64_Less", "logic_Xor")}
+MODELS = {
+    name: CASES[name]
+    for name in (
+        "chain",
+        "rounding_chain_f16",
+        "rounding_chain_bf16",
+        "where",
+        "broadcast1_Mul",
+        "broadcast6_Add",
+        "cast_float32_float16",
+        "int_int32_Div",
+        "int_int8_Mul",
+        "special_values",
+        "f64_Exp",
+        "attrs_Selu",
+        "compare_i64_Less",
+        "logic_Xor",
+    )
+}
 MODELS.update({name: OP_CASES[name] for name in ("conv_bn_relu_pool", "mlp_block")})
 
 
@@ -49,8 +64,9 @@ def _generates_source(name: str) -> bool:
 
 
 def _cached(folder) -> list[str]:
-    return sorted(f for f in os.listdir(folder) if f.endswith(".bin")) if os.path.isdir(
-        folder) else []
+    return (
+        sorted(f for f in os.listdir(folder) if f.endswith(".bin")) if os.path.isdir(folder) else []
+    )
 
 
 @requires_gpu
@@ -87,8 +103,13 @@ print(time.perf_counter() - start)
 def _compile_in_fresh_process(env: dict) -> float:
     """Seconds to compile the `chain` model in a new process (no module loaded in memory)."""
     paths = [os.path.dirname(os.path.abspath(__file__)), *sys.path]
-    done = subprocess.run([sys.executable, "-c", _COMPILE.format(paths=paths)],
-                          capture_output=True, text=True, env={**os.environ, **env}, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _COMPILE.format(paths=paths)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return float(done.stdout.strip().splitlines()[-1])
 
@@ -140,11 +161,17 @@ def test_gpu_jit_speed_against_the_interpreter(tmp_path, monkeypatch):
     from test_gpu_jit_codegen import onnx_model
 
     shape = (32, 64, 56, 56)
-    nodes = [node("Sigmoid", ["x"], ["s"]), node("Mul", ["x", "s"], ["m"]),
-             node("Add", ["m", "b"], ["t"]), node("Relu", ["t"], ["y"])]
+    nodes = [
+        node("Sigmoid", ["x"], ["s"]),
+        node("Mul", ["x", "s"], ["m"]),
+        node("Add", ["m", "b"], ["t"]),
+        node("Relu", ["t"], ["y"]),
+    ]
     model = onnx_model(nodes, {"x": shape, "b": (64, 1, 1)}, {"y": shape})
-    feeds = {"x": np.random.default_rng(0).standard_normal(shape, np.float32),
-             "b": np.random.default_rng(1).standard_normal((64, 1, 1), np.float32)}
+    feeds = {
+        "x": np.random.default_rng(0).standard_normal(shape, np.float32),
+        "b": np.random.default_rng(1).standard_normal((64, 1, 1), np.float32),
+    }
     monkeypatch.setenv("GRAPHKILN_KERNEL_CACHE", str(tmp_path))
     times = {}
     outputs = {}
@@ -157,8 +184,10 @@ def test_gpu_jit_speed_against_the_interpreter(tmp_path, monkeypatch):
             program.run(feeds)
         times[mode] = (time.perf_counter() - start) / 10
     np.testing.assert_allclose(outputs["1"], outputs["0"], rtol=1e-5, atol=1e-6)
-    print(f"fused chain {shape}: runtime-compiled {times['1'] * 1e3:.2f} ms a run, "
-          f"interpreted {times['0'] * 1e3:.2f} ms (both include host<->device copies)")
+    print(
+        f"fused chain {shape}: runtime-compiled {times['1'] * 1e3:.2f} ms a run, "
+        f"interpreted {times['0'] * 1e3:.2f} ms (both include host<->device copies)"
+    )
 
 
 def test_gpu_jit_dump_writes_each_generated_source(tmp_path, monkeypatch):
@@ -169,8 +198,9 @@ def test_gpu_jit_dump_writes_each_generated_source(tmp_path, monkeypatch):
     model, _ = CASES["chain"]()
     graph, _ = compile_graph(gk.parse_onnx_buffer(model).graph, GpuTarget(), {}, False, False)
     plan = lower_plan(graph)
-    entries = {s.attrs["jit_entry"]: s.attrs["jit_source"] for s in plan.steps
-               if "jit_source" in s.attrs}
+    entries = {
+        s.attrs["jit_entry"]: s.attrs["jit_source"] for s in plan.steps if "jit_source" in s.attrs
+    }
     assert entries
     assert sorted(os.listdir(tmp_path / "src")) == sorted(f"{e}.cu" for e in entries)
     for entry, text in entries.items():

@@ -48,8 +48,13 @@ def _preload_builtins(folder: str) -> None:
 
 
 def _hiprtc():
-    for name in ("libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so", "libamdhip64.so.6",
-                 "libamdhip64.so.5"):
+    for name in (
+        "libhiprtc.so.6",
+        "libhiprtc.so.5",
+        "libhiprtc.so",
+        "libamdhip64.so.6",
+        "libamdhip64.so.5",
+    ):
         try:
             lib = ctypes.CDLL(name)
         except OSError:
@@ -90,8 +95,10 @@ def _input_dtype_positions(maps: list[int]) -> list[int]:
 def _compile(lib, prefix: str, sources: list[str], options: list[bytes]) -> tuple[int, str]:
     program = ctypes.c_void_p()
     text = "".join(sources).encode()
-    assert getattr(lib, prefix + "CreateProgram")(ctypes.byref(program), text, b"gk.cu", 0,
-                                                  None, None) == 0
+    assert (
+        getattr(lib, prefix + "CreateProgram")(ctypes.byref(program), text, b"gk.cu", 0, None, None)
+        == 0
+    )
     array = (ctypes.c_char_p * len(options))(*options)
     status = getattr(lib, prefix + "CompileProgram")(program, len(options), array)
     size = ctypes.c_size_t()

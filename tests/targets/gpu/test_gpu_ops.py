@@ -27,8 +27,17 @@ def test_gpu_matches_ref(name):
 
 
 @requires_gpu
-@pytest.mark.parametrize("name", ["matmul_batched", "gemm_transposes_bias", "conv_3x3_pad",
-                                  "conv_grouped", "attention_3d_heads", "mlp_block"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "matmul_batched",
+        "gemm_transposes_bias",
+        "conv_3x3_pad",
+        "conv_grouped",
+        "attention_3d_heads",
+        "mlp_block",
+    ],
+)
 def test_gpu_builtin_gemm_matches_ref(name):
     model, feeds = CASES[name]()
     check(model, feeds, on_device=True, rtol=RTOL, atol=ATOL, blas="builtin")
@@ -63,12 +72,15 @@ def test_residual_add_joins_the_layer_norm():
     assert len(norm.inputs) == 4 and norm.inputs[0] == gemm.outputs[0]
 
 
-@pytest.mark.parametrize("name,epilogues", [
-    ("mlp_block", [(1, 1), (0, 0)]),  # bias + Relu in the first Gemm; the residual stays out
-    ("linear_bias_no_relu", [(1, 0)]),
-    ("gemm_row_bias_epilogue", [(1, 0)]),
-    ("gemm_transposes_bias", [(0, 0)]),  # beta 2: rows filled first, accumulated with beta
-])
+@pytest.mark.parametrize(
+    "name,epilogues",
+    [
+        ("mlp_block", [(1, 1), (0, 0)]),  # bias + Relu in the first Gemm; the residual stays out
+        ("linear_bias_no_relu", [(1, 0)]),
+        ("gemm_row_bias_epilogue", [(1, 0)]),
+        ("gemm_transposes_bias", [(0, 0)]),  # beta 2: rows filled first, accumulated with beta
+    ],
+)
 def test_bias_and_relu_join_the_gemm(name, epilogues):
     """MatMul + Add(bias) (+ Relu), and Gemm with a row-vector C at beta 1: one Gemm step with
     attributes epilogue=1 (input 2 the bias) and relu (values against ref: above)."""

@@ -108,8 +108,10 @@ def _emulated(model, factory_calls: list) -> GpuExecutable:
 def test_threads_running_two_shapes_build_each_plan_once():
     calls: list = []
     executable = _emulated(resnet_like(seed=2, batch="N", widths=(4, 8, 8), size=16), calls)
+
     def feeds_of(i):
         return [resnet_feeds(i, batch=1 + i % 2, size=16)["x"]]
+
     outputs = _together(8, lambda i: executable.run(feeds_of(i)))
     assert sorted(calls) == [((1, 3, 16, 16),), ((2, 3, 16, 16),)]
     for i, got in enumerate(outputs):

@@ -36,6 +36,7 @@ MODELS = Path(os.environ.get("GRAPHKILN_REAL_MODELS", "/work/models"))  # NAME.o
 
 class _Executor(Emulator):
     """The numpy kernel model with what plan_summary reads from a device executor."""
+
     blas, device, device_bytes = "numpy model", "numpy model", 0
 
     @property
@@ -75,8 +76,12 @@ def steps(executable, kernel: str) -> list[dict]:
 
 def step_dtypes(executable, kernel: str) -> set[str]:
     """The float types of a kernel's tensors (masks and indices left out)."""
-    return {t["dtype"] for s in steps(executable, kernel) for t in (*s["inputs"], *s["outputs"])
-            if t is not None and t["dtype"] in ("f32", "f16", "bf16")}
+    return {
+        t["dtype"]
+        for s in steps(executable, kernel)
+        for t in (*s["inputs"], *s["outputs"])
+        if t is not None and t["dtype"] in ("f32", "f16", "bf16")
+    }
 
 
 def check_half(onnx_model, feeds, mode, kernels):
@@ -85,7 +90,10 @@ def check_half(onnx_model, feeds, mode, kernels):
     got, executable = emulate(onnx_model, feeds, **{mode: True})
     compare(got, reference(onnx_model, feeds), TOL[mode], TOL[mode])
     for kernel in kernels:
-        assert step_dtypes(executable, kernel) == {HALF[mode]}, (kernel, step_dtypes(executable, kernel))
+        assert step_dtypes(executable, kernel) == {HALF[mode]}, (
+            kernel,
+            step_dtypes(executable, kernel),
+        )
     return got, executable
 
 
@@ -96,15 +104,23 @@ def _conv_model(x_shape, w_shape, bias, seed, **attrs):
     if bias:
         inits["b"] = rand((w_shape[0],), seed + 1)
         inputs.append("b")
-    program = model([node("Conv", inputs, ["y"], **attrs)], {"x": (x_shape, F32)},
-                    {"y": (None, F32)}, inits=inits)
+    program = model(
+        [node("Conv", inputs, ["y"], **attrs)],
+        {"x": (x_shape, F32)},
+        {"y": (None, F32)},
+        inits=inits,
+    )
     return program, {"x": rand(x_shape, seed + 2)}
 
 
 CONVS = {
     "3x3_pad_bias": ((2, 5, 9, 9), (7, 5, 3, 3), True, dict(pads=[1, 1, 1, 1])),
-    "3x3_stride2_dilated": ((3, 4, 11, 10), (6, 4, 3, 3), False,
-                            dict(strides=[2, 2], dilations=[2, 1], pads=[2, 1, 1, 0])),
+    "3x3_stride2_dilated": (
+        (3, 4, 11, 10),
+        (6, 4, 3, 3),
+        False,
+        dict(strides=[2, 2], dilations=[2, 1], pads=[2, 1, 1, 0]),
+    ),
     "7x7_stride2": ((2, 3, 20, 20), (8, 3, 7, 7), True, dict(strides=[2, 2], pads=[3, 3, 3, 3])),
     "1x1_bias": ((3, 16, 5, 6), (12, 16, 1, 1), True, {}),
     "1x1_stride2": ((2, 8, 7, 7), (16, 8, 1, 1), True, dict(strides=[2, 2])),
@@ -124,41 +140,70 @@ def test_conv_half(name, mode):
 
 
 @pytest.mark.parametrize("mode", ["fp16", "bf16"])
-@pytest.mark.parametrize("a_shape,b_shape", [((5, 24), (24, 7)), ((3, 4, 9, 16), (16, 11)),
-                                             ((2, 3, 6, 8), (2, 3, 8, 5)),
-                                             ((2, 1, 6, 8), (3, 8, 5))])
+@pytest.mark.parametrize(
+    "a_shape,b_shape",
+    [
+        ((5, 24), (24, 7)),
+        ((3, 4, 9, 16), (16, 11)),
+        ((2, 3, 6, 8), (2, 3, 8, 5)),
+        ((2, 1, 6, 8), (3, 8, 5)),
+    ],
+)
 def test_matmul_half(a_shape, b_shape, mode):
-    program = model([node("MatMul", ["a", "b"], ["y"])], {"a": (a_shape, F32), "b": (b_shape, F32)},
-                    {"y": (None, F32)})
+    program = model(
+        [node("MatMul", ["a", "b"], ["y"])],
+        {"a": (a_shape, F32), "b": (b_shape, F32)},
+        {"y": (None, F32)},
+    )
     check_half(program, {"a": rand(a_shape, 1), "b": rand(b_shape, 2)}, mode, ["Gemm"])
 
 
 @pytest.mark.parametrize("mode", ["fp16", "bf16"])
-@pytest.mark.parametrize("trans_b,alpha,beta,c_shape", [
-    (0, 1.0, 1.0, (6,)), (1, 0.5, 2.0, (1, 6)), (1, 1.0, 0.0, (6,)),  # a bias row: the kernel fills
-    (0, 1.0, 0.5, (4, 6)), (1, 1.0, 1.0, (4, 1))])  # other shapes: a strided copy first
+@pytest.mark.parametrize(
+    "trans_b,alpha,beta,c_shape",
+    [
+        (0, 1.0, 1.0, (6,)),
+        (1, 0.5, 2.0, (1, 6)),
+        (1, 1.0, 0.0, (6,)),  # a bias row: the kernel fills
+        (0, 1.0, 0.5, (4, 6)),
+        (1, 1.0, 1.0, (4, 1)),
+    ],
+)  # other shapes: a strided copy first
 def test_gemm_half(trans_b, alpha, beta, c_shape, mode):
     w = rand((6, 13) if trans_b else (13, 6), 3, -0.5, 0.5)
-    program = model([node("Gemm", ["x", "w", "c"], ["y"], transB=trans_b, alpha=alpha, beta=beta)],
-                    {"x": ((4, 13), F32)}, {"y": (None, F32)}, inits={"w": w, "c": rand(c_shape, 4)})
+    program = model(
+        [node("Gemm", ["x", "w", "c"], ["y"], transB=trans_b, alpha=alpha, beta=beta)],
+        {"x": ((4, 13), F32)},
+        {"y": (None, F32)},
+        inits={"w": w, "c": rand(c_shape, 4)},
+    )
     _, executable = check_half(program, {"x": rand((4, 13), 5)}, mode, ["Gemm"])
     (gemm,) = steps(executable, "Gemm")
     assert len(gemm["inputs"]) == (3 if beta and c_shape in ((6,), (1, 6)) else 2)
 
 
 @pytest.mark.parametrize("mode", ["fp16", "bf16"])
-@pytest.mark.parametrize("op,attrs", [
-    ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
-    ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
-    ("AveragePool", dict(kernel_shape=[2, 3], count_include_pad=1, pads=[0, 1, 1, 1])),
-])
+@pytest.mark.parametrize(
+    "op,attrs",
+    [
+        ("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+        ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])),
+        ("AveragePool", dict(kernel_shape=[2, 3], count_include_pad=1, pads=[0, 1, 1, 1])),
+    ],
+)
 def test_pool_half(op, attrs, mode):
     # a Relu first: the pool then follows a half input (a graph input alone stays float32)
-    program = model([node("Relu", ["x"], ["r"]), node(op, ["r"], ["y"], **attrs)],
-                    {"x": ((2, 3, 9, 8), F32)}, {"y": (None, F32)})
-    program_in_half = model([node("Conv", ["x", "w"], ["c"]), node(op, ["c"], ["y"], **attrs)],
-                            {"x": ((2, 3, 9, 8), F32)}, {"y": (None, F32)},
-                            inits={"w": rand((3, 3, 1, 1), 8, -1, 1)})
+    program = model(
+        [node("Relu", ["x"], ["r"]), node(op, ["r"], ["y"], **attrs)],
+        {"x": ((2, 3, 9, 8), F32)},
+        {"y": (None, F32)},
+    )
+    program_in_half = model(
+        [node("Conv", ["x", "w"], ["c"]), node(op, ["c"], ["y"], **attrs)],
+        {"x": ((2, 3, 9, 8), F32)},
+        {"y": (None, F32)},
+        inits={"w": rand((3, 3, 1, 1), 8, -1, 1)},
+    )
     feeds = {"x": rand((2, 3, 9, 8), 7)}
     got, executable = emulate(program, feeds, **{mode: True})
     compare(got, reference(program, feeds), 1e-6, 1e-6)  # float32 all the way: exact
@@ -169,12 +214,21 @@ def test_pool_half(op, attrs, mode):
 ATTENTIONS = {
     # name: (q, k, v shapes, attributes, mask shape and kind or None)
     "bhsd_flat": (((3, 2, 5, 8), (3, 2, 6, 8), (3, 2, 6, 4)), {}, ((3, 1, 5, 6), "float")),
-    "bsd_loop_heads": (((3, 5, 16), (3, 6, 16), (3, 6, 16)),
-                       dict(q_num_heads=2, kv_num_heads=2), ((5, 6), "bool")),
-    "bsd_loop_batch": (((1, 5, 24), (1, 7, 24), (1, 7, 24)),
-                       dict(q_num_heads=3, kv_num_heads=3, is_causal=1), None),
-    "grouped": (((2, 4, 5, 8), (2, 2, 5, 8), (2, 2, 5, 8)), dict(is_causal=1),
-                ((2, 4, 5, 5), "float")),
+    "bsd_loop_heads": (
+        ((3, 5, 16), (3, 6, 16), (3, 6, 16)),
+        dict(q_num_heads=2, kv_num_heads=2),
+        ((5, 6), "bool"),
+    ),
+    "bsd_loop_batch": (
+        ((1, 5, 24), (1, 7, 24), (1, 7, 24)),
+        dict(q_num_heads=3, kv_num_heads=3, is_causal=1),
+        None,
+    ),
+    "grouped": (
+        ((2, 4, 5, 8), (2, 2, 5, 8), (2, 2, 5, 8)),
+        dict(is_causal=1),
+        ((2, 4, 5, 5), "float"),
+    ),
 }
 
 
@@ -205,12 +259,21 @@ ROW_OPS = {
     "softmax_rows": (node("Softmax", ["h"], ["y"], axis=-1), "Softmax", {}),
     "softmax_columns": (node("Softmax", ["h"], ["y"], axis=1), "Softmax", {}),
     "log_softmax": (node("LogSoftmax", ["h"], ["y"], axis=-1), "LogSoftmax", {}),
-    "layer_norm": (node("LayerNormalization", ["h", "g", "b"], ["y"], axis=-1, epsilon=1e-5),
-                   "LayerNormalization", {"g": rand((70,), 60, 0.5, 1.5), "b": rand((70,), 61)}),
-    "reduce_mean_rows": (node("ReduceMean", ["h", "ax"], ["y"]), "Reduce",
-                         {"ax": np.array([-1], np.int64)}),
-    "reduce_max_columns": (node("ReduceMax", ["h", "ax"], ["y"], keepdims=0), "Reduce",
-                           {"ax": np.array([1], np.int64)}),
+    "layer_norm": (
+        node("LayerNormalization", ["h", "g", "b"], ["y"], axis=-1, epsilon=1e-5),
+        "LayerNormalization",
+        {"g": rand((70,), 60, 0.5, 1.5), "b": rand((70,), 61)},
+    ),
+    "reduce_mean_rows": (
+        node("ReduceMean", ["h", "ax"], ["y"]),
+        "Reduce",
+        {"ax": np.array([-1], np.int64)},
+    ),
+    "reduce_max_columns": (
+        node("ReduceMax", ["h", "ax"], ["y"], keepdims=0),
+        "Reduce",
+        {"ax": np.array([1], np.int64)},
+    ),
     "global_average_pool": (node("GlobalAveragePool", ["h"], ["y"]), "Reduce", {}),
 }
 
@@ -220,9 +283,13 @@ ROW_OPS = {
 def test_row_kernels_half(name, mode):
     """Kernels that read and write half and compute in float32, after a half MatMul."""
     op, kernel, inits = ROW_OPS[name]
-    program = model([node("MatMul", ["x", "w"], ["h"]), op], {"x": ((2, 3, 5, 8), F32)},
-                    {"y": (None, F32)}, opset=18,
-                    inits={"w": rand((8, 70), 62, -0.5, 0.5), **inits})
+    program = model(
+        [node("MatMul", ["x", "w"], ["h"]), op],
+        {"x": ((2, 3, 5, 8), F32)},
+        {"y": (None, F32)},
+        opset=18,
+        inits={"w": rand((8, 70), 62, -0.5, 0.5), **inits},
+    )
     check_half(program, {"x": rand((2, 3, 5, 8), 63)}, mode, [kernel])
 
 
@@ -232,8 +299,11 @@ def _layer_norm_model(width: int, residual: bool):
     nodes = [node("MatMul", ["x", "w"], ["h"])]
     inputs = {"x": ((4, 9, 8), F32)}
     feeds = {"x": rand((4, 9, 8), 67)}
-    inits = {"w": rand((8, width), 64, -0.5, 0.5), "g": rand((width,), 65, 0.5, 1.5),
-             "b": rand((width,), 66)}
+    inits = {
+        "w": rand((8, width), 64, -0.5, 0.5),
+        "g": rand((width,), 65, 0.5, 1.5),
+        "b": rand((width,), 66),
+    }
     data = "h"
     if residual:
         nodes += [node("MatMul", ["z", "v"], ["r"]), node("Add", ["h", "r"], ["s"])]
@@ -246,9 +316,13 @@ def _layer_norm_model(width: int, residual: bool):
     return program, feeds
 
 
-LAYER_NORMS = {"pieces_96": (96, False), "pieces_768": (768, False),
-               "pieces_1000": (1000, False), "residual_768": (768, True),
-               "residual_70": (70, True)}
+LAYER_NORMS = {
+    "pieces_96": (96, False),
+    "pieces_768": (768, False),
+    "pieces_1000": (1000, False),
+    "residual_768": (768, True),
+    "residual_70": (70, True),
+}
 
 
 @pytest.mark.parametrize("mode", ["fp16", "bf16"])
@@ -266,9 +340,16 @@ def test_layer_norm_half(name, mode):
 
 def linear_relu():
     """x @ w + b then Relu ([4, 9, 40] rows of 48): the Gemm step's bias + ReLU epilogue."""
-    program = model([node("MatMul", ["x", "w"], ["h"]), node("Add", ["h", "b"], ["hb"]),
-                     node("Relu", ["hb"], ["y"])], {"x": ((4, 9, 40), F32)}, {"y": (None, F32)},
-                    inits={"w": rand((40, 48), 74, -0.5, 0.5), "b": rand((48,), 75)})
+    program = model(
+        [
+            node("MatMul", ["x", "w"], ["h"]),
+            node("Add", ["h", "b"], ["hb"]),
+            node("Relu", ["hb"], ["y"]),
+        ],
+        {"x": ((4, 9, 40), F32)},
+        {"y": (None, F32)},
+        inits={"w": rand((40, 48), 74, -0.5, 0.5), "b": rand((48,), 75)},
+    )
     return program, {"x": rand((4, 9, 40), 76)}
 
 
@@ -282,8 +363,11 @@ def test_gemm_bias_relu_epilogue_half(mode):
 
 def test_fast_math_rounds_float32_products_to_tf32():
     a, b = rand((8, 64), 1), rand((64, 9), 2)
-    program = model([node("MatMul", ["a", "b"], ["y"])], {"a": ((8, 64), F32), "b": ((64, 9), F32)},
-                    {"y": (None, F32)})
+    program = model(
+        [node("MatMul", ["a", "b"], ["y"])],
+        {"a": ((8, 64), F32), "b": ((64, 9), F32)},
+        {"y": (None, F32)},
+    )
     exact, plain = emulate(program, {"a": a, "b": b})
     fast, executable = emulate(program, {"a": a, "b": b}, fast_math=True)
     assert [s["attrs"].get("fast_math") for s in steps(executable, "Gemm")] == [1]
@@ -315,11 +399,15 @@ def test_options_are_validated():
 
 
 def test_graph_edges_stay_float32_and_outputs_keep_their_names():
-    program = model([node("Conv", ["x", "w"], ["y"]), node("Relu", ["y"], ["z"])],
-                    {"x": ((1, 2, 4, 4), F32)}, {"y": (None, F32), "z": (None, F32)},
-                    inits={"w": rand((3, 2, 1, 1), 1)})
-    graph, _ = compile_graph(gk.parse_onnx_buffer(program).graph, GpuTarget(), {"fp16": True},
-                             False, False)
+    program = model(
+        [node("Conv", ["x", "w"], ["y"]), node("Relu", ["y"], ["z"])],
+        {"x": ((1, 2, 4, 4), F32)},
+        {"y": (None, F32), "z": (None, F32)},
+        inits={"w": rand((3, 2, 1, 1), 1)},
+    )
+    graph, _ = compile_graph(
+        gk.parse_onnx_buffer(program).graph, GpuTarget(), {"fp16": True}, False, False
+    )
     assert [(v.name, v.type.dtype) for v in graph.inputs] == [("x", DType.f32)]
     assert [(v.name, v.type.dtype) for v in graph.outputs] == [("y", DType.f32), ("z", DType.f32)]
     feeds = {"x": rand((1, 2, 4, 4), 2)}
@@ -334,18 +422,28 @@ def test_sensitive_ops_and_unrepresentable_constants_stay_float32():
     # bfloat16 (Softmax follows in bfloat16: its kernel computes in float32); ReduceSum is
     # float32 in both
     mask = rand((4, 6), 3, 0, 2, np.int64).astype(bool)
-    program = model([node("MatMul", ["x", "w"], ["s"]),
-                     node("Where", ["mask", "s", "fill"], ["m"]),
-                     node("Softmax", ["m"], ["y"], axis=-1),
-                     node("ReduceSum", ["s", "axes"], ["t"], keepdims=0)],
-                    {"x": ((4, 5), F32)}, {"y": (None, F32), "t": (None, F32)},
-                    inits={"w": rand((5, 6), 1), "mask": mask,
-                           "fill": np.array(-1e30, F32), "axes": np.array([1], np.int64)})
+    program = model(
+        [
+            node("MatMul", ["x", "w"], ["s"]),
+            node("Where", ["mask", "s", "fill"], ["m"]),
+            node("Softmax", ["m"], ["y"], axis=-1),
+            node("ReduceSum", ["s", "axes"], ["t"], keepdims=0),
+        ],
+        {"x": ((4, 5), F32)},
+        {"y": (None, F32), "t": (None, F32)},
+        inits={
+            "w": rand((5, 6), 1),
+            "mask": mask,
+            "fill": np.array(-1e30, F32),
+            "axes": np.array([1], np.int64),
+        },
+    )
     feeds = {"x": rand((4, 5), 2)}
     ref = reference(program, feeds)
     for mode, where_type in (("fp16", DType.f32), ("bf16", DType.bf16)):
-        graph, _ = compile_graph(gk.parse_onnx_buffer(program).graph, GpuTarget(), {mode: True},
-                                 False, False)
+        graph, _ = compile_graph(
+            gk.parse_onnx_buffer(program).graph, GpuTarget(), {mode: True}, False, False
+        )
         found = {n.op: n for n in _all_nodes(graph)}
         assert found["Where"].outputs[0].type.dtype == where_type
         assert found["Softmax"].outputs[0].type.dtype == where_type
@@ -359,17 +457,26 @@ def test_sensitive_ops_and_unrepresentable_constants_stay_float32():
 def test_values_read_by_subgraphs_keep_their_types():
     """A value an If branch reads stays float32 (the branch was typed for it); the pass
     leaves the If itself alone."""
-    then_branch = helper.make_graph([node("Relu", ["h"], ["t"])], "then", [],
-                                    [helper.make_tensor_value_info("t", 1, [2, 3])])
-    else_branch = helper.make_graph([node("Neg", ["h"], ["e"])], "else", [],
-                                    [helper.make_tensor_value_info("e", 1, [2, 3])])
-    program = model([node("MatMul", ["x", "w"], ["h"]), node("MatMul", ["x", "w2"], ["h2"]),
-                     node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch),
-                     node("Add", ["y", "h2"], ["z"])],
-                    {"x": ((2, 4), F32), "c": ((), np.bool_)}, {"z": (None, F32)},
-                    inits={"w": rand((4, 3), 1), "w2": rand((4, 3), 2)})
-    graph, _ = compile_graph(gk.parse_onnx_buffer(program).graph, GpuTarget(), {"fp16": True},
-                             False, False)
+    then_branch = helper.make_graph(
+        [node("Relu", ["h"], ["t"])], "then", [], [helper.make_tensor_value_info("t", 1, [2, 3])]
+    )
+    else_branch = helper.make_graph(
+        [node("Neg", ["h"], ["e"])], "else", [], [helper.make_tensor_value_info("e", 1, [2, 3])]
+    )
+    program = model(
+        [
+            node("MatMul", ["x", "w"], ["h"]),
+            node("MatMul", ["x", "w2"], ["h2"]),
+            node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch),
+            node("Add", ["y", "h2"], ["z"]),
+        ],
+        {"x": ((2, 4), F32), "c": ((), np.bool_)},
+        {"z": (None, F32)},
+        inits={"w": rand((4, 3), 1), "w2": rand((4, 3), 2)},
+    )
+    graph, _ = compile_graph(
+        gk.parse_onnx_buffer(program).graph, GpuTarget(), {"fp16": True}, False, False
+    )
     matmuls = [n for n in _all_nodes(graph) if n.op == "MatMul"]
     assert sorted(n.outputs[0].type.dtype.name for n in matmuls) == ["f16", "f32"]
     assert [v.type.dtype for v in graph.outputs] == [DType.f32]
@@ -388,23 +495,38 @@ def resnet_like():
     """stem conv 7x7/2 + relu, maxpool, a bottleneck block with a projection shortcut,
     global average pool, flatten, fully connected."""
     w = lambda shape, seed: rand(shape, seed, -0.3, 0.3)  # noqa: E731
-    inits = {"w0": w((8, 3, 7, 7), 1), "b0": rand((8,), 2, -0.5, 0.5),
-             "w1": w((4, 8, 1, 1), 3), "b1": rand((4,), 4, -0.5, 0.5),
-             "w2": w((4, 4, 3, 3), 5), "b2": rand((4,), 6, -0.5, 0.5),
-             "w3": w((16, 4, 1, 1), 7), "b3": rand((16,), 8, -0.5, 0.5),
-             "ws": w((16, 8, 1, 1), 9), "fc": w((10, 16), 10), "fcb": rand((10,), 11)}
-    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"], strides=[2, 2], pads=[3, 3, 3, 3]),
-             node("Relu", ["c0"], ["r0"]),
-             node("MaxPool", ["r0"], ["p0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
-             node("Conv", ["p0", "w1", "b1"], ["c1"]), node("Relu", ["c1"], ["r1"]),
-             node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]), node("Relu", ["c2"], ["r2"]),
-             node("Conv", ["r2", "w3", "b3"], ["c3"]),
-             node("Conv", ["p0", "ws"], ["sc"]),
-             node("Add", ["c3", "sc"], ["s"]), node("Relu", ["s"], ["r3"]),
-             node("GlobalAveragePool", ["r3"], ["g"]), node("Flatten", ["g"], ["f"]),
-             node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1)]
-    return model(nodes, {"x": ((3, 3, 32, 32), F32)}, {"y": (None, F32)}, inits=inits), \
-        {"x": rand((3, 3, 32, 32), 12)}
+    inits = {
+        "w0": w((8, 3, 7, 7), 1),
+        "b0": rand((8,), 2, -0.5, 0.5),
+        "w1": w((4, 8, 1, 1), 3),
+        "b1": rand((4,), 4, -0.5, 0.5),
+        "w2": w((4, 4, 3, 3), 5),
+        "b2": rand((4,), 6, -0.5, 0.5),
+        "w3": w((16, 4, 1, 1), 7),
+        "b3": rand((16,), 8, -0.5, 0.5),
+        "ws": w((16, 8, 1, 1), 9),
+        "fc": w((10, 16), 10),
+        "fcb": rand((10,), 11),
+    }
+    nodes = [
+        node("Conv", ["x", "w0", "b0"], ["c0"], strides=[2, 2], pads=[3, 3, 3, 3]),
+        node("Relu", ["c0"], ["r0"]),
+        node("MaxPool", ["r0"], ["p0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        node("Conv", ["p0", "w1", "b1"], ["c1"]),
+        node("Relu", ["c1"], ["r1"]),
+        node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        node("Relu", ["c2"], ["r2"]),
+        node("Conv", ["r2", "w3", "b3"], ["c3"]),
+        node("Conv", ["p0", "ws"], ["sc"]),
+        node("Add", ["c3", "sc"], ["s"]),
+        node("Relu", ["s"], ["r3"]),
+        node("GlobalAveragePool", ["r3"], ["g"]),
+        node("Flatten", ["g"], ["f"]),
+        node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1),
+    ]
+    return model(nodes, {"x": ((3, 3, 32, 32), F32)}, {"y": (None, F32)}, inits=inits), {
+        "x": rand((3, 3, 32, 32), 12)
+    }
 
 
 def bert_like():
@@ -414,49 +536,91 @@ def bert_like():
     B, S, H, NH, V = 2, 8, 16, 2, 30
     D = H // NH
     w = lambda shape, seed: rand(shape, seed, -0.25, 0.25)  # noqa: E731
-    inits = {"emb": rand((V, H), 1, -1, 1), "pos": rand((S, H), 2, -1, 1),
-             "g0": rand((H,), 3, 0.5, 1.5), "be0": rand((H,), 4, -0.1, 0.1),
-             "wq": w((H, H), 5), "wk": w((H, H), 6), "wv": w((H, H), 7), "wo": w((H, H), 8),
-             "bq": w((H,), 9), "bk": w((H,), 10), "bv": w((H,), 11), "bo": w((H,), 12),
-             "g1": rand((H,), 13, 0.5, 1.5), "be1": rand((H,), 14, -0.1, 0.1),
-             "w1": w((H, 4 * H), 15), "b1": w((4 * H,), 16), "w2": w((4 * H, H), 17),
-             "b2": w((H,), 18), "g2": rand((H,), 19, 0.5, 1.5), "be2": rand((H,), 20, -0.1, 0.1),
-             "heads": np.array([B, S, NH, D], np.int64), "flat": np.array([B, S, H], np.int64),
-             "scale": np.array(1 / np.sqrt(D), F32), "one": np.array(1.0, F32),
-             "big": np.array(-10000.0, F32), "half": np.array(0.5, F32),
-             "rsqrt2": np.array(1 / np.sqrt(2), F32)}
-    nodes = [node("Gather", ["emb", "ids"], ["e"]), node("Add", ["e", "pos"], ["e2"]),
-             node("LayerNormalization", ["e2", "g0", "be0"], ["h0"], axis=-1, epsilon=1e-12),
-             node("Cast", ["mask"], ["mf"], to=1), node("Sub", ["one", "mf"], ["mi"]),
-             node("Mul", ["mi", "big"], ["madd"]),
-             node("Unsqueeze", ["madd", "axes12"], ["madd4"])]
+    inits = {
+        "emb": rand((V, H), 1, -1, 1),
+        "pos": rand((S, H), 2, -1, 1),
+        "g0": rand((H,), 3, 0.5, 1.5),
+        "be0": rand((H,), 4, -0.1, 0.1),
+        "wq": w((H, H), 5),
+        "wk": w((H, H), 6),
+        "wv": w((H, H), 7),
+        "wo": w((H, H), 8),
+        "bq": w((H,), 9),
+        "bk": w((H,), 10),
+        "bv": w((H,), 11),
+        "bo": w((H,), 12),
+        "g1": rand((H,), 13, 0.5, 1.5),
+        "be1": rand((H,), 14, -0.1, 0.1),
+        "w1": w((H, 4 * H), 15),
+        "b1": w((4 * H,), 16),
+        "w2": w((4 * H, H), 17),
+        "b2": w((H,), 18),
+        "g2": rand((H,), 19, 0.5, 1.5),
+        "be2": rand((H,), 20, -0.1, 0.1),
+        "heads": np.array([B, S, NH, D], np.int64),
+        "flat": np.array([B, S, H], np.int64),
+        "scale": np.array(1 / np.sqrt(D), F32),
+        "one": np.array(1.0, F32),
+        "big": np.array(-10000.0, F32),
+        "half": np.array(0.5, F32),
+        "rsqrt2": np.array(1 / np.sqrt(2), F32),
+    }
+    nodes = [
+        node("Gather", ["emb", "ids"], ["e"]),
+        node("Add", ["e", "pos"], ["e2"]),
+        node("LayerNormalization", ["e2", "g0", "be0"], ["h0"], axis=-1, epsilon=1e-12),
+        node("Cast", ["mask"], ["mf"], to=1),
+        node("Sub", ["one", "mf"], ["mi"]),
+        node("Mul", ["mi", "big"], ["madd"]),
+        node("Unsqueeze", ["madd", "axes12"], ["madd4"]),
+    ]
     inits["axes12"] = np.array([1, 2], np.int64)
     for name in ("q", "k", "v"):
-        nodes += [node("MatMul", ["h0", f"w{name}"], [f"{name}0"]),
-                  node("Add", [f"{name}0", f"b{name}"], [f"{name}1"]),
-                  node("Reshape", [f"{name}1", "heads"], [f"{name}2"]),
-                  node("Transpose", [f"{name}2"], [f"{name}3"],
-                       perm=[0, 2, 3, 1] if name == "k" else [0, 2, 1, 3])]
-    nodes += [node("MatMul", ["q3", "k3"], ["sc0"]), node("Mul", ["sc0", "scale"], ["sc1"]),
-              node("Add", ["sc1", "madd4"], ["sc2"]), node("Softmax", ["sc2"], ["pr"], axis=-1),
-              node("MatMul", ["pr", "v3"], ["ctx0"]),
-              node("Transpose", ["ctx0"], ["ctx1"], perm=[0, 2, 1, 3]),
-              node("Reshape", ["ctx1", "flat"], ["ctx2"]),
-              node("MatMul", ["ctx2", "wo"], ["o0"]), node("Add", ["o0", "bo"], ["o1"]),
-              node("Add", ["o1", "h0"], ["r1"]),
-              node("LayerNormalization", ["r1", "g1", "be1"], ["h1"], axis=-1, epsilon=1e-12),
-              node("MatMul", ["h1", "w1"], ["f0"]), node("Add", ["f0", "b1"], ["f1"]),
-              node("Mul", ["f1", "rsqrt2"], ["f2"]), node("Erf", ["f2"], ["f3"]),
-              node("Add", ["f3", "one"], ["f4"]), node("Mul", ["f1", "f4"], ["f5"]),
-              node("Mul", ["f5", "half"], ["f6"]),
-              node("MatMul", ["f6", "w2"], ["f7"]), node("Add", ["f7", "b2"], ["f8"]),
-              node("Add", ["f8", "h1"], ["r2"]),
-              node("LayerNormalization", ["r2", "g2", "be2"], ["y"], axis=-1, epsilon=1e-12)]
+        nodes += [
+            node("MatMul", ["h0", f"w{name}"], [f"{name}0"]),
+            node("Add", [f"{name}0", f"b{name}"], [f"{name}1"]),
+            node("Reshape", [f"{name}1", "heads"], [f"{name}2"]),
+            node(
+                "Transpose",
+                [f"{name}2"],
+                [f"{name}3"],
+                perm=[0, 2, 3, 1] if name == "k" else [0, 2, 1, 3],
+            ),
+        ]
+    nodes += [
+        node("MatMul", ["q3", "k3"], ["sc0"]),
+        node("Mul", ["sc0", "scale"], ["sc1"]),
+        node("Add", ["sc1", "madd4"], ["sc2"]),
+        node("Softmax", ["sc2"], ["pr"], axis=-1),
+        node("MatMul", ["pr", "v3"], ["ctx0"]),
+        node("Transpose", ["ctx0"], ["ctx1"], perm=[0, 2, 1, 3]),
+        node("Reshape", ["ctx1", "flat"], ["ctx2"]),
+        node("MatMul", ["ctx2", "wo"], ["o0"]),
+        node("Add", ["o0", "bo"], ["o1"]),
+        node("Add", ["o1", "h0"], ["r1"]),
+        node("LayerNormalization", ["r1", "g1", "be1"], ["h1"], axis=-1, epsilon=1e-12),
+        node("MatMul", ["h1", "w1"], ["f0"]),
+        node("Add", ["f0", "b1"], ["f1"]),
+        node("Mul", ["f1", "rsqrt2"], ["f2"]),
+        node("Erf", ["f2"], ["f3"]),
+        node("Add", ["f3", "one"], ["f4"]),
+        node("Mul", ["f1", "f4"], ["f5"]),
+        node("Mul", ["f5", "half"], ["f6"]),
+        node("MatMul", ["f6", "w2"], ["f7"]),
+        node("Add", ["f7", "b2"], ["f8"]),
+        node("Add", ["f8", "h1"], ["r2"]),
+        node("LayerNormalization", ["r2", "g2", "be2"], ["y"], axis=-1, epsilon=1e-12),
+    ]
     ids = rand((B, S), 21, 0, V, np.int64)
     mask = np.ones((B, S), np.int64)
     mask[1, 5:] = 0
-    program = model(nodes, {"ids": ((B, S), np.int64), "mask": ((B, S), np.int64)},
-                    {"y": (None, F32)}, opset=17, inits=inits)
+    program = model(
+        nodes,
+        {"ids": ((B, S), np.int64), "mask": ((B, S), np.int64)},
+        {"y": (None, F32)},
+        opset=17,
+        inits=inits,
+    )
     return program, {"ids": ids, "mask": mask}
 
 
@@ -473,8 +637,11 @@ def test_bert_like_network(mode):
     got, executable = emulate(program, feeds, **{mode: True})
     compare(got, reference(program, feeds), TOL[mode], TOL[mode])
     assert step_dtypes(executable, "LayerNormalization") == {HALF[mode]}
-    half_gemms = [s for s in steps(executable, "Gemm") + steps(executable, "Attention")
-                  if s["inputs"][0]["dtype"] == HALF[mode]]
+    half_gemms = [
+        s
+        for s in steps(executable, "Gemm") + steps(executable, "Attention")
+        if s["inputs"][0]["dtype"] == HALF[mode]
+    ]
     assert half_gemms, "no matrix product ran in half precision"
 
 
@@ -489,8 +656,11 @@ def test_options_are_saved_with_the_program(monkeypatch, tmp_path):
 
     monkeypatch.setattr(device, "require_gpu", lambda: type("V", (), {"usable": []})())
     monkeypatch.setattr(registry, "gpu_code_built", lambda: True)  # as a GPU build is
-    monkeypatch.setattr(gpu_target, "GpuPlan",
-                        lambda g, b, graphs=True, fast_math=False, *rest, **kw: _Plan(g, fast_math))
+    monkeypatch.setattr(
+        gpu_target,
+        "GpuPlan",
+        lambda g, b, graphs=True, fast_math=False, *rest, **kw: _Plan(g, fast_math),
+    )
     program, feeds = resnet_like()
     compiled = gk.parse_onnx_buffer(program).compile("gpu", fp16=True, fast_math=True)
     assert compiled.options == {"fp16": True, "fast_math": True}
@@ -549,14 +719,20 @@ def test_gpu_half_kernels_on_device(mode):
     from gpu_testing import run_gpu
 
     for program, feeds in (resnet_like(), bert_like(), linear_relu()):
-        compare(run_gpu(program, feeds, **{mode: True}), reference(program, feeds), TOL[mode],
-                TOL[mode])
+        compare(
+            run_gpu(program, feeds, **{mode: True}), reference(program, feeds), TOL[mode], TOL[mode]
+        )
     for name, (x_shape, w_shape, bias, attrs) in sorted(CONVS.items()):
         program, feeds = _conv_model(x_shape, w_shape, bias, len(name), **attrs)
-        compare(run_gpu(program, feeds, **{mode: True}), reference(program, feeds), TOL[mode],
-                TOL[mode])
-        compare(run_gpu(program, feeds, **{mode: True}, blas="builtin"),
-                reference(program, feeds), TOL[mode], TOL[mode])
+        compare(
+            run_gpu(program, feeds, **{mode: True}), reference(program, feeds), TOL[mode], TOL[mode]
+        )
+        compare(
+            run_gpu(program, feeds, **{mode: True}, blas="builtin"),
+            reference(program, feeds),
+            TOL[mode],
+            TOL[mode],
+        )
 
 
 @requires_gpu
@@ -587,8 +763,9 @@ def test_gpu_layer_norms_on_device(mode):
 
     for name in sorted(LAYER_NORMS):
         program, feeds = _layer_norm_model(*LAYER_NORMS[name])
-        compare(run_gpu(program, feeds, **{mode: True}), reference(program, feeds), TOL[mode],
-                TOL[mode])
+        compare(
+            run_gpu(program, feeds, **{mode: True}), reference(program, feeds), TOL[mode], TOL[mode]
+        )
 
 
 @requires_gpu

@@ -30,6 +30,6 @@ def test_print_plan_lists_each_shape_signature(capsys):
     text = capsys.readouterr().out
     assert "== plan 1 of 2: inputs x=[2, 64]" in text and "== plan 2 of 2: inputs x=[5, 64]" in text
     assert "Reduce  'rowmax'" in text and "attrs: inner=1 len=64 op='max' outer=5" in text
-    (_, last), = executable._plans.items()[-1:]
+    ((_, last),) = executable._plans.items()[-1:]
     assert f"arena {last.plan.arena_bytes} bytes (naive {last.plan.naive_bytes})" in text
     assert "arena@0" in text

@@ -30,5 +30,4 @@ def test_shape_chains_are_not_refused_on_gpu():
 def test_data_ops_are_not_taken_for_shape_computations():
     graph = _gpu_graph()
     folded = folded_when_specialized(graph)
-    assert not any(n.op in ("MatMul", "Softmax", "LayerNormalization", "Attention")
-                   for n in folded)
+    assert not any(n.op in ("MatMul", "Softmax", "LayerNormalization", "Attention") for n in folded)

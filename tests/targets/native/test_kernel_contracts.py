@@ -24,21 +24,36 @@ needs_core = pytest.mark.skipif(default_target() != "cpu", reason="needs the C++
 
 # source files whose attribute reads serve kernels registered elsewhere
 CPU_EXTRA = {"onednn_post_ops.cpp": ["Conv", "ConvTranspose", "MatMul"]}
-GPU_EXTRA = {"conv.hip": ["Conv"], "attention.hip": ["Attention"],
-             "attention_mma.hip": ["Attention"], "attention_mma_f32.hip": ["Attention"]}
-_READ = re.compile(r'\b(?:attrs|a)\.(?:get_int|get_float|get_str|get_ints|get_floats|get_strs|'
-                   r'has)\("([a-z_0-9]+)"')
+GPU_EXTRA = {
+    "conv.hip": ["Conv"],
+    "attention.hip": ["Attention"],
+    "attention_mma.hip": ["Attention"],
+    "attention_mma_f32.hip": ["Attention"],
+}
+_READ = re.compile(
+    r"\b(?:attrs|a)\.(?:get_int|get_float|get_str|get_ints|get_floats|get_strs|"
+    r'has)\("([a-z_0-9]+)"'
+)
 
 
-@pytest.mark.parametrize("kernel, attrs, n_in, n_out, message", [
-    ("Nope", {}, 1, 1, "the cpu target has no kernel 'Nope'"),
-    ("Gather", {"axis": 0, "mode": 1}, 2, 1, "kernel 'Gather' has no attribute 'mode' "
-                                             r"\(it accepts: axis:int\)"),
-    ("Gather", {"axis": 0.5}, 2, 1, "attribute 'axis' must be int, not float 0.5"),
-    ("Gather", {}, 2, 1, "needs attribute\\(s\\) axis"),
-    ("Gather", {"axis": 0}, 3, 1, "takes 2 inputs, not 3"),
-    ("Reduce", {"op": "logsum", "axes": [1]}, 1, 1, "is 'logsum'; accepted: sum, mean"),
-])
+@pytest.mark.parametrize(
+    "kernel, attrs, n_in, n_out, message",
+    [
+        ("Nope", {}, 1, 1, "the cpu target has no kernel 'Nope'"),
+        (
+            "Gather",
+            {"axis": 0, "mode": 1},
+            2,
+            1,
+            "kernel 'Gather' has no attribute 'mode' "
+            r"\(it accepts: axis:int\)",
+        ),
+        ("Gather", {"axis": 0.5}, 2, 1, "attribute 'axis' must be int, not float 0.5"),
+        ("Gather", {}, 2, 1, "needs attribute\\(s\\) axis"),
+        ("Gather", {"axis": 0}, 3, 1, "takes 2 inputs, not 3"),
+        ("Reduce", {"op": "logsum", "axes": [1]}, 1, 1, "is 'logsum'; accepted: sum, mean"),
+    ],
+)
 def test_emit_refuses_what_the_contract_does_not_accept(kernel, attrs, n_in, n_out, message):
     ctx = LoweringContext([], [], [], {}, target="cpu")
     with pytest.raises(LoweringError, match=f"lowering node 'n' for cpu: .*{message}"):
@@ -49,8 +64,16 @@ def test_emit_refuses_what_the_contract_does_not_accept(kernel, attrs, n_in, n_o
 def test_contract_types_follow_the_core():
     # floats take ints, every list type takes an empty list; cpu steps may carry num_threads
     assert check_step("cpu", "LayerNormalization", {"axis": 1, "epsilon": 1}, 3, 1) is None
-    assert check_step("cpu", "CopyRegions", {k: [] for k in ("dims", "dst_strides", "io",
-                      "offsets", "ranks", "src_strides")}, 1, 1) is None
+    assert (
+        check_step(
+            "cpu",
+            "CopyRegions",
+            {k: [] for k in ("dims", "dst_strides", "io", "offsets", "ranks", "src_strides")},
+            1,
+            1,
+        )
+        is None
+    )
     assert check_step("cpu", "Copy", {"num_threads": 2}, 1, 1) is None
     assert "no attribute 'num_threads'" in check_step("gpu", "Copy", {"num_threads": 2}, 1, 1)
 
@@ -89,8 +112,9 @@ def _gpu_files() -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.parametrize("target, folder, files", [("cpu", "cpu", _cpu_files),
-                                                   ("gpu", "gpu", _gpu_files)])
+@pytest.mark.parametrize(
+    "target, folder, files", [("cpu", "cpu", _cpu_files), ("gpu", "gpu", _gpu_files)]
+)
 def test_attributes_the_kernel_sources_read_are_declared(target, folder, files):
     owners = files()
     pattern = "*.cpp" if target == "cpu" else "*.hip"
@@ -127,7 +151,7 @@ def test_a_saved_plan_with_the_old_reduce_spelling_still_loads():
     items = program._executable.saved_plan()
     (step,) = [s for s in items[0].steps if s["kernel"] == "Reduce"]
     assert step["attrs"]["op"] == "log_sum"
-    step["attrs"] = {**step["attrs"], "op": "logsum"}   # as files saved before the rename
+    step["attrs"] = {**step["attrs"], "op": "logsum"}  # as files saved before the rename
     loaded = CpuTarget().from_saved(program.compiled_graph, {}, items)
     x = np.random.default_rng(0).uniform(0.5, 2.0, (2, 8)).astype(np.float32)
     (y,) = loaded.run([x])

@@ -103,11 +103,17 @@ def test_print_plan_needs_a_plan_target():
 
 
 def _tiny_plan() -> Plan:
-    plan = Plan(storages=[Storage(2, 16, 0), Storage(ARENA, 16), Storage(3, 16, 0)],
-                slots=[Slot(DType.f32, (4,), "plain", 0), Slot(DType.f32, (4,), "plain", 1),
-                       Slot(DType.f32, (4,), "plain", 2)],
-                steps=[Step("Copy", [0], [1], {}, "a"), Step("Copy", [1], [2], {}, "b")],
-                input_slots=[0], output_slots=[2])
+    plan = Plan(
+        storages=[Storage(2, 16, 0), Storage(ARENA, 16), Storage(3, 16, 0)],
+        slots=[
+            Slot(DType.f32, (4,), "plain", 0),
+            Slot(DType.f32, (4,), "plain", 1),
+            Slot(DType.f32, (4,), "plain", 2),
+        ],
+        steps=[Step("Copy", [0], [1], {}, "a"), Step("Copy", [1], [2], {}, "b")],
+        input_slots=[0],
+        output_slots=[2],
+    )
     plan.place_arena()
     return plan
 

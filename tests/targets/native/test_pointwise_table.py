@@ -29,7 +29,8 @@ SAVED_NUMBERING = (
     "Relu LeakyRelu Elu Selu Celu HardSigmoid HardSwish Softplus Softsign "
     "Gelu GeluTanh Mish Swish ThresholdedRelu PRelu Shrink "
     "Equal Less LessEqual Greater GreaterEqual And Or Xor Not IsNaN IsInf "
-    "Where ToF16 ToBF16 ToF32 ToInt ToBool MulAdd").split()
+    "Where ToF16 ToBF16 ToF32 ToInt ToBool MulAdd"
+).split()
 
 
 def test_python_opcodes_are_the_core_table():
@@ -39,12 +40,17 @@ def test_python_opcodes_are_the_core_table():
 
 
 def test_numbering_only_grows():
-    assert list(OPCODES[:len(SAVED_NUMBERING)]) == SAVED_NUMBERING
+    assert list(OPCODES[: len(SAVED_NUMBERING)]) == SAVED_NUMBERING
 
 
 def _sources():
-    for pattern in ("src/**/*.cpp", "src/**/*.hpp", "src/**/*.hip", "src/**/*.inc",
-                    "python/**/*.py"):
+    for pattern in (
+        "src/**/*.cpp",
+        "src/**/*.hpp",
+        "src/**/*.hip",
+        "src/**/*.inc",
+        "python/**/*.py",
+    ):
         yield from ROOT.glob(pattern)
 
 
@@ -68,8 +74,9 @@ def test_no_other_source_lists_the_opcodes():
 
 def test_every_expression_uses_known_names():
     for row in pointwise_table():
-        text = codegen.expression_text(row.expression, dict.fromkeys(
-            ("a", "b", "c", "p0", "p1", "T"), "x"))
+        text = codegen.expression_text(
+            row.expression, dict.fromkeys(("a", "b", "c", "p0", "p1", "T"), "x")
+        )
         assert "gk_" in text or "x" in text, row.name
 
 
@@ -83,7 +90,7 @@ def test_table_rows_are_consistent():
         assert 0 <= row.arity <= 3
         assert row.result in ("same", "exact", "bool")
         names = set(re.findall(r"\b(a|b|c)\b", row.expression))
-        assert names <= set("abc"[:row.arity]), f"{row.name} reads more than {row.arity}"
+        assert names <= set("abc"[: row.arity]), f"{row.name} reads more than {row.arity}"
         if row.attrs:
             assert row.ir_op, f"{row.name}: attributes without an IR op"
 
@@ -108,14 +115,18 @@ def test_direct_opcodes_reach_every_target_from_the_table():
 
 def test_emulator_models_every_opcode():
     import sys
+
     sys.path.insert(0, str(ROOT / "tests" / "targets" / "gpu"))
     import plan_emulator
 
     rng = np.random.default_rng(0)
     a, b, c = (rng.uniform(0.1, 0.9, 8).astype(np.float32) for _ in range(3))
     for row in pointwise_table():
-        p0, p1 = (np.float32(8), np.float32(1)) if row.name == "ToInt" else (
-            np.float32(0.5), np.float32(0.25))
+        p0, p1 = (
+            (np.float32(8), np.float32(1))
+            if row.name == "ToInt"
+            else (np.float32(0.5), np.float32(0.25))
+        )
         with np.errstate(all="ignore"):
             out = plan_emulator._apply(row.name, a, b, c, p0, p1, np.float32)
         assert np.asarray(out).shape in ((), (8,)), row.name

@@ -46,7 +46,8 @@ def check_inferred_types(types, results, exact=False):
             assert t.dims == r.shape, (t, r.shape)
         elif t.dims is not None:
             assert len(t.dims) == r.ndim and all(
-                not isinstance(d, int) or d == s for d, s in zip(t.dims, r.shape)), (t, r.shape)
+                not isinstance(d, int) or d == s for d, s in zip(t.dims, r.shape)
+            ), (t, r.shape)
 
 
 def run_graph(graph, feeds, check_inferred=True, exact=False):
@@ -58,8 +59,9 @@ def run_graph(graph, feeds, check_inferred=True, exact=False):
     return results
 
 
-def run_op_typed(op, inputs, consts=(), num_outputs=1, check_inferred=True, exact=False,
-                 op_attrs=None, **attrs):
+def run_op_typed(
+    op, inputs, consts=(), num_outputs=1, check_inferred=True, exact=False, op_attrs=None, **attrs
+):
     """Like run_op, returning (result, inferred type), or two lists with num_outputs > 1."""
     g, feeds = build_graph(op, inputs, consts, num_outputs, op_attrs, **attrs)
     types = [v.type for v in g.outputs]
@@ -67,13 +69,15 @@ def run_op_typed(op, inputs, consts=(), num_outputs=1, check_inferred=True, exac
     return (results[0], types[0]) if num_outputs == 1 else (results, types)
 
 
-def run_op(op, inputs, consts=(), num_outputs=1, check_inferred=True, exact=False,
-           op_attrs=None, **attrs):
+def run_op(
+    op, inputs, consts=(), num_outputs=1, check_inferred=True, exact=False, op_attrs=None, **attrs
+):
     """Run one `op` node on ref: its result, or the list of results with num_outputs > 1.
     With check_inferred, the inferred dtype and static dims must match the results (with
     `exact`, all dims static and equal)."""
-    result, _ = run_op_typed(op, inputs, consts, num_outputs, check_inferred, exact, op_attrs,
-                             **attrs)
+    result, _ = run_op_typed(
+        op, inputs, consts, num_outputs, check_inferred, exact, op_attrs, **attrs
+    )
     return result
 
 

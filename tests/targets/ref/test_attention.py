@@ -46,14 +46,17 @@ def test_attention_4d_gqa_causal_with_past():
     k = random_normal((B, Hkv, S, D), 2)
     v = random_normal((B, Hkv, S, D), 3)
     pk, pv = random_normal((B, Hkv, P, D), 4), random_normal((B, Hkv, P, D), 5)
-    y, present_k, present_v = run_op("Attention", [q, k, v, None, pk, pv], num_outputs=3,
-                                     is_causal=1)
+    y, present_k, present_v = run_op(
+        "Attention", [q, k, v, None, pk, pv], num_outputs=3, is_causal=1
+    )
     keys, values = np.concatenate([pk, k], 2), np.concatenate([pv, v], 2)
     np.testing.assert_array_equal(present_k, keys)
     np.testing.assert_array_equal(present_v, values)
     # query i sits at absolute position P + i: it sees keys 0..P+i
     allowed = np.arange(S + P)[None, :] <= np.arange(S)[:, None] + P
-    ref = reference_attention(q, keys, values, 1 / np.sqrt(D), np.broadcast_to(allowed, (B, S, S + P)))
+    ref = reference_attention(
+        q, keys, values, 1 / np.sqrt(D), np.broadcast_to(allowed, (B, S, S + P))
+    )
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
 
 
@@ -63,8 +66,16 @@ def test_attention_3d_float_mask_softcap_scale_and_qk_output():
     k = random_normal((B, T, Hkv * D), 11)
     v = random_normal((B, T, Hkv * Dv), 12)
     mask = random_normal((S, T), 13)
-    y, _, _, qk = run_op("Attention", [q, k, v, mask], num_outputs=4, q_num_heads=Hq,
-                         kv_num_heads=Hkv, scale=0.3, softcap=2.0, qk_matmul_output_mode=1)
+    y, _, _, qk = run_op(
+        "Attention",
+        [q, k, v, mask],
+        num_outputs=4,
+        q_num_heads=Hq,
+        kv_num_heads=Hkv,
+        scale=0.3,
+        softcap=2.0,
+        qk_matmul_output_mode=1,
+    )
     assert y.shape == (B, S, Hq * Dv)
     q4 = q.reshape(B, S, Hq, D).transpose(0, 2, 1, 3)
     k4 = k.reshape(B, T, Hkv, D).transpose(0, 2, 1, 3)
@@ -85,8 +96,9 @@ def test_attention_bool_mask_fully_masked_row_is_zero_and_nonpad():
     y = run_op("Attention", [q, k, v, mask, None, None, nonpad])
     assert not np.isnan(y).any()
     allowed = mask[None] & (np.arange(T)[None, None, :] < nonpad[:, None, None])
-    np.testing.assert_allclose(y, reference_attention(q, k, v, 1 / np.sqrt(D), allowed),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        y, reference_attention(q, k, v, 1 / np.sqrt(D), allowed), rtol=1e-5, atol=1e-6
+    )
     assert np.all(y[:, :, 1] == 0)
 
 
@@ -98,8 +110,9 @@ def test_attention_sliding_window():
     y = run_op("Attention", [q, k, v], left_window_size=1, right_window_size=1)
     i, j = np.arange(S)[:, None], np.arange(S)[None, :]
     allowed = (j >= i - 1) & (j <= i + 1)
-    np.testing.assert_allclose(y, reference_attention(q, k, v, 1 / np.sqrt(D), allowed[None]),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        y, reference_attention(q, k, v, 1 / np.sqrt(D), allowed[None]), rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("interleaved", [0, 1])
@@ -109,8 +122,9 @@ def test_rotary_embedding_partial_with_position_ids(interleaved):
     angles = np.random.default_rng(41).uniform(0, 6, (10, R // 2))
     cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
     pos = np.array([[0, 4, 9], [3, 2, 1]], np.int64)
-    y = run_op("RotaryEmbedding", [x, cos, sin, pos], interleaved=interleaved,
-               rotary_embedding_dim=R)
+    y = run_op(
+        "RotaryEmbedding", [x, cos, sin, pos], interleaved=interleaved, rotary_embedding_dim=R
+    )
     ref = x.astype(np.float64).copy()
     for b in range(B):
         for s in range(S):
@@ -123,8 +137,13 @@ def test_rotary_embedding_partial_with_position_ids(interleaved):
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-6)
     # the 3-D form (heads packed in the last axis, no position ids) gives the same numbers
     x3 = x.transpose(0, 2, 1, 3).reshape(B, S, H * D)
-    y3 = run_op("RotaryEmbedding", [x3, cos[pos], sin[pos]], interleaved=interleaved,
-                rotary_embedding_dim=R, num_heads=H)
+    y3 = run_op(
+        "RotaryEmbedding",
+        [x3, cos[pos], sin[pos]],
+        interleaved=interleaved,
+        rotary_embedding_dim=R,
+        num_heads=H,
+    )
     np.testing.assert_allclose(y3, y.transpose(0, 2, 1, 3).reshape(B, S, H * D), rtol=1e-6)
 
 
@@ -143,8 +162,14 @@ def test_linear_attention_rules(rule):
     v, past = random_normal((B, T, Hkv * dv), 62), random_normal((B, Hkv, dk, dv), 63)
     decay = -np.abs(random_normal((B, T, Hkv * dk), 64))
     beta = 1 / (1 + np.exp(-random_normal((B, T, Hkv), 65)))
-    out, state = run_op("LinearAttention", [q, k, v, past, decay, beta], num_outputs=2,
-                        q_num_heads=Hq, kv_num_heads=Hkv, update_rule=rule)
+    out, state = run_op(
+        "LinearAttention",
+        [q, k, v, past, decay, beta],
+        num_outputs=2,
+        q_num_heads=Hq,
+        kv_num_heads=Hkv,
+        update_rule=rule,
+    )
     S = past[0, 0].astype(np.float64)
     ref = np.zeros((T, Hq, dv))
     for t in range(T):
@@ -155,7 +180,7 @@ def test_linear_attention_rules(rule):
             vt = beta[0, t, 0] * (vt - S.T @ kt)
         S = S + np.outer(kt, vt)
         for h in range(Hq):
-            ref[t, h] = q[0, t, h * dk:(h + 1) * dk] @ S / np.sqrt(dk)
+            ref[t, h] = q[0, t, h * dk : (h + 1) * dk] @ S / np.sqrt(dk)
     np.testing.assert_allclose(out[0], ref.reshape(T, Hq * dv), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(state[0, 0], S, rtol=1e-5, atol=1e-5)
 
@@ -167,8 +192,9 @@ def test_attention_shape_inference():
     v = g.add_input("v", TensorType(DType.f16, ("B", "T", 24)))
     pk = g.add_input("pk", TensorType(DType.f16, ("B", 2, 5, 8)))
     pv = g.add_input("pv", TensorType(DType.f16, ("B", 2, 5, 12)))
-    node = g.add_node("Attention", [q, k, v, None, pk, pv],
-                      {"q_num_heads": 4, "kv_num_heads": 2}, num_outputs=4)
+    node = g.add_node(
+        "Attention", [q, k, v, None, pk, pv], {"q_num_heads": 4, "kv_num_heads": 2}, num_outputs=4
+    )
     y, present_k, present_v, qk = (o.type for o in node.outputs)
     assert y == TensorType(DType.f16, ("B", "S", 48))
     assert present_k.dims[:2] == ("B", 2) and present_k.dims[3] == 8
@@ -183,17 +209,23 @@ def test_import_attention_opset23():
     model = make_model(
         [helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1, scale=0.5)],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, [B, H, S, D]) for n in "qkv"],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, H, S, D])], opset=23)
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, H, S, D])],
+        opset=23,
+    )
     q = random_normal((B, H, S, D), 70)
     k = random_normal((B, H, S, D), 71)
     v = random_normal((B, H, S, D), 72)
-    (y,) = graphkiln.parse_onnx_buffer(model.SerializeToString()).compile("ref").run(
-        {"q": q, "k": k, "v": v})
+    (y,) = (
+        graphkiln.parse_onnx_buffer(model.SerializeToString())
+        .compile("ref")
+        .run({"q": q, "k": k, "v": v})
+    )
     allowed = np.tril(np.ones((S, S), bool))[None]
     np.testing.assert_allclose(y, reference_attention(q, k, v, 0.5, allowed), rtol=1e-5, atol=1e-6)
 
 
 # -- function expansion ----------------------------------------------------------------
+
 
 @pytest.fixture
 def expanding_importer(monkeypatch):
@@ -203,7 +235,10 @@ def expanding_importer(monkeypatch):
 
     def node(self, proto, graph, scope):
         opset = self.opsets.get("", self.opsets.get("ai.onnx"))
-        if proto.domain not in ("", "ai.onnx") or not ops_table.find_converter(proto.op_type, opset)[0]:
+        if (
+            proto.domain not in ("", "ai.onnx")
+            or not ops_table.find_converter(proto.op_type, opset)[0]
+        ):
             if expand_function(self, proto, graph, scope, opset):
                 return
         return original(self, proto, graph, scope)
@@ -215,13 +250,24 @@ def expanding_importer(monkeypatch):
 def test_expand_hand_written_function_with_attribute_reference_and_default():
     # f<shift>(x, y?) = Relu(x + shift_constant) ; y is an omitted optional formal input
     # value = @shift, written out: make_attribute_ref takes ref_attr_name from onnx 1.22 on
-    shift = onnx.AttributeProto(name="value", ref_attr_name="shift", type=onnx.AttributeProto.TENSOR)
+    shift = onnx.AttributeProto(
+        name="value", ref_attr_name="shift", type=onnx.AttributeProto.TENSOR
+    )
     const = helper.make_node("Constant", [], ["c"])
     const.attribute.append(shift)
     function = helper.make_function(
-        "test.domain", "ShiftRelu", ["x", "y"], ["out"],
-        [const, helper.make_node("Add", ["x", "c"], ["s"]), helper.make_node("Relu", ["s"], ["out"])],
-        [helper.make_opsetid("", 17)], attributes=["shift"])
+        "test.domain",
+        "ShiftRelu",
+        ["x", "y"],
+        ["out"],
+        [
+            const,
+            helper.make_node("Add", ["x", "c"], ["s"]),
+            helper.make_node("Relu", ["s"], ["out"]),
+        ],
+        [helper.make_opsetid("", 17)],
+        attributes=["shift"],
+    )
     node = helper.make_node("ShiftRelu", ["a", ""], ["b"], domain="test.domain")
     importer = onnx_importer._Importer({"": 17}, {}, None)
     graph = Graph()
@@ -243,7 +289,9 @@ def test_expand_swiglu_through_its_function_body(expanding_importer):
     model = make_model(
         [helper.make_node("SwiGLU", ["a", "b"], ["y"], alpha=0.5)],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in "ab"],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], opset=28)
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        opset=28,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     a, b = random_normal((2, 3), 90), random_normal((2, 3), 91)
     (y,) = prog.compile("ref").run({"a": a, "b": b})
@@ -258,10 +306,14 @@ def test_expand_context_dependent_rotary_embedding(expanding_importer):
     B, S, H, D = 1, 3, 2, 4
     model = make_model(
         [helper.make_node("RotaryEmbedding", ["x", "cos", "sin"], ["y"], num_heads=H)],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, S, H * D]),
-         helper.make_tensor_value_info("cos", TensorProto.FLOAT, [B, S, D // 2]),
-         helper.make_tensor_value_info("sin", TensorProto.FLOAT, [B, S, D // 2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, S, H * D])], opset=23)
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, S, H * D]),
+            helper.make_tensor_value_info("cos", TensorProto.FLOAT, [B, S, D // 2]),
+            helper.make_tensor_value_info("sin", TensorProto.FLOAT, [B, S, D // 2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, S, H * D])],
+        opset=23,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())  # every body op imported
     assert "RotaryEmbedding" not in {n.op for n in prog.graph.nodes}
     x = random_normal((B, S, H * D), 92)
@@ -270,18 +322,27 @@ def test_expand_context_dependent_rotary_embedding(expanding_importer):
     (y,) = prog.compile("ref").run(feeds)
     expanding_importer.undo()
     from graphkiln.targets.ref.attention import RotaryEmbedding
-    np.testing.assert_allclose(y, RotaryEmbedding(x, feeds["cos"], feeds["sin"], num_heads=H),
-                               rtol=1e-5, atol=1e-6)
+
+    np.testing.assert_allclose(
+        y, RotaryEmbedding(x, feeds["cos"], feeds["sin"], num_heads=H), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_expand_preview_domain_flex_attention(expanding_importer):
     B, H, S, D = 1, 2, 3, 4
-    model = helper.make_model(helper.make_graph(
-        [helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview",
-                          scale=0.25)], "flex",
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [B, H, S, D]) for n in "qkv"],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, H, S, D])]),
-        opset_imports=[helper.make_opsetid("", 26), helper.make_opsetid("ai.onnx.preview", 1)])
+    model = helper.make_model(
+        helper.make_graph(
+            [
+                helper.make_node(
+                    "FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", scale=0.25
+                )
+            ],
+            "flex",
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, [B, H, S, D]) for n in "qkv"],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, H, S, D])],
+        ),
+        opset_imports=[helper.make_opsetid("", 26), helper.make_opsetid("ai.onnx.preview", 1)],
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())  # every body op imported
     assert "FlexAttention" not in {n.op for n in prog.graph.nodes}
     q = random_normal((B, H, S, D), 100)

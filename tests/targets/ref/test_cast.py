@@ -23,8 +23,9 @@ def test_float_to_int_truncates_and_int_to_int_wraps():
     y = cast(x, DType.i32)
     assert y.dtype == np.int32
     np.testing.assert_array_equal(y, [int(v) for v in x.tolist()])
-    np.testing.assert_array_equal(cast(np.array([200, -200, 127], np.int16), DType.i8),
-                                  [200 - 256, -200 + 256, 127])
+    np.testing.assert_array_equal(
+        cast(np.array([200, -200, 127], np.int16), DType.i8), [200 - 256, -200 + 256, 127]
+    )
     np.testing.assert_array_equal(cast(np.array([-1, 256], np.int32), DType.u8), [255, 0])
 
 
@@ -36,11 +37,13 @@ def test_bool_conversions():
 
 
 def test_float_narrowing_rounds_to_nearest_even():
-    x = np.array([1 + 2 ** -8, 1 + 3 * 2 ** -8, 1e30, -1e30], np.float32)
+    x = np.array([1 + 2**-8, 1 + 3 * 2**-8, 1e30, -1e30], np.float32)
     y = cast(x, DType.bf16)
     assert y.dtype == ml_dtypes.bfloat16
-    np.testing.assert_array_equal(y.astype(np.float32)[:2], [1.0, 1 + 2 ** -6])
-    np.testing.assert_array_equal(cast(np.array([1e6, -1e6], np.float64), DType.f16), [np.inf, -np.inf])
+    np.testing.assert_array_equal(y.astype(np.float32)[:2], [1.0, 1 + 2**-6])
+    np.testing.assert_array_equal(
+        cast(np.array([1e6, -1e6], np.float64), DType.f16), [np.inf, -np.inf]
+    )
 
 
 def test_float8_saturate_clamps_and_no_saturate_overflows():
@@ -52,14 +55,19 @@ def test_float8_saturate_clamps_and_no_saturate_overflows():
     e5 = cast(x, DType.f8e5m2, saturate=0).astype(np.float32)
     np.testing.assert_array_equal(e5[:4], [np.inf, -np.inf, np.inf, -np.inf])
     assert cast(x, DType.f8e5m2fnuz).astype(np.float32)[0] == 57344
-    assert np.signbit(cast(np.array([-0.0], np.float32), DType.f8e4m3fnuz).astype(np.float32)[0]) == 0
+    assert (
+        np.signbit(cast(np.array([-0.0], np.float32), DType.f8e4m3fnuz).astype(np.float32)[0]) == 0
+    )
 
 
-@pytest.mark.parametrize("mode,expected", [
-    ("up", [0.125, 2, 4, 2, 1, 2 ** -127, 2 ** 127]),
-    ("down", [0.0625, 1, 2, 1, 1, 2 ** -127, 2 ** 127]),
-    ("nearest", [0.125, 1, 4, 2, 1, 2 ** -127, 2 ** 127]),
-])
+@pytest.mark.parametrize(
+    "mode,expected",
+    [
+        ("up", [0.125, 2, 4, 2, 1, 2**-127, 2**127]),
+        ("down", [0.0625, 1, 2, 1, 1, 2**-127, 2**127]),
+        ("nearest", [0.125, 1, 4, 2, 1, 2**-127, 2**127]),
+    ],
+)
 def test_e8m0_round_modes_with_saturation(mode, expected):
     x = np.array([0.124, 1.1, 3.0, 1.5, 1.0, 0.0, np.inf], np.float32)
     y = cast(x, DType.f8e8m0, round_mode=mode)
@@ -73,8 +81,9 @@ def test_sub_byte_integers_wrap():
     x = np.array([-9, -8, 7, 8, 15, 2.7], np.float32)
     np.testing.assert_array_equal(cast(x, DType.i4).astype(np.int8), [7, -8, 7, -8, -1, 2])
     np.testing.assert_array_equal(cast(x, DType.u4).astype(np.uint8), [7, 8, 7, 8, 15, 2])
-    np.testing.assert_array_equal(cast(np.array([-3, 2, 5], np.int8), DType.u2).astype(np.uint8),
-                                  [1, 2, 1])
+    np.testing.assert_array_equal(
+        cast(np.array([-3, 2, 5], np.int8), DType.u2).astype(np.uint8), [1, 2, 1]
+    )
     back = cast(np.array([-8, 7], ml_dtypes.int4), DType.f32)
     np.testing.assert_array_equal(back, [-8.0, 7.0])
 
@@ -82,16 +91,22 @@ def test_sub_byte_integers_wrap():
 def test_strings_parse_and_format():
     text = np.array(["3.5", "1e-5", "-2E3", "INF", "+inf", "-INF", "NaN", "  7 "], dtype=object)
     y = cast(text, DType.f32)
-    np.testing.assert_array_equal(y, np.array([3.5, 1e-5, -2000, np.inf, np.inf, -np.inf, np.nan, 7],
-                                              np.float32))
-    np.testing.assert_array_equal(cast(np.array(["100.5", "-3", "9007199254740993"], dtype=object),
-                                       DType.i64), [100, -3, 9007199254740993])
+    np.testing.assert_array_equal(
+        y, np.array([3.5, 1e-5, -2000, np.inf, np.inf, -np.inf, np.nan, 7], np.float32)
+    )
+    np.testing.assert_array_equal(
+        cast(np.array(["100.5", "-3", "9007199254740993"], dtype=object), DType.i64),
+        [100, -3, 9007199254740993],
+    )
     x = np.random.default_rng(1).standard_normal(10).astype(np.float32)
     as_text = cast(x, DType.str)
     assert as_text.dtype == object and all(isinstance(s, str) and "e" not in s for s in as_text)
     np.testing.assert_array_equal(cast(as_text, DType.f32), x)  # shortest digits read back exactly
     assert cast(np.array([np.inf, -np.inf, np.nan], np.float32), DType.str).tolist() == [
-        "INF", "-INF", "NaN"]
+        "INF",
+        "-INF",
+        "NaN",
+    ]
     assert cast(np.array([-5, 12], np.int64), DType.str).tolist() == ["-5", "12"]
 
 
@@ -110,9 +125,10 @@ def test_bitcast_reinterprets_bits():
     np.testing.assert_array_equal(y, np.frombuffer(x.tobytes(), np.int32).reshape(2, 3))
     s = run_op("BitCast", [np.array(1.0, np.float32)], to=DType.u32)
     assert s.shape == () and int(s) == 0x3F800000
-    np.testing.assert_array_equal(run_op("BitCast", [np.array([-1, 7], ml_dtypes.int4)],
-                                         to=DType.u4)
-                                  .astype(np.uint8), [15, 7])
+    np.testing.assert_array_equal(
+        run_op("BitCast", [np.array([-1, 7], ml_dtypes.int4)], to=DType.u4).astype(np.uint8),
+        [15, 7],
+    )
 
 
 def test_type_inference():
@@ -128,10 +144,14 @@ def test_type_inference():
 
 def test_import_converts_the_onnx_type_code():
     model = make_model(
-        [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT8E5M2, saturate=0),
-         helper.make_node("Cast", ["h"], ["y"], to=TensorProto.DOUBLE)],
+        [
+            helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT8E5M2, saturate=0),
+            helper.make_node("Cast", ["h"], ["y"], to=TensorProto.DOUBLE),
+        ],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
-        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3])], opset=19)
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3])],
+        opset=19,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     casts = [n for n in prog.graph.nodes if n.op == "Cast"]
     assert [n.attrs["to"] for n in casts] == [DType.f8e5m2, DType.f64]

@@ -17,13 +17,26 @@ from op_testing import random_array, run_op
 
 # (op, numpy reference, input range)
 UNARY = [
-    ("Abs", np.abs, (-3, 3)), ("Neg", lambda x: -x, (-3, 3)), ("Exp", np.exp, (-3, 3)),
-    ("Log", np.log, (0.1, 5)), ("Sqrt", np.sqrt, (0.1, 5)), ("Reciprocal", lambda x: 1 / x, (0.5, 5)),
-    ("Floor", np.floor, (-3, 3)), ("Ceil", np.ceil, (-3, 3)), ("Sin", np.sin, (-3, 3)),
-    ("Cos", np.cos, (-3, 3)), ("Tan", np.tan, (-1, 1)), ("Asin", np.arcsin, (-0.9, 0.9)),
-    ("Acos", np.arccos, (-0.9, 0.9)), ("Atan", np.arctan, (-3, 3)), ("Sinh", np.sinh, (-3, 3)),
-    ("Cosh", np.cosh, (-3, 3)), ("Asinh", np.arcsinh, (-3, 3)), ("Acosh", np.arccosh, (1.1, 5)),
-    ("Atanh", np.arctanh, (-0.9, 0.9)), ("Sign", np.sign, (-3, 3)),
+    ("Abs", np.abs, (-3, 3)),
+    ("Neg", lambda x: -x, (-3, 3)),
+    ("Exp", np.exp, (-3, 3)),
+    ("Log", np.log, (0.1, 5)),
+    ("Sqrt", np.sqrt, (0.1, 5)),
+    ("Reciprocal", lambda x: 1 / x, (0.5, 5)),
+    ("Floor", np.floor, (-3, 3)),
+    ("Ceil", np.ceil, (-3, 3)),
+    ("Sin", np.sin, (-3, 3)),
+    ("Cos", np.cos, (-3, 3)),
+    ("Tan", np.tan, (-1, 1)),
+    ("Asin", np.arcsin, (-0.9, 0.9)),
+    ("Acos", np.arccos, (-0.9, 0.9)),
+    ("Atan", np.arctan, (-3, 3)),
+    ("Sinh", np.sinh, (-3, 3)),
+    ("Cosh", np.cosh, (-3, 3)),
+    ("Asinh", np.arcsinh, (-3, 3)),
+    ("Acosh", np.arccosh, (1.1, 5)),
+    ("Atanh", np.arctanh, (-0.9, 0.9)),
+    ("Sign", np.sign, (-3, 3)),
 ]
 
 
@@ -44,8 +57,9 @@ def test_round_halves_to_even_and_narrow_floats_keep_their_dtype():
     np.testing.assert_allclose(y.astype(np.float64), np.exp(h.astype(np.float64)), rtol=1e-3)
     b = np.array([4.0, 9.0, 2.0], ml_dtypes.bfloat16)
     assert run_op("Sqrt", [b]).dtype == ml_dtypes.bfloat16
-    np.testing.assert_allclose(run_op("Sqrt", [b]).astype(np.float64), [2, 3, math.sqrt(2)],
-                               rtol=1e-2)
+    np.testing.assert_allclose(
+        run_op("Sqrt", [b]).astype(np.float64), [2, 3, math.sqrt(2)], rtol=1e-2
+    )
 
 
 def test_erf_matches_numeric_integral():
@@ -53,7 +67,7 @@ def test_erf_matches_numeric_integral():
     t = np.linspace(0, 1, 4001)
     # erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt, with t scaled to [0, x]
     # the trapezoid rule written out (np.trapezoid is numpy 2's name, np.trapz numpy 1's)
-    f = np.exp(-(t[None, :] * x[:, None]) ** 2)
+    f = np.exp(-((t[None, :] * x[:, None]) ** 2))
     integral = ((f[:, 1:] + f[:, :-1]) / 2 * np.diff(t)).sum(axis=1) * x
     np.testing.assert_allclose(run_op("Erf", [x]), 2 / np.sqrt(np.pi) * integral, rtol=1e-6)
 
@@ -96,8 +110,11 @@ def test_mod_sign_follows_divisor_or_dividend():
     np.testing.assert_array_equal(run_op("Mod", [a, b.astype(np.int64)]), floor_mod)
     np.testing.assert_array_equal(run_op("Mod", [a, b.astype(np.int64)], fmod=1), trunc_mod)
     f, g = random_array((6,), 9, low=-5, high=5), random_array((6,), 10, low=0.5, high=2)
-    np.testing.assert_allclose(run_op("Mod", [f, g], fmod=1),
-                               [math.fmod(x, y) for x, y in zip(f.tolist(), g.tolist())], rtol=1e-5)
+    np.testing.assert_allclose(
+        run_op("Mod", [f, g], fmod=1),
+        [math.fmod(x, y) for x, y in zip(f.tolist(), g.tolist())],
+        rtol=1e-5,
+    )
 
 
 def test_pow_keeps_the_base_dtype_with_any_exponent_dtype():
@@ -118,7 +135,8 @@ def test_bitshift_including_out_of_range_amounts():
     np.testing.assert_array_equal(run_op("BitShift", [x, y], direction="LEFT"), [2, 8, -64, 0, 0])
     u = np.array([1, 2, 255], np.uint16)
     np.testing.assert_array_equal(
-        run_op("BitShift", [u, np.array([3, 16, 4], np.uint16)], direction="LEFT"), [8, 0, 4080])
+        run_op("BitShift", [u, np.array([3, 16, 4], np.uint16)], direction="LEFT"), [8, 0, 4080]
+    )
 
 
 def test_bitwise_and_logic():
@@ -135,15 +153,21 @@ def test_bitwise_and_logic():
 
 def test_comparisons_give_bool():
     a, b = random_array((3, 4), 13, low=-3.0, high=3.0), random_array((4,), 14, low=-3.0, high=3.0)
-    for op, fn in (("Equal", np.equal), ("Less", np.less), ("LessOrEqual", np.less_equal),
-                   ("Greater", np.greater), ("GreaterOrEqual", np.greater_equal)):
+    for op, fn in (
+        ("Equal", np.equal),
+        ("Less", np.less),
+        ("LessOrEqual", np.less_equal),
+        ("Greater", np.greater),
+        ("GreaterOrEqual", np.greater_equal),
+    ):
         y = run_op(op, [a, b])
         assert y.dtype == np.bool_
         np.testing.assert_array_equal(y, fn(a, b))
     np.testing.assert_array_equal(run_op("Equal", [a, a]), np.ones((3, 4), bool))
     words = np.array(["a", "bc", "d"], dtype=object)
-    np.testing.assert_array_equal(run_op("Equal", [words, np.array(["a"], dtype=object)]),
-                                  [1, 0, 0])
+    np.testing.assert_array_equal(
+        run_op("Equal", [words, np.array(["a"], dtype=object)]), [1, 0, 0]
+    )
 
 
 def test_variadic_ops_broadcast_every_input():
@@ -191,11 +215,17 @@ def test_shape_inference_with_symbolic_and_unknown_dims():
 
 def test_old_clip_attributes_become_inputs():
     model = make_model(
-        [helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.25),
-         helper.make_node("Clip", ["x"], ["z"], max=0.0)],
+        [
+            helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.25),
+            helper.make_node("Clip", ["x"], ["z"], max=0.0),
+        ],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6]),
-         helper.make_tensor_value_info("z", TensorProto.FLOAT, [6])], opset=10)
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [6]),
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, [6]),
+        ],
+        opset=10,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     clips = [n for n in prog.graph.nodes if n.op == "Clip"]
     assert [len(n.inputs) for n in clips] == [3, 3] and clips[1].inputs[1] is None

@@ -15,18 +15,26 @@ from op_testing import run_op, run_op_typed
 
 
 def test_constant_of_shape_is_static_from_a_constant_shape():
-    y, t = run_op_typed("ConstantOfShape", [np.array([2, 3], np.int64)], consts=[0],
-                        value=np.array([7], np.int32))
+    y, t = run_op_typed(
+        "ConstantOfShape", [np.array([2, 3], np.int64)], consts=[0], value=np.array([7], np.int32)
+    )
     assert t == TensorType(DType.i32, (2, 3))
     np.testing.assert_array_equal(y, np.full((2, 3), 7, np.int32))
     y, t = run_op_typed("ConstantOfShape", [np.array([4], np.int64)])
     assert y.dtype == np.float32 and (y == 0).all() and t.rank == 1
 
 
-@pytest.mark.parametrize("start,limit,delta,dtype", [
-    (3, 9, 3, np.int32), (10, 4, -2, np.int64), (0.5, 2.0, 0.25, np.float32),
-    (1.0, -1.0, -0.3, np.float64), (0.0, 3.0, 0.5, np.float16), (5, 5, 1, np.int16),
-])
+@pytest.mark.parametrize(
+    "start,limit,delta,dtype",
+    [
+        (3, 9, 3, np.int32),
+        (10, 4, -2, np.int64),
+        (0.5, 2.0, 0.25, np.float32),
+        (1.0, -1.0, -0.3, np.float64),
+        (0.0, 3.0, 0.5, np.float16),
+        (5, 5, 1, np.int16),
+    ],
+)
 def test_range(start, limit, delta, dtype):
     args = [np.array(v, dtype) for v in (start, limit, delta)]
     y, t = run_op_typed("Range", args, consts=[0, 1, 2])
@@ -78,12 +86,19 @@ def test_random_ops_shapes_dtypes_and_seed():
 
 
 def test_importer_converts_dtype_codes_and_constant_forms():
-    nodes = [helper.make_node("RandomUniform", [], ["r"], shape=[2, 3], dtype=TensorProto.DOUBLE,
-                              seed=5.0),
-             helper.make_node("EyeLike", ["r"], ["e"], dtype=TensorProto.INT64),
-             helper.make_node("Constant", [], ["c"], value_ints=[2, 2]),
-             helper.make_node("ConstantOfShape", ["c"], ["z"],
-                              value=helper.make_tensor("v", TensorProto.INT8, [1], [3]))]
+    nodes = [
+        helper.make_node(
+            "RandomUniform", [], ["r"], shape=[2, 3], dtype=TensorProto.DOUBLE, seed=5.0
+        ),
+        helper.make_node("EyeLike", ["r"], ["e"], dtype=TensorProto.INT64),
+        helper.make_node("Constant", [], ["c"], value_ints=[2, 2]),
+        helper.make_node(
+            "ConstantOfShape",
+            ["c"],
+            ["z"],
+            value=helper.make_tensor("v", TensorProto.INT8, [1], [3]),
+        ),
+    ]
     outputs = [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in "rez"]
     model = make_model(nodes, [], outputs, opset=13)
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())

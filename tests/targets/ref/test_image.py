@@ -18,6 +18,7 @@ from op_testing import random_array, run_op, run_op_typed
 
 # -- Resize -------------------------------------------------------------------------------
 
+
 def _coordinate(x, mode, scale, in_len):
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
@@ -31,14 +32,15 @@ def _coordinate(x, mode, scale, in_len):
 
 def _taps_1d(coord, in_len, mode, a=-0.75):
     """[(index, weight)] of one output sample along one axis (edge-clamped indices)."""
+
     def clamp(i):
         return min(max(i, 0), in_len - 1)
 
     def keys(d):
         d = abs(d)
         if d <= 1:
-            return (a + 2) * d ** 3 - (a + 3) * d ** 2 + 1
-        return a * d ** 3 - 5 * a * d ** 2 + 8 * a * d - 4 * a if d < 2 else 0.0
+            return (a + 2) * d**3 - (a + 3) * d**2 + 1
+        return a * d**3 - 5 * a * d**2 + 8 * a * d - 4 * a if d < 2 else 0.0
 
     if mode == "nearest":
         return [(clamp(math.ceil(coord - 0.5)), 1.0)]
@@ -65,8 +67,13 @@ def _resize_2d_loop(x, out_h, out_w, scale_h, scale_w, mode, coord_mode):
 def test_resize_scales_matches_loop(mode, coord_mode):
     x = random_array((2, 3, 5, 6), 1, low=-2.0, high=2.0)
     scales = np.array([1, 1, 1.6, 0.5], np.float32)
-    y, t = run_op_typed("Resize", [x, None, scales], consts=(2,), mode=mode,
-                        coordinate_transformation_mode=coord_mode)
+    y, t = run_op_typed(
+        "Resize",
+        [x, None, scales],
+        consts=(2,),
+        mode=mode,
+        coordinate_transformation_mode=coord_mode,
+    )
     assert t.dims == (2, 3, 8, 3)
     expected = _resize_2d_loop(x.astype(np.float64), 8, 3, 1.6, 0.5, mode, coord_mode)
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
@@ -74,8 +81,14 @@ def test_resize_scales_matches_loop(mode, coord_mode):
 
 def test_resize_sizes_axes_and_aspect_policy():
     x = random_array((1, 2, 4, 6), 2, low=-2.0, high=2.0)
-    y, t = run_op_typed("Resize", [x, None, None, np.array([8, 9], np.int64)], consts=(3,),
-                        mode="nearest", axes=(2, 3), keep_aspect_ratio_policy="not_larger")
+    y, t = run_op_typed(
+        "Resize",
+        [x, None, None, np.array([8, 9], np.int64)],
+        consts=(3,),
+        mode="nearest",
+        axes=(2, 3),
+        keep_aspect_ratio_policy="not_larger",
+    )
     # common scale min(8/4, 9/6) = 1.5 -> (6, 9)
     assert y.shape == (1, 2, 6, 9) and t.dims == (1, 2, 6, 9)
     rows = np.clip(np.ceil((np.arange(6) + 0.5) / 1.5 - 1.0), 0, 3).astype(int)
@@ -85,8 +98,13 @@ def test_resize_sizes_axes_and_aspect_policy():
 
 def test_resize_antialias_linear_downsample():
     x = random_array((1, 1, 1, 12), 3, low=-2.0, high=2.0)
-    y = run_op("Resize", [x, None, np.array([1, 1, 1, 0.25], np.float32)], consts=(2,),
-               mode="linear", antialias=1)
+    y = run_op(
+        "Resize",
+        [x, None, np.array([1, 1, 1, 0.25], np.float32)],
+        consts=(2,),
+        mode="linear",
+        antialias=1,
+    )
     # a triangle filter stretched 4x, normalized, over edge-clamped samples
     expected = []
     for j in range(3):
@@ -101,9 +119,14 @@ def test_resize_antialias_linear_downsample():
 def test_resize_tf_crop_and_resize_extrapolates():
     x = random_array((1, 1, 4, 4), 4, low=-2.0, high=2.0)
     roi = np.array([0, 0, -0.5, 0.25, 1, 1, 0.5, 0.75], np.float32)
-    y = run_op("Resize", [x, roi, None, np.array([1, 1, 3, 3], np.int64)], consts=(1, 3),
-               mode="linear", coordinate_transformation_mode="tf_crop_and_resize",
-               extrapolation_value=7.0)
+    y = run_op(
+        "Resize",
+        [x, roi, None, np.array([1, 1, 3, 3], np.int64)],
+        consts=(1, 3),
+        mode="linear",
+        coordinate_transformation_mode="tf_crop_and_resize",
+        extrapolation_value=7.0,
+    )
     # rows sample -1.5, 0, 1.5 -> row 0 extrapolates; columns 0.75, 1.5, 2.25
     np.testing.assert_allclose(y[0, 0, 0], 7.0)
     expected_row1 = np.interp([0.75, 1.5, 2.25], np.arange(4), x[0, 0, 0])
@@ -112,15 +135,20 @@ def test_resize_tf_crop_and_resize_extrapolates():
 
 def test_resize_uint8_and_shape_inference():
     x = np.random.default_rng(5).integers(0, 256, (1, 1, 3, 3)).astype(np.uint8)
-    y, t = run_op_typed("Resize", [x, None, np.array([1, 1, 2, 2], np.float32)], consts=(2,),
-                        mode="linear")
+    y, t = run_op_typed(
+        "Resize", [x, None, np.array([1, 1, 2, 2], np.float32)], consts=(2,), mode="linear"
+    )
     assert y.dtype == np.uint8 and t.dims == (1, 1, 6, 6)
     g = Graph()
     v = g.add_input("x", TensorType(DType.f32, ("N", 3, 10, 10)))
     out = g.add("Resize", v, None, g.constant(np.array([1, 1, 0.5, 0.5], np.float32)))
     assert out.type.dims == ("N", 3, 5, 5)
-    unknown = g.add("Resize", g.add_input("z", TensorType(DType.f32, None)), None,
-                    g.add_input("s", TensorType(DType.f32, (4,))))
+    unknown = g.add(
+        "Resize",
+        g.add_input("z", TensorType(DType.f32, None)),
+        None,
+        g.add_input("s", TensorType(DType.f32, (4,))),
+    )
     assert unknown.type.dims is None
 
 
@@ -135,8 +163,13 @@ def test_upsample_and_old_resize_import_as_resize(opset):
         op = "Upsample" if opset == 9 else "Resize"
         node = helper.make_node(op, ["x", "s"], ["y"])
         inits = [helper.make_tensor("s", TensorProto.FLOAT, [4], scales)]
-    model = make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits, opset)
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        inits,
+        opset,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     assert [n.op for n in prog.graph.nodes if n.op != "Constant"] == ["Resize"]
     (y,) = prog.compile("ref").run({"x": x})
@@ -146,11 +179,18 @@ def test_upsample_and_old_resize_import_as_resize(opset):
 def test_resize_opset11_empty_scales_with_sizes():
     x = random_array((1, 1, 4, 4), 7, low=-2.0, high=2.0)
     node = helper.make_node("Resize", ["x", "roi", "scales", "sizes"], ["y"], mode="nearest")
-    inits = [helper.make_tensor("roi", TensorProto.FLOAT, [0], []),
-             helper.make_tensor("scales", TensorProto.FLOAT, [0], []),
-             helper.make_tensor("sizes", TensorProto.INT64, [4], [1, 1, 2, 2])]
-    model = make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits, 11)
+    inits = [
+        helper.make_tensor("roi", TensorProto.FLOAT, [0], []),
+        helper.make_tensor("scales", TensorProto.FLOAT, [0], []),
+        helper.make_tensor("sizes", TensorProto.INT64, [4], [1, 1, 2, 2]),
+    ]
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        inits,
+        11,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     assert prog.graph.outputs[0].type.dims == (1, 1, 2, 2)
     (y,) = prog.compile("ref").run({"x": x})
@@ -159,6 +199,7 @@ def test_resize_opset11_empty_scales_with_sizes():
 
 
 # -- GridSample / AffineGrid -------------------------------------------------------------
+
 
 def _grid_sample_loop(x, grid, align_corners):
     """Bilinear, zero padding."""
@@ -184,18 +225,20 @@ def test_grid_sample_bilinear_zeros(align_corners):
     grid = random_array((2, 3, 6, 2), 9, low=-1.3, high=1.3)
     y, t = run_op_typed("GridSample", [x, grid], align_corners=align_corners)
     assert t.dims == (2, 3, 3, 6)
-    np.testing.assert_allclose(y, _grid_sample_loop(x.astype(np.float64), grid, align_corners),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        y, _grid_sample_loop(x.astype(np.float64), grid, align_corners), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_grid_sample_nearest_border_3d():
     x = random_array((1, 2, 3, 4, 5), 10, low=-2.0, high=2.0)
     grid = random_array((1, 2, 3, 4, 3), 11, low=-1.5, high=1.5)
-    y = run_op("GridSample", [x, grid], mode="nearest", padding_mode="border",
-               align_corners=1)
+    y = run_op("GridSample", [x, grid], mode="nearest", padding_mode="border", align_corners=1)
     sizes = (5, 4, 3)  # grid[..., 0] indexes the innermost axis
-    idx = [np.clip(np.rint((grid[..., k] + 1) / 2 * (sizes[k] - 1)), 0, sizes[k] - 1).astype(int)
-           for k in range(3)]
+    idx = [
+        np.clip(np.rint((grid[..., k] + 1) / 2 * (sizes[k] - 1)), 0, sizes[k] - 1).astype(int)
+        for k in range(3)
+    ]
     expected = x[0][:, idx[2][0], idx[1][0], idx[0][0]]
     np.testing.assert_array_equal(y[0], expected)
 
@@ -215,13 +258,13 @@ def test_affine_grid_identity_then_grid_sample(align_corners):
 
 def test_affine_grid_3d_translation():
     theta = np.array([[[1, 0, 0, 0.5], [0, 2, 0, 0], [0, 0, 1, -0.25]]], np.float64)
-    grid = run_op("AffineGrid", [theta, np.array([1, 1, 2, 3, 4], np.int64)],
-                  align_corners=1)
+    grid = run_op("AffineGrid", [theta, np.array([1, 1, 2, 3, 4], np.int64)], align_corners=1)
     assert grid.shape == (1, 2, 3, 4, 3) and grid.dtype == np.float64
     np.testing.assert_allclose(grid[0, 1, 2, 3], [1 + 0.5, 2 * 1, 1 - 0.25])
 
 
 # -- CenterCropPad / NonMaxSuppression ---------------------------------------------------
+
 
 def test_center_crop_pad():
     x = np.arange(5 * 4 * 2).reshape(5, 4, 2).astype(np.int32)
@@ -235,9 +278,16 @@ def test_center_crop_pad():
 def test_non_max_suppression():
     boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 5, 1, 6], [1, 1, 0, 0]]], np.float32)
     scores = np.array([[[0.9, 0.95, 0.5, 0.3], [0.1, 0.2, 0.3, 0.4]]], np.float32)
-    y, t = run_op_typed("NonMaxSuppression", [boxes, scores, np.array(3, np.int64),
-                                              np.array(0.5, np.float32),
-                                              np.array(0.15, np.float32)])
+    y, t = run_op_typed(
+        "NonMaxSuppression",
+        [
+            boxes,
+            scores,
+            np.array(3, np.int64),
+            np.array(0.5, np.float32),
+            np.array(0.15, np.float32),
+        ],
+    )
     # class 0: box 1 wins, boxes 0 and 3 overlap it (IoU 0.82); box 2 is apart
     # class 1: box 0 is under the score threshold; 3 then 2 then 1 (1 vs 3: IoU 0.82)
     np.testing.assert_array_equal(y, [[0, 0, 1], [0, 0, 2], [0, 1, 3], [0, 1, 2]])

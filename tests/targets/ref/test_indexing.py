@@ -19,20 +19,24 @@ def x():
     return np.random.default_rng(5).standard_normal((3, 4, 5)).astype(np.float32)
 
 
-@pytest.mark.parametrize("starts,ends,axes,steps", [
-    ((1, 0), (3, 10**9), (0, 2), (1, 2)),
-    ((-1,), (-10**9,), (1,), (-1,)),
-    ((10, -2), (-10, 1), (2, 0), (-3, -1)),
-    ((0,), (0,), (1,), (1,)),
-])
+@pytest.mark.parametrize(
+    "starts,ends,axes,steps",
+    [
+        ((1, 0), (3, 10**9), (0, 2), (1, 2)),
+        ((-1,), (-(10**9),), (1,), (-1,)),
+        ((10, -2), (-10, 1), (2, 0), (-3, -1)),
+        ((0,), (0,), (1,), (1,)),
+    ],
+)
 def test_slice_matches_python_slicing(x, starts, ends, axes, steps):
     y = run_op("Slice", [x, i64(*starts), i64(*ends), i64(*axes), i64(*steps)], consts=[1, 2, 3, 4])
     index = [slice(None)] * 3
     for s, e, a, st in zip(starts, ends, axes, steps):
         index[a] = slice(s, e, st)  # python clamps the same way ONNX does
     np.testing.assert_array_equal(y, x[tuple(index)])
-    g, _ = build_graph("Slice", [x, i64(*starts), i64(*ends), i64(*axes), i64(*steps)],
-                       consts=[1, 2, 3, 4])
+    g, _ = build_graph(
+        "Slice", [x, i64(*starts), i64(*ends), i64(*axes), i64(*steps)], consts=[1, 2, 3, 4]
+    )
     assert g.outputs[0].type.dims == x[tuple(index)].shape
 
 
@@ -69,8 +73,13 @@ def test_scatter_elements_and_nd(reduction):
     upd = rng.integers(-9, 9, idx.shape).astype(np.int32)
     if reduction == "none":
         idx = np.array([[1, 0, 3], [2, 3, -4]])
-    ops = {"none": lambda a, b: b, "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
-           "max": max, "min": min}[reduction]
+    ops = {
+        "none": lambda a, b: b,
+        "add": lambda a, b: a + b,
+        "mul": lambda a, b: a * b,
+        "max": max,
+        "min": min,
+    }[reduction]
     want = data.copy()
     for i, j in itertools.product(range(2), range(3)):
         want[idx[i, j] % 4, j] = ops(want[idx[i, j] % 4, j], upd[i, j])
@@ -87,8 +96,9 @@ def test_scatter_elements_and_nd(reduction):
 
 def test_one_hot_non_zero_compress_trilu(x):
     ind = np.array([[1, -1], [5, 0]], np.int64)
-    y = run_op("OneHot", [ind, np.array(4, np.int64), np.array([2.0, 7.0], np.float32)],
-               consts=[1], axis=1)
+    y = run_op(
+        "OneHot", [ind, np.array(4, np.int64), np.array([2.0, 7.0], np.float32)], consts=[1], axis=1
+    )
     assert y.shape == (2, 4, 2)
     for i, j, d in itertools.product(range(2), range(2), range(4)):
         assert y[i, d, j] == (7.0 if ind[i, j] % 4 == d and ind[i, j] < 4 else 2.0)
@@ -138,15 +148,20 @@ def test_reverse_sequence_and_tensor_scatter(x):
 def test_old_slice_and_scatter_are_upgraded():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((4, 6)).astype(np.float32)
-    nodes = [helper.make_node("Slice", ["x"], ["s"], starts=[1, -4], ends=[3, 100], axes=[0, 1]),
-             helper.make_node("Scatter", ["s", "i", "u"], ["y"], axis=1)]
+    nodes = [
+        helper.make_node("Slice", ["x"], ["s"], starts=[1, -4], ends=[3, 100], axes=[0, 1]),
+        helper.make_node("Scatter", ["s", "i", "u"], ["y"], axis=1),
+    ]
     idx = np.array([[3, 0], [1, 2]], np.int64)
     upd = np.array([[10, 20], [30, 40]], np.float32)
-    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6]),
-              helper.make_tensor_value_info("i", TensorProto.INT64, [2, 2]),
-              helper.make_tensor_value_info("u", TensorProto.FLOAT, [2, 2])]
-    model = make_model(nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                       opset=9)
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6]),
+        helper.make_tensor_value_info("i", TensorProto.INT64, [2, 2]),
+        helper.make_tensor_value_info("u", TensorProto.FLOAT, [2, 2]),
+    ]
+    model = make_model(
+        nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], opset=9
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     assert prog.graph.nodes[-1].op == "ScatterElements"
     (y,) = prog.compile("ref").run({"x": x, "i": idx, "u": upd})

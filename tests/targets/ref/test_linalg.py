@@ -70,14 +70,17 @@ def test_einsum_explicit_implicit_and_ellipsis(rng):
     a = rng.standard_normal((2, 3, 4)).astype(np.float32)
     b = rng.standard_normal((2, 4, 5)).astype(np.float32)
     got = run_op("Einsum", [a, b], equation="bij, bjk -> bik")
-    np.testing.assert_allclose(got, np.stack([_loop_matmul(a[i], b[i]) for i in range(2)]),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        got, np.stack([_loop_matmul(a[i], b[i]) for i in range(2)]), rtol=1e-5, atol=1e-6
+    )
     # implicit output: letters used once, in order -> "ik" after the ellipsis
     got = run_op("Einsum", [a, b], equation="...ij,...jk")
     assert got.shape == (2, 3, 5)
     sq = rng.standard_normal((3, 3)).astype(np.float64)
     assert run_op("Einsum", [sq], equation="ii").shape == ()
-    np.testing.assert_allclose(run_op("Einsum", [sq], equation="ii"), sum(sq[i, i] for i in range(3)))
+    np.testing.assert_allclose(
+        run_op("Einsum", [sq], equation="ii"), sum(sq[i, i] for i in range(3))
+    )
     np.testing.assert_array_equal(run_op("Einsum", [sq], equation="ij->ji"), sq.T)
 
 
@@ -86,9 +89,11 @@ def test_det(rng):
 
     def det3(m):
         m = m.astype(np.float64)
-        return (m[0, 0] * (m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1])
-                - m[0, 1] * (m[1, 0] * m[2, 2] - m[1, 2] * m[2, 0])
-                + m[0, 2] * (m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0]))
+        return (
+            m[0, 0] * (m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1])
+            - m[0, 1] * (m[1, 0] * m[2, 2] - m[1, 2] * m[2, 0])
+            + m[0, 2] * (m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0])
+        )
 
     np.testing.assert_allclose(run_op("Det", [x]), [det3(x[0]), det3(x[1])], rtol=1e-5)
 
@@ -110,9 +115,19 @@ def test_qlinear_matmul(rng):
     b = rng.integers(0, 255, (4, 5)).astype(np.uint8)
     scales = [np.float32(0.02), np.float32(0.03), np.float32(0.5)]
     zeros = [np.uint8(120), np.uint8(130), np.uint8(7)]
-    got = run_op("QLinearMatMul", [a, np.array(scales[0]), np.array(zeros[0]), b,
-                                   np.array(scales[1]), np.array(zeros[1]),
-                                   np.array(scales[2]), np.array(zeros[2])])
+    got = run_op(
+        "QLinearMatMul",
+        [
+            a,
+            np.array(scales[0]),
+            np.array(zeros[0]),
+            b,
+            np.array(scales[1]),
+            np.array(zeros[1]),
+            np.array(scales[2]),
+            np.array(zeros[2]),
+        ],
+    )
     real_a = (a.astype(np.float64) - 120) * np.float64(scales[0])
     real_b = (b.astype(np.float64) - 130) * np.float64(scales[1])
     real = np.stack([_loop_matmul(real_a[i], real_b) for i in range(2)])
@@ -143,13 +158,19 @@ def test_import_gemm_opset_7_and_matmul(rng):
     a = rng.standard_normal((3, 4)).astype(np.float32)
     w = rng.standard_normal((5, 4)).astype(np.float32)
     model = make_model(
-        [helper.make_node("Gemm", ["a", "w", "c"], ["g"], transB=1, alpha=2.0),
-         helper.make_node("MatMul", ["g", "g2"], ["y"])],
+        [
+            helper.make_node("Gemm", ["a", "w", "c"], ["g"], transB=1, alpha=2.0),
+            helper.make_node("MatMul", ["g", "g2"], ["y"]),
+        ],
         [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [helper.make_tensor("w", TensorProto.FLOAT, [5, 4], w.ravel()),
-         helper.make_tensor("c", TensorProto.FLOAT, [1], [0.25]),
-         helper.make_tensor("g2", TensorProto.FLOAT, [5, 2], np.arange(10.0))], opset=7)
+        [
+            helper.make_tensor("w", TensorProto.FLOAT, [5, 4], w.ravel()),
+            helper.make_tensor("c", TensorProto.FLOAT, [1], [0.25]),
+            helper.make_tensor("g2", TensorProto.FLOAT, [5, 2], np.arange(10.0)),
+        ],
+        opset=7,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString(), default_dim=None)
     assert prog.get_output_shapes()[0] == TensorType(DType.f32, ("N", 2))
     (y,) = prog.compile("ref").run({"a": a})

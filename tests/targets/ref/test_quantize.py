@@ -48,8 +48,9 @@ def test_quantize_per_axis_and_blocked(x):
     np.testing.assert_array_equal(got, want)
     # blocks of 3 along axis 1 (8 = 3 + 3 + 2): scale shape [3, ceil(8 / 3)]
     block_scale = np.random.default_rng(42).uniform(0.05, 0.5, (3, 3)).astype(np.float32)
-    got = run_op("QuantizeLinear", [x, block_scale, np.zeros((3, 3), np.int8)], axis=1,
-                 block_size=3)
+    got = run_op(
+        "QuantizeLinear", [x, block_scale, np.zeros((3, 3), np.int8)], axis=1, block_size=3
+    )
     per_element = np.repeat(block_scale, 3, axis=1)[:, :8]
     np.testing.assert_array_equal(got, np.clip(_round_half_even(x / per_element), -128, 127))
     back = run_op("DequantizeLinear", [got, block_scale, None], axis=1, block_size=3)
@@ -59,15 +60,18 @@ def test_quantize_per_axis_and_blocked(x):
 def test_quantize_to_4_bit_and_float8(x):
     got = run_op("QuantizeLinear", [x, np.array(0.5, np.float32), np.array(1, ml_dtypes.int4)])
     assert got.dtype == ml_dtypes.int4
-    np.testing.assert_array_equal(got.astype(np.int32),
-                                  np.clip(_round_half_even(x / 0.5) + 1, -8, 7))
+    np.testing.assert_array_equal(
+        got.astype(np.int32), np.clip(_round_half_even(x / 0.5) + 1, -8, 7)
+    )
     big = np.array([1.0, 500.0, -1e6, np.nan], np.float32)
-    f8 = run_op("QuantizeLinear", [big, np.array(1.0, np.float32),
-                                   np.zeros((), ml_dtypes.float8_e4m3fn)])
+    f8 = run_op(
+        "QuantizeLinear", [big, np.array(1.0, np.float32), np.zeros((), ml_dtypes.float8_e4m3fn)]
+    )
     np.testing.assert_array_equal(f8.astype(np.float32)[:3], [1.0, 448.0, -448.0])
     assert np.isnan(f8.astype(np.float32)[3])
-    f8 = run_op("QuantizeLinear", [big, np.array(1.0, np.float32)], saturate=0,
-                output_dtype=DType.f8e5m2)
+    f8 = run_op(
+        "QuantizeLinear", [big, np.array(1.0, np.float32)], saturate=0, output_dtype=DType.f8e5m2
+    )
     assert f8.dtype == ml_dtypes.float8_e5m2 and np.isinf(f8.astype(np.float32)[2])
 
 
@@ -105,31 +109,41 @@ def test_inference():
     assert q.type == TensorType(DType.i4, ("N", 4))
     assert g.add("DequantizeLinear", q, scale).type == TensorType(DType.bf16, ("N", 4))
     assert g.add("DequantizeLinear", q, scale, output_dtype=DType.f32).type.dtype is DType.f32
-    y, s, z = g.add_node("DynamicQuantizeLinear", [g.add_input("f", TensorType(DType.f32, None))],
-                         {}, 3).outputs
-    assert (y.type.dims, s.type, z.type) == (None, TensorType(DType.f32, ()),
-                                             TensorType(DType.u8, ()))
+    y, s, z = g.add_node(
+        "DynamicQuantizeLinear", [g.add_input("f", TensorType(DType.f32, None))], {}, 3
+    ).outputs
+    assert (y.type.dims, s.type, z.type) == (
+        None,
+        TensorType(DType.f32, ()),
+        TensorType(DType.u8, ()),
+    )
 
 
 def test_import_maps_output_dtype_codes_and_opset_10_form(x):
     model = make_model(
-        [helper.make_node("QuantizeLinear", ["x", "s"], ["q"],
-                          output_dtype=TensorProto.INT8),
-         helper.make_node("DequantizeLinear", ["q", "s"], ["y"])],
+        [
+            helper.make_node("QuantizeLinear", ["x", "s"], ["q"], output_dtype=TensorProto.INT8),
+            helper.make_node("DequantizeLinear", ["q", "s"], ["y"]),
+        ],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [helper.make_tensor("s", TensorProto.FLOAT, [], [0.05])], opset=21)
+        [helper.make_tensor("s", TensorProto.FLOAT, [], [0.05])],
+        opset=21,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     quantize = next(n for n in prog.graph.nodes if n.op == "QuantizeLinear")
     assert quantize.attrs["output_dtype"] is DType.i8
     (y,) = prog.compile("ref").run({"x": x})
-    np.testing.assert_allclose(y, np.clip(_round_half_even(x / 0.05), -128, 127) * 0.05,
-                               rtol=1e-6)
+    np.testing.assert_allclose(y, np.clip(_round_half_even(x / 0.05), -128, 127) * 0.05, rtol=1e-6)
     old = make_model(
         [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"])],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])],
         [helper.make_tensor_value_info("q", TensorProto.UINT8, None)],
-        [helper.make_tensor("s", TensorProto.FLOAT, [], [0.05]),
-         helper.make_tensor("z", TensorProto.UINT8, [], [128])], opset=10)
+        [
+            helper.make_tensor("s", TensorProto.FLOAT, [], [0.05]),
+            helper.make_tensor("z", TensorProto.UINT8, [], [128]),
+        ],
+        opset=10,
+    )
     (q,) = graphkiln.parse_onnx_buffer(old.SerializeToString()).compile("ref").run({"x": x})
     np.testing.assert_array_equal(q, np.clip(_round_half_even(x / np.float32(0.05)) + 128, 0, 255))

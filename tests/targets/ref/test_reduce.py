@@ -26,17 +26,29 @@ def _expected(op, x, axes, keep):
         "ReduceMin": lambda: np.amin(x64, axis=axes, keepdims=keep),
         "ReduceProd": lambda: np.prod(x64, axis=axes, keepdims=keep),
         "ReduceL1": lambda: np.sum(np.abs(x64), axis=axes, keepdims=keep),
-        "ReduceL2": lambda: np.sqrt(np.sum(x64 ** 2, axis=axes, keepdims=keep)),
+        "ReduceL2": lambda: np.sqrt(np.sum(x64**2, axis=axes, keepdims=keep)),
         "ReduceLogSum": lambda: np.log(np.sum(x64, axis=axes, keepdims=keep)),
         "ReduceLogSumExp": lambda: np.log(np.sum(np.exp(x64), axis=axes, keepdims=keep)),
-        "ReduceSumSquare": lambda: np.sum(x64 ** 2, axis=axes, keepdims=keep),
+        "ReduceSumSquare": lambda: np.sum(x64**2, axis=axes, keepdims=keep),
     }
     return plain[op]()
 
 
-@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-                                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-                                "ReduceLogSumExp", "ReduceSumSquare"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "ReduceSum",
+        "ReduceMean",
+        "ReduceMax",
+        "ReduceMin",
+        "ReduceProd",
+        "ReduceL1",
+        "ReduceL2",
+        "ReduceLogSum",
+        "ReduceLogSumExp",
+        "ReduceSumSquare",
+    ],
+)
 def test_reductions_match_numpy(op, x):
     signed = x - 1.2  # L1 / max / min see negative values too
     data = x if op in ("ReduceLogSum", "ReduceProd") else signed
@@ -45,23 +57,32 @@ def test_reductions_match_numpy(op, x):
         want = _expected(op, data, axes or None, bool(keep))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     # no axes input: every axis
-    np.testing.assert_allclose(run_op(op, [data], keepdims=0), _expected(op, data, None, False),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        run_op(op, [data], keepdims=0), _expected(op, data, None, False), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_noop_with_empty_axes_still_applies_the_elementwise_part(x):
     np.testing.assert_allclose(run_op("ReduceSumSquare", [x], noop_with_empty_axes=1), x * x)
-    np.testing.assert_allclose(run_op("ReduceLogSum", [x, i64()], consts=[1],
-                                      noop_with_empty_axes=1), np.log(x), rtol=1e-6)
+    np.testing.assert_allclose(
+        run_op("ReduceLogSum", [x, i64()], consts=[1], noop_with_empty_axes=1), np.log(x), rtol=1e-6
+    )
     np.testing.assert_array_equal(run_op("ReduceMax", [x], noop_with_empty_axes=1), x)
 
 
 def test_empty_reductions_give_the_identity():
     empty = np.zeros((2, 0, 3), np.float32)
     axes = i64(1)
-    identities = {"ReduceSum": 0.0, "ReduceProd": 1.0, "ReduceMax": -np.inf,
-                  "ReduceMin": np.inf, "ReduceL2": 0.0, "ReduceLogSum": -np.inf,
-                  "ReduceLogSumExp": -np.inf, "ReduceSumSquare": 0.0}
+    identities = {
+        "ReduceSum": 0.0,
+        "ReduceProd": 1.0,
+        "ReduceMax": -np.inf,
+        "ReduceMin": np.inf,
+        "ReduceL2": 0.0,
+        "ReduceLogSum": -np.inf,
+        "ReduceLogSumExp": -np.inf,
+        "ReduceSumSquare": 0.0,
+    }
     for op, identity in identities.items():
         got = run_op(op, [empty, axes], consts=[1], keepdims=0)
         np.testing.assert_array_equal(got, np.full((2, 3), identity, np.float32), err_msg=op)
@@ -84,11 +105,13 @@ def test_integer_and_half_reductions_keep_their_dtype():
 def test_arg_reductions_pick_first_or_last_tie():
     data = np.array([[1, 5, 5, 0], [7, 2, 7, 7]], dtype=np.float32)
     np.testing.assert_array_equal(run_op("ArgMax", [data], axis=1), [[1], [0]])
-    np.testing.assert_array_equal(run_op("ArgMax", [data], axis=1, keepdims=0,
-                                         select_last_index=1), [2, 3])
+    np.testing.assert_array_equal(
+        run_op("ArgMax", [data], axis=1, keepdims=0, select_last_index=1), [2, 3]
+    )
     np.testing.assert_array_equal(run_op("ArgMin", [data], axis=0, keepdims=0), [0, 1, 0, 0])
-    np.testing.assert_array_equal(run_op("ArgMin", [data], axis=-1, select_last_index=1),
-                                  [[3], [1]])
+    np.testing.assert_array_equal(
+        run_op("ArgMin", [data], axis=-1, select_last_index=1), [[3], [1]]
+    )
 
 
 def _cumulative(x, axis, exclusive, reverse, combine, identity):
@@ -113,8 +136,9 @@ def test_cumsum_and_cumprod(exclusive, reverse, x):
     got = run_op("CumSum", [ints, i64(1)], exclusive=exclusive, reverse=reverse)
     np.testing.assert_array_equal(got, _cumulative(ints, 1, exclusive, reverse, np.add, 0))
     got = run_op("CumProd", [x, np.array(-2, np.int32)], exclusive=exclusive, reverse=reverse)
-    np.testing.assert_allclose(got, _cumulative(x, 1, exclusive, reverse, np.multiply, 1),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        got, _cumulative(x, 1, exclusive, reverse, np.multiply, 1), rtol=1e-6
+    )
 
 
 def test_topk_is_stable_on_ties():
@@ -151,12 +175,18 @@ def test_inference_with_symbols_unknown_rank_and_runtime_axes():
 
 def test_import_moves_old_attributes_to_inputs(x):
     model = make_model(
-        [helper.make_node("ReduceMean", ["x"], ["m"], axes=[0, 2], keepdims=0),
-         helper.make_node("TopK", ["x"], ["v", "i"], k=2, axis=1)],
+        [
+            helper.make_node("ReduceMean", ["x"], ["m"], axes=[0, 2], keepdims=0),
+            helper.make_node("TopK", ["x"], ["v", "i"], k=2, axis=1),
+        ],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])],
-        [helper.make_tensor_value_info("m", TensorProto.FLOAT, None),
-         helper.make_tensor_value_info("v", TensorProto.FLOAT, None),
-         helper.make_tensor_value_info("i", TensorProto.INT64, None)], opset=9)
+        [
+            helper.make_tensor_value_info("m", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("v", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("i", TensorProto.INT64, None),
+        ],
+        opset=9,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     assert [n.op for n in prog.graph.nodes if n.op != "Constant"] == ["ReduceMean", "TopK"]
     assert prog.get_output_shapes()[0] == TensorType(DType.f32, (4,))

@@ -61,7 +61,7 @@ def test_split_to_sequence_and_concat_back(rng, split, keepdims):
     assert back.type.rank == 3 and back.type.dims[0] == 3
     parts, y = run_graph(g, {"x": x})
     if split is None:
-        want = [x[:, i:i + 1] if keepdims else x[:, i] for i in range(5)]
+        want = [x[:, i : i + 1] if keepdims else x[:, i] for i in range(5)]
     elif split == 2:
         want = [x[:, 0:2], x[:, 2:4], x[:, 4:5]]
     else:
@@ -93,8 +93,13 @@ def test_optional_ops():
     empty = g.add("Optional", type="seq<f32[*]>")
     assert full.type == OptionalType(TensorType(DType.i64, (2,)))
     assert empty.type == OptionalType(SequenceType(TensorType(DType.f32, None)))
-    g.outputs = [g.add("OptionalHasElement", full), g.add("OptionalHasElement", empty),
-                 g.add("OptionalGetElement", full), empty, g.add("OptionalHasElement")]
+    g.outputs = [
+        g.add("OptionalHasElement", full),
+        g.add("OptionalHasElement", empty),
+        g.add("OptionalGetElement", full),
+        empty,
+        g.add("OptionalHasElement"),
+    ]
     has_full, has_empty, got, empty_value, has_nothing = run_graph(g, {"x": np.array([4, -9])})
     assert has_full.dtype == np.bool_ and has_full and not has_empty and not has_nothing
     np.testing.assert_array_equal(got, [4, -9])
@@ -105,22 +110,37 @@ def test_importer_sequence_empty_dtype_optional_type_and_sequence_map(rng):
     """SequenceEmpty's ONNX dtype code, Optional's type_proto and a SequenceMap body."""
     body = helper.make_graph(
         [helper.make_node("Add", ["a", "b"], ["c"]), helper.make_node("Add", ["c", "t"], ["d"])],
-        "body", [helper.make_tensor_value_info("a", I32, ["n"]),
-                 helper.make_tensor_value_info("b", I32, ["n"]),
-                 helper.make_tensor_value_info("t", I32, [1])],
-        [helper.make_tensor_value_info("d", I32, ["n"])])
+        "body",
+        [
+            helper.make_tensor_value_info("a", I32, ["n"]),
+            helper.make_tensor_value_info("b", I32, ["n"]),
+            helper.make_tensor_value_info("t", I32, [1]),
+        ],
+        [helper.make_tensor_value_info("d", I32, ["n"])],
+    )
     seq_type = helper.make_sequence_type_proto(helper.make_tensor_type_proto(I32, None))
-    nodes = [helper.make_node("SequenceEmpty", [], ["empty"], dtype=I32),
-             helper.make_node("SequenceInsert", ["empty", "t"], ["one"]),
-             helper.make_node("SequenceMap", ["xs", "ys", "t"], ["sums"], body=body),
-             helper.make_node("Optional", [], ["none"], type=seq_type),
-             helper.make_node("OptionalHasElement", ["none"], ["has"])]
+    nodes = [
+        helper.make_node("SequenceEmpty", [], ["empty"], dtype=I32),
+        helper.make_node("SequenceInsert", ["empty", "t"], ["one"]),
+        helper.make_node("SequenceMap", ["xs", "ys", "t"], ["sums"], body=body),
+        helper.make_node("Optional", [], ["none"], type=seq_type),
+        helper.make_node("OptionalHasElement", ["none"], ["has"]),
+    ]
     seq_info = helper.make_tensor_sequence_value_info
     model = make_model(
-        nodes, [seq_info("xs", I32, None), seq_info("ys", I32, None),
-                helper.make_tensor_value_info("t", I32, [1])],
-        [seq_info("one", I32, None), seq_info("sums", I32, None),
-         helper.make_tensor_value_info("has", TensorProto.BOOL, [])], opset=18)
+        nodes,
+        [
+            seq_info("xs", I32, None),
+            seq_info("ys", I32, None),
+            helper.make_tensor_value_info("t", I32, [1]),
+        ],
+        [
+            seq_info("one", I32, None),
+            seq_info("sums", I32, None),
+            helper.make_tensor_value_info("has", TensorProto.BOOL, []),
+        ],
+        opset=18,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString()).compile("ref")
     assert prog.get_output_shapes()[0] == SequenceType(TensorType(DType.i32, None))
     xs = [rng.integers(-9, 9, n).astype(np.int32) for n in (2, 5, 1)]

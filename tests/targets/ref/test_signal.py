@@ -45,15 +45,20 @@ def test_dft_onesided_real_and_inverse():
     np.testing.assert_allclose(back, x, rtol=1e-4, atol=1e-5)
     full = run_op("DFT", [as_pairs(expected).astype(np.float64)], inverse=1)
     assert full.dtype == np.float64 and full.shape == (3, 5, 2)
-    np.testing.assert_allclose(full, as_pairs(
-        np.einsum("kt,bt->bk", dft_matrix(5, 5, inverse=True), expected)), atol=1e-10)
+    np.testing.assert_allclose(
+        full, as_pairs(np.einsum("kt,bt->bk", dft_matrix(5, 5, inverse=True), expected)), atol=1e-10
+    )
 
 
 def test_dft_opset17_axis_attribute_imports_as_input():
     x = random_array((2, 3, 4, 1), 3)
     node = helper.make_node("DFT", ["x"], ["y"], axis=2)
-    model = make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
-                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], opset=17)
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        opset=17,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     dft = [n for n in prog.graph.nodes if n.op == "DFT"][0]
     assert len(dft.inputs) == 3 and int(dft.inputs[2].constant) == 2
@@ -70,26 +75,28 @@ def test_stft_with_window():
     frames = (20 - 6) // 4 + 1
     assert y.shape == (2, frames, 4, 2) and t.dims == (2, frames, 4, 2)
     for f in range(frames):
-        chunk = signal[:, 4 * f: 4 * f + 6, 0].astype(np.float64) * window
+        chunk = signal[:, 4 * f : 4 * f + 6, 0].astype(np.float64) * window
         expected = np.einsum("kt,bt->bk", dft_matrix(4, 6), chunk)
         np.testing.assert_allclose(y[:, f], as_pairs(expected), rtol=1e-4, atol=1e-5)
 
 
 def test_stft_two_sided_without_window():
     signal = random_array((1, 9, 2), 5)
-    y = run_op("STFT", [signal, np.array(3, np.int64), None, np.array(4, np.int64)],
-               onesided=0)
+    y = run_op("STFT", [signal, np.array(3, np.int64), None, np.array(4, np.int64)], onesided=0)
     z = signal[0, :, 0] + 1j * signal[0, :, 1]
     for f in range(2):
-        expected = dft_matrix(4, 4) @ z[3 * f: 3 * f + 4]
+        expected = dft_matrix(4, 4) @ z[3 * f : 3 * f + 4]
         np.testing.assert_allclose(y[0, f], as_pairs(expected), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("op, coefficients", [
-    ("HannWindow", (0.5, -0.5)),
-    ("HammingWindow", (25 / 46, -21 / 46)),
-    ("BlackmanWindow", (0.42, -0.5, 0.08)),
-])
+@pytest.mark.parametrize(
+    "op, coefficients",
+    [
+        ("HannWindow", (0.5, -0.5)),
+        ("HammingWindow", (25 / 46, -21 / 46)),
+        ("BlackmanWindow", (0.42, -0.5, 0.08)),
+    ],
+)
 @pytest.mark.parametrize("periodic", [0, 1])
 def test_windows(op, coefficients, periodic):
     size = 10
@@ -102,10 +109,15 @@ def test_windows(op, coefficients, periodic):
 
 
 def test_window_output_datatype_code_is_converted():
-    node = helper.make_node("HannWindow", ["n"], ["y"], output_datatype=TensorProto.DOUBLE,
-                            periodic=0)
-    model = make_model([node], [helper.make_tensor_value_info("n", TensorProto.INT64, [])],
-                       [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)], opset=17)
+    node = helper.make_node(
+        "HannWindow", ["n"], ["y"], output_datatype=TensorProto.DOUBLE, periodic=0
+    )
+    model = make_model(
+        [node],
+        [helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)],
+        opset=17,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     (y,) = prog.compile("ref").run({"n": np.array(5, np.int64)})
     assert y.dtype == np.float64
@@ -113,8 +125,9 @@ def test_window_output_datatype_code_is_converted():
 
 
 def test_mel_weight_matrix_triangles():
-    args = [np.array(v, np.int64) for v in (6, 64, 16000)] + \
-        [np.array(v, np.float32) for v in (100.0, 6000.0)]
+    args = [np.array(v, np.int64) for v in (6, 64, 16000)] + [
+        np.array(v, np.float32) for v in (100.0, 6000.0)
+    ]
     y, t = run_op_typed("MelWeightMatrix", args, consts=(0, 1))
     assert y.shape == (33, 6) and t.dims == (33, 6)
     assert np.all(y >= 0) and np.allclose(y.max(axis=0), 1.0)
@@ -122,8 +135,8 @@ def test_mel_weight_matrix_triangles():
     for band in y.T:
         nonzero = np.flatnonzero(band)
         peak = np.argmax(band)
-        assert np.all(np.diff(band[nonzero[0]: peak + 1]) >= 0)
-        assert np.all(np.diff(band[peak: nonzero[-1] + 1]) <= 0)
+        assert np.all(np.diff(band[nonzero[0] : peak + 1]) >= 0)
+        assert np.all(np.diff(band[peak : nonzero[-1] + 1]) <= 0)
     # the peaks move up the spectrum, spaced evenly in mel
     peaks = np.argmax(y, axis=0)
     assert np.all(np.diff(peaks) > 0)

@@ -31,21 +31,26 @@ def _softmax_along(x, axis):
 
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_softmax_log_softmax_hardmax(axis, x):
-    np.testing.assert_allclose(run_op("Softmax", [x], axis=axis), _softmax_along(x, axis),
-                               rtol=1e-5)
-    np.testing.assert_allclose(run_op("LogSoftmax", [x], axis=axis),
-                               np.log(_softmax_along(x, axis)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        run_op("Softmax", [x], axis=axis), _softmax_along(x, axis), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        run_op("LogSoftmax", [x], axis=axis), np.log(_softmax_along(x, axis)), rtol=1e-5, atol=1e-6
+    )
     hard = run_op("Hardmax", [x], axis=axis)
     assert hard.sum() == x.size // x.shape[axis]
-    assert (np.take_along_axis(x, np.expand_dims(np.argmax(x, axis=axis), axis), axis)
-            == np.max(x, axis=axis, keepdims=True)).all()
+    assert (
+        np.take_along_axis(x, np.expand_dims(np.argmax(x, axis=axis), axis), axis)
+        == np.max(x, axis=axis, keepdims=True)
+    ).all()
     assert ((hard == 1) == (x == np.max(x, axis=axis, keepdims=True))).all()
 
 
 def test_softmax_is_stable_and_half_keeps_dtype():
     big = np.array([[1000.0, 1001.0, -np.inf]], np.float32)
-    np.testing.assert_allclose(run_op("Softmax", [big]), [[1 / (1 + np.e), np.e / (1 + np.e), 0]],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        run_op("Softmax", [big]), [[1 / (1 + np.e), np.e / (1 + np.e), 0]], rtol=1e-6
+    )
     half = np.random.default_rng(32).standard_normal((3, 50)).astype(np.float16)
     got = run_op("Softmax", [half])
     assert got.dtype == np.float16
@@ -81,11 +86,20 @@ def test_nll_and_cross_entropy(reduction, weighted):
     weight = rng.uniform(0.5, 2, 5).astype(np.float32) if weighted else None
     log_p = np.log(_softmax_along(scores, 1))
     want = _nll(log_p, target, weight, -100, reduction)
-    got = run_op("NegativeLogLikelihoodLoss", [log_p.astype(np.float32), target, weight],
-                 reduction=reduction, ignore_index=-100)
+    got = run_op(
+        "NegativeLogLikelihoodLoss",
+        [log_p.astype(np.float32), target, weight],
+        reduction=reduction,
+        ignore_index=-100,
+    )
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    loss, log_prob = run_op("SoftmaxCrossEntropyLoss", [scores, target, weight], num_outputs=2,
-                            reduction=reduction, ignore_index=-100)
+    loss, log_prob = run_op(
+        "SoftmaxCrossEntropyLoss",
+        [scores, target, weight],
+        num_outputs=2,
+        reduction=reduction,
+        ignore_index=-100,
+    )
     np.testing.assert_allclose(loss, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(log_prob, log_p, rtol=1e-5, atol=1e-6)
 
@@ -94,8 +108,9 @@ def test_loss_inference():
     g = Graph()
     scores = g.add_input("s", TensorType(DType.f16, ("N", 10, "D")))
     labels = g.add_input("l", TensorType(DType.i32, ("N", "D")))
-    loss, log_prob = g.add_node("SoftmaxCrossEntropyLoss", [scores, labels],
-                                {"reduction": "none"}, 2).outputs
+    loss, log_prob = g.add_node(
+        "SoftmaxCrossEntropyLoss", [scores, labels], {"reduction": "none"}, 2
+    ).outputs
     assert loss.type == TensorType(DType.f16, ("N", "D"))
     assert log_prob.type == scores.type
     assert g.add("NegativeLogLikelihoodLoss", scores, labels).type == TensorType(DType.f16, ())
@@ -105,8 +120,12 @@ def test_loss_inference():
 
 def _old_softmax_model(op, dims, axis):
     node = helper.make_node(op, ["x"], ["y"], **({} if axis is None else {"axis": axis}))
-    return make_model([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
-                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], opset=11)
+    return make_model(
+        [node],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        opset=11,
+    )
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
@@ -119,8 +138,9 @@ def test_import_opset_11_flattens_at_axis(op, x):
         want = _softmax_along(flat, 1)
         want = np.log(want) if op == "LogSoftmax" else want
     for dims in ([2, 3, 4], ["N", 3, 4]):  # static: Reshapes; symbolic: Flatten + Shape
-        prog = graphkiln.parse_onnx_buffer(_old_softmax_model(op, dims, None).SerializeToString(),
-                                           default_dim=None)
+        prog = graphkiln.parse_onnx_buffer(
+            _old_softmax_model(op, dims, None).SerializeToString(), default_dim=None
+        )
         assert op in [n.op for n in prog.graph.nodes]
         (y,) = prog.compile("ref").run({"x": x})
         np.testing.assert_allclose(y, want.reshape(x.shape), rtol=1e-5, atol=1e-6)
@@ -129,7 +149,8 @@ def test_import_opset_11_flattens_at_axis(op, x):
 def test_import_opset_11_single_wide_axis_needs_no_reshape():
     x = np.random.default_rng(34).standard_normal((2, 6, 1, 1)).astype(np.float32)
     prog = graphkiln.parse_onnx_buffer(
-        _old_softmax_model("Softmax", [2, 6, 1, 1], 1).SerializeToString())
+        _old_softmax_model("Softmax", [2, 6, 1, 1], 1).SerializeToString()
+    )
     (node,) = [n for n in prog.graph.nodes]
     assert node.op == "Softmax" and node.attrs["axis"] == 1
     (y,) = prog.compile("ref").run({"x": x})

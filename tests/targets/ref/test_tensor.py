@@ -71,8 +71,11 @@ def test_pad_modes(x, mode):
     value = np.array(1.5, np.float32)
     y = run_op("Pad", [x, pads, value], consts=[1], mode=mode)
     widths = [(1, 0), (0, 2), (2, 1)]
-    want = (np.pad(x, widths, constant_values=1.5) if mode == "constant"
-            else np.pad(x, widths, mode=mode))
+    want = (
+        np.pad(x, widths, constant_values=1.5)
+        if mode == "constant"
+        else np.pad(x, widths, mode=mode)
+    )
     np.testing.assert_array_equal(y, want)
 
 
@@ -131,9 +134,12 @@ def test_old_opset_forms_are_upgraded():
         helper.make_node("Unsqueeze", ["b"], ["u"], axes=[0]),
         helper.make_node("Dropout", ["p"], ["d", "m"], ratio=0.2),
     ]
-    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, 6])],
-                       [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
-                        for n in ("d", "u", "m")], opset=9)
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, 6])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("d", "u", "m")],
+        opset=9,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString())
     d, u, m = prog.compile("ref").run({"x": x})
     np.testing.assert_array_equal(d, np.pad(x[:, 0, :2], [(0, 0), (1, 0)], constant_values=5))

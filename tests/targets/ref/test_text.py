@@ -22,13 +22,19 @@ def words(rng, shape):
 
 def test_string_normalizer_stopwords_and_case(rng):
     x = words(rng, (1, 12))
-    y, t = run_op_typed("StringNormalizer", [x], stopwords=("banana", "FIG"),
-                        case_change_action="LOWER")
+    y, t = run_op_typed(
+        "StringNormalizer", [x], stopwords=("banana", "FIG"), case_change_action="LOWER"
+    )
     assert t.dtype == DType.str and t.rank == 2 and t.dims[0] == 1
     want = [w.lower() for w in x[0] if w.lower() not in ("banana", "fig")]
     assert y.shape == (1, len(want)) and y[0].tolist() == want
-    y = run_op("StringNormalizer", [x[0]], stopwords=("Banana",), is_case_sensitive=1,
-               case_change_action="UPPER")
+    y = run_op(
+        "StringNormalizer",
+        [x[0]],
+        stopwords=("Banana",),
+        is_case_sensitive=1,
+        case_change_action="UPPER",
+    )
     assert y.tolist() == [w.upper() for w in x[0] if w != "Banana"]
     y = run_op("StringNormalizer", [np.array(["fig", "Fig"], object)], stopwords=("fig",))
     assert y.tolist() == [""]  # all dropped: one empty string
@@ -38,8 +44,9 @@ def test_string_split_delimiter_maxsplit_and_whitespace(rng):
     pieces = words(rng, (2, 3, 4))
     joined = np.array([["-".join(p) for p in row] for row in pieces], dtype=object)
     joined[1, 2] = "a--b"
-    (y, z), (ty, tz) = run_op_typed("StringSplit", [joined], num_outputs=2, delimiter="-",
-                                    maxsplit=2)
+    (y, z), (ty, tz) = run_op_typed(
+        "StringSplit", [joined], num_outputs=2, delimiter="-", maxsplit=2
+    )
     assert ty.dtype == DType.str and ty.rank == 3 and tz == TensorType(DType.i64, (2, 3))
     assert y.shape == (2, 3, 3)
     for i, j in itertools.product(range(2), range(3)):
@@ -73,8 +80,11 @@ def count_ngrams(row, gram, max_skip):
     """How often `gram` occurs in `row` with its tokens `skip + 1` apart, for every skip."""
     n = len(gram)
     skips = range(max_skip + 1) if n > 1 else [0]
-    return sum(all(row[start + t * (s + 1)] == gram[t] for t in range(n))
-               for s in skips for start in range(len(row) - (n - 1) * (s + 1)))
+    return sum(
+        all(row[start + t * (s + 1)] == gram[t] for t in range(n))
+        for s in skips
+        for start in range(len(row) - (n - 1) * (s + 1))
+    )
 
 
 @pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
@@ -88,9 +98,15 @@ def test_tfidf_vectorizer(rng, mode, strings):
     indexes = [6, 0, 2, 1, 5, 3, 4]
     weights = rng.uniform(0.5, 2.0, len(grams)).round(3)
     x = rng.integers(0, 9, (3, 11))
-    attrs = dict(min_gram_length=1, max_gram_length=3, max_skip_count=2, mode=mode,
-                 ngram_counts=(0, 3, 9), ngram_indexes=tuple(indexes),
-                 weights=tuple(weights.tolist()))
+    attrs = dict(
+        min_gram_length=1,
+        max_gram_length=3,
+        max_skip_count=2,
+        mode=mode,
+        ngram_counts=(0, 3, 9),
+        ngram_indexes=tuple(indexes),
+        weights=tuple(weights.tolist()),
+    )
     if strings:
         x = np.array([[f"t{v}" for v in row] for row in x], dtype=object)
         attrs["pool_strings"] = tuple(f"t{v}" for v in pool)
@@ -111,13 +127,29 @@ def test_tfidf_vectorizer(rng, mode, strings):
 
 
 def test_importer_text_ops():
-    nodes = [helper.make_node("StringNormalizer", ["x"], ["n"], case_change_action="UPPER",
-                              stopwords=["b"]),
-             helper.make_node("TfIdfVectorizer", ["n"], ["v"], min_gram_length=1,
-                              max_gram_length=1, max_skip_count=0, mode="TF",
-                              ngram_counts=[0], ngram_indexes=[1, 0], pool_strings=["A", "C"])]
-    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.STRING, [4])],
-                       [helper.make_tensor_value_info("v", TensorProto.FLOAT, None)], opset=10)
+    nodes = [
+        helper.make_node(
+            "StringNormalizer", ["x"], ["n"], case_change_action="UPPER", stopwords=["b"]
+        ),
+        helper.make_node(
+            "TfIdfVectorizer",
+            ["n"],
+            ["v"],
+            min_gram_length=1,
+            max_gram_length=1,
+            max_skip_count=0,
+            mode="TF",
+            ngram_counts=[0],
+            ngram_indexes=[1, 0],
+            pool_strings=["A", "C"],
+        ),
+    ]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [4])],
+        [helper.make_tensor_value_info("v", TensorProto.FLOAT, None)],
+        opset=10,
+    )
     prog = graphkiln.parse_onnx_buffer(model.SerializeToString()).compile("ref")
     assert prog.get_output_shapes() == [TensorType(DType.f32, (2,))]
     (v,) = prog.run({"x": np.array(["a", "b", "c", "a"], dtype=object)})

@@ -9,13 +9,16 @@ from .importer import MAX_OPSET, MIN_OPSET, import_model, model_from_bytes, read
 from .ops_table import supported_ops
 
 
-def graph_from_file(path, input_shapes: dict | None = None, default_dim: int | None = None) -> Graph:
+def graph_from_file(
+    path, input_shapes: dict | None = None, default_dim: int | None = None
+) -> Graph:
     model, _ = read_model_file(path)
     return import_model(model, input_shapes, default_dim)
 
 
-def graph_from_bytes(data: bytes, input_shapes: dict | None = None,
-                     default_dim: int | None = None) -> Graph:
+def graph_from_bytes(
+    data: bytes, input_shapes: dict | None = None, default_dim: int | None = None
+) -> Graph:
     """Import a serialized model. External data is refused: there is no folder to read from."""
     return import_model(model_from_bytes(data), input_shapes, default_dim)
 

@@ -20,8 +20,16 @@ class ImportContext:
     with `ctx.emit` / `ctx.constant`.
     """
 
-    def __init__(self, graph: Graph, op_type: str, name: str, opset: int,
-                 inputs: list[Value | None], attrs: dict[str, Any], output_names: list[str | None]):
+    def __init__(
+        self,
+        graph: Graph,
+        op_type: str,
+        name: str,
+        opset: int,
+        inputs: list[Value | None],
+        attrs: dict[str, Any],
+        output_names: list[str | None],
+    ):
         self.graph = graph
         self.op_type = op_type
         self.name = name
@@ -37,8 +45,13 @@ class ImportContext:
         v = self.input(i)
         return None if v is None else v.constant
 
-    def emit(self, op: str | None = None, inputs: list[Value | None] | None = None,
-             attrs: dict | None = None, num_outputs: int | None = None) -> list[Value | None]:
+    def emit(
+        self,
+        op: str | None = None,
+        inputs: list[Value | None] | None = None,
+        attrs: dict | None = None,
+        num_outputs: int | None = None,
+    ) -> list[Value | None]:
         """Add one IR node. Defaults: same op name, the node's inputs, its attributes and
         as many outputs as the ONNX node has (named after them)."""
         if op is None:
@@ -56,9 +69,13 @@ class ImportContext:
 
     def add(self, op: str, *inputs: Value | None, **attrs) -> Value:
         """Add a single-output helper node (named after this ONNX node)."""
-        node = self.graph.add_node(op, list(inputs), attrs,
-                                   output_names=[f"{self.name or self.op_type.lower()}_{op.lower()}"],
-                                   name=self.name)
+        node = self.graph.add_node(
+            op,
+            list(inputs),
+            attrs,
+            output_names=[f"{self.name or self.op_type.lower()}_{op.lower()}"],
+            name=self.name,
+        )
         return node.outputs[0]
 
     def constant(self, data, dtype=None) -> Value:

@@ -21,7 +21,7 @@ def _sliced(t, axis: int):
     if not isinstance(t, TensorType) or not t.dims:
         return t
     axis %= len(t.dims)
-    return TensorType(t.dtype, t.dims[:axis] + t.dims[axis + 1:])
+    return TensorType(t.dtype, t.dims[:axis] + t.dims[axis + 1 :])
 
 
 def scan_8(ctx: ImportContext):
@@ -30,23 +30,32 @@ def scan_8(ctx: ImportContext):
     sequence_lens, states_and_inputs = ctx.input(0), list(ctx.inputs[1:])
     if sequence_lens is not None:
         raise UnsupportedOperatorError(
-            "Scan", ctx.name, "", ctx.opset,
+            "Scan",
+            ctx.name,
+            "",
+            ctx.opset,
             "opset-8 Scan with a sequence_lens input (per-row lengths) is not supported; "
-            "leave it empty or use the opset-9 form")
+            "leave it empty or use the opset-9 form",
+        )
     body: Graph = ctx.attrs["body"]
     num_scan = ctx.attrs["num_scan_inputs"]
     row = Graph("scan_batch_row", ctx.graph)
-    row_inputs = [row.add_input(f"{v.name}_row", _sliced(v.type, 0))
-                  for v in states_and_inputs]
+    row_inputs = [row.add_input(f"{v.name}_row", _sliced(v.type, 0)) for v in states_and_inputs]
     body.parent = row
     inner_attrs = {"body": body, "num_scan_inputs": num_scan}
     if ctx.attrs.get("directions"):
         inner_attrs["scan_input_directions"] = ctx.attrs["directions"]
-    inner = row.add_node("Scan", row_inputs, inner_attrs,
-                         output_names=[f"{v.name}_row" for v in body.outputs], name=ctx.name)
+    inner = row.add_node(
+        "Scan",
+        row_inputs,
+        inner_attrs,
+        output_names=[f"{v.name}_row" for v in body.outputs],
+        name=ctx.name,
+    )
     row.outputs = list(inner.outputs)
-    return ctx.emit("Scan", states_and_inputs,
-                    {"body": row, "num_scan_inputs": len(states_and_inputs)})
+    return ctx.emit(
+        "Scan", states_and_inputs, {"body": row, "num_scan_inputs": len(states_and_inputs)}
+    )
 
 
 def _type(v):
@@ -54,15 +63,17 @@ def _type(v):
 
 
 def loop_body_inputs(inputs, attrs, opset):
-    return ([TensorType(DType.i64, ()), TensorType(DType.bool, ())]
-            + [loosened(_type(v)) for v in inputs[2:]])
+    return [TensorType(DType.i64, ()), TensorType(DType.bool, ())] + [
+        loosened(_type(v)) for v in inputs[2:]
+    ]
 
 
 def scan_body_inputs(inputs, attrs, opset):
     num_scan = attrs.get("num_scan_inputs", 0)
     if not isinstance(num_scan, int) or not 0 <= num_scan <= len(inputs):
-        raise ModelError(f"Scan: num_scan_inputs={num_scan!r}, but the node has "
-                         f"{len(inputs)} inputs")
+        raise ModelError(
+            f"Scan: num_scan_inputs={num_scan!r}, but the node has {len(inputs)} inputs"
+        )
     if opset < 9:  # inputs: sequence_lens, then [batch, ...] states and [batch, seq, ...] inputs
         types = [None if v is None else _sliced(v.type, 0) for v in inputs[1:]]
         axes = (0,) * num_scan

@@ -32,8 +32,9 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_DEPTH = 32
 
 
-def function_body(node: onnx.NodeProto, opset: int,
-                  input_types: list[onnx.TypeProto]) -> tuple[onnx.FunctionProto, Any] | None:
+def function_body(
+    node: onnx.NodeProto, opset: int, input_types: list[onnx.TypeProto]
+) -> tuple[onnx.FunctionProto, Any] | None:
     """The ONNX function body defining `node` at `opset` and the op's schema, or None when
     ONNX defines no body (or, for a context-dependent body, a present input's type is
     unknown). `input_types` (one per node input, an empty TypeProto where omitted) feed
@@ -53,8 +54,8 @@ def function_body(node: onnx.NodeProto, opset: int,
         if any(name and t.WhichOneof("value") is None for name, t in zip(node.input, input_types)):
             return None
         data = schema.get_context_dependent_function_with_opset_version(
-            max(dependent), node.SerializeToString(),
-            [t.SerializeToString() for t in input_types])
+            max(dependent), node.SerializeToString(), [t.SerializeToString() for t in input_types]
+        )
     if not data:
         return None
     function = onnx.FunctionProto()
@@ -90,8 +91,14 @@ def type_proto(value_type) -> onnx.TypeProto:
     return proto
 
 
-def expand_function(importer, node: onnx.NodeProto, graph: Graph, scope: dict[str, Value],
-                    opset: int, depth: int = 0) -> bool:
+def expand_function(
+    importer,
+    node: onnx.NodeProto,
+    graph: Graph,
+    scope: dict[str, Value],
+    opset: int,
+    depth: int = 0,
+) -> bool:
     """Import `node` as its ONNX function body into `graph`, binding its outputs in `scope`.
     `opset` is the model's default-domain opset (a node of another ONNX domain, such as
     ai.onnx.preview, is looked up at the model's opset of that domain).
@@ -101,29 +108,40 @@ def expand_function(importer, node: onnx.NodeProto, graph: Graph, scope: dict[st
         opset = importer.opsets.get(node.domain)
         if opset is None:
             return False
-    types = [type_proto(scope[name].type if name in scope else None) if name else
-             onnx.TypeProto() for name in node.input]
+    types = [
+        type_proto(scope[name].type if name in scope else None) if name else onnx.TypeProto()
+        for name in node.input
+    ]
     found = function_body(node, opset, types)
     if found is None:
         return False
     function, schema = found
-    defaults = {name: a.default_value for name, a in schema.attributes.items()
-                if a.default_value.type != onnx.AttributeProto.UNDEFINED}
+    defaults = {
+        name: a.default_value
+        for name, a in schema.attributes.items()
+        if a.default_value.type != onnx.AttributeProto.UNDEFINED
+    }
     import_function_body(importer, node, function, graph, scope, defaults, depth)
     return True
 
 
-def import_function_body(importer, node: onnx.NodeProto, function: onnx.FunctionProto,
-                         graph: Graph, scope: dict[str, Value],
-                         defaults: dict[str, onnx.AttributeProto] | None = None,
-                         depth: int = 0) -> None:
+def import_function_body(
+    importer,
+    node: onnx.NodeProto,
+    function: onnx.FunctionProto,
+    graph: Graph,
+    scope: dict[str, Value],
+    defaults: dict[str, onnx.AttributeProto] | None = None,
+    depth: int = 0,
+) -> None:
     """Import `function`'s nodes in place of `node` (formal inputs bound to the node's actual
     inputs, attribute references resolved to the node's attributes, else the function's or
     `defaults`' values), then bind the node's outputs to the body's results in `scope`."""
     label = node.name or (node.output[0] if node.output else node.op_type)
     if depth > MAX_DEPTH:
-        raise ModelError(f"node {label!r} ({node.op_type}): function bodies nest deeper than "
-                         f"{MAX_DEPTH} levels")
+        raise ModelError(
+            f"node {label!r} ({node.op_type}): function bodies nest deeper than {MAX_DEPTH} levels"
+        )
     # Body names are renamed so that IR names neither collide with the model's (which would
     # rename the model's values) nor hide what they came from: the node's outputs keep the
     # model's names, every other body name becomes "<node>/<name>".
@@ -140,8 +158,10 @@ def import_function_body(importer, node: onnx.NodeProto, function: onnx.Function
         actual = node.input[i] if i < len(node.input) else ""
         if actual:
             if actual not in scope:
-                raise ModelError(f"node {label!r} ({node.op_type}) reads {actual!r}, which "
-                                 "no node, input or initializer defines")
+                raise ModelError(
+                    f"node {label!r} ({node.op_type}) reads {actual!r}, which "
+                    "no node, input or initializer defines"
+                )
             local[rename[formal]] = scope[actual]
         else:
             missing.add(formal)  # an omitted optional input: reads of it become omitted too
@@ -170,13 +190,16 @@ def import_function_body(importer, node: onnx.NodeProto, function: onnx.Function
             continue
         key = rename.get(formal, formal)
         if key not in local:
-            raise ModelError(f"node {label!r} ({node.op_type}): its function body does not "
-                             f"produce output {formal!r}")
+            raise ModelError(
+                f"node {label!r} ({node.op_type}): its function body does not "
+                f"produce output {formal!r}"
+            )
         scope[actual] = local[key]
 
 
-def _import_body_node(importer, node: onnx.NodeProto, graph: Graph, local: dict[str, Value],
-                      depth: int) -> None:
+def _import_body_node(
+    importer, node: onnx.NodeProto, graph: Graph, local: dict[str, Value], depth: int
+) -> None:
     """A body node goes through the importer; one that is itself a function without a
     converter expands here too, so nesting is bounded by `depth`."""
     opset = importer.opsets.get("", importer.opsets.get("ai.onnx"))
@@ -192,8 +215,12 @@ def _copy(node: onnx.NodeProto) -> onnx.NodeProto:
     return out
 
 
-def _resolve(node: onnx.NodeProto, attrs: dict[str, onnx.AttributeProto], missing: set[str],
-             rename: dict[str, str]) -> onnx.NodeProto:
+def _resolve(
+    node: onnx.NodeProto,
+    attrs: dict[str, onnx.AttributeProto],
+    missing: set[str],
+    rename: dict[str, str],
+) -> onnx.NodeProto:
     """A copy of a body node with `ref_attr_name` attributes replaced by the referenced value
     (dropped when it has none), reads of omitted formal inputs emptied and body values
     renamed by `rename`; subgraphs (which may read body values) too."""
@@ -223,11 +250,18 @@ def _resolve(node: onnx.NodeProto, attrs: dict[str, onnx.AttributeProto], missin
     return out
 
 
-def _resolve_graph(graph: onnx.GraphProto, attrs: dict[str, onnx.AttributeProto],
-                   missing: set[str], rename: dict[str, str]) -> None:
+def _resolve_graph(
+    graph: onnx.GraphProto,
+    attrs: dict[str, onnx.AttributeProto],
+    missing: set[str],
+    rename: dict[str, str],
+) -> None:
     # names a subgraph defines shadow the body's names of the same spelling
-    shadow = ({v.name for v in graph.input} | {t.name for t in graph.initializer}
-              | {o for n in graph.node for o in n.output})
+    shadow = (
+        {v.name for v in graph.input}
+        | {t.name for t in graph.initializer}
+        | {o for n in graph.node for o in n.output}
+    )
     inner_rename = {k: v for k, v in rename.items() if k not in shadow}
     resolved = [_resolve(n, attrs, missing - shadow, inner_rename) for n in graph.node]
     del graph.node[:]

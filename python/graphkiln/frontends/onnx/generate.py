@@ -12,8 +12,14 @@ from .context import ImportContext
 def constant(ctx: ImportContext):
     # value_float 1.0 -> value = array(1.0, f32); sparse_value arrives already dense
     a = ctx.attrs
-    dtypes = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64,
-              "value_ints": np.int64, "value_string": object, "value_strings": object}
+    dtypes = {
+        "value_float": np.float32,
+        "value_floats": np.float32,
+        "value_int": np.int64,
+        "value_ints": np.int64,
+        "value_string": object,
+        "value_strings": object,
+    }
     for key in ("value", "sparse_value"):
         if key in a:
             return ctx.emit(attrs={"value": a[key]})

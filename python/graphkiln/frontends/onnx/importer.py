@@ -16,8 +16,12 @@ from . import protos
 from .context import ImportContext
 from .functions import expand_function
 from .input_shapes import check_input_shapes
-from .limits import (DEFAULT_MAX_TENSOR_BYTES, MAX_SUBGRAPH_DEPTH, check_tensor_bytes,
-                     resolve_max_tensor_bytes)
+from .limits import (
+    DEFAULT_MAX_TENSOR_BYTES,
+    MAX_SUBGRAPH_DEPTH,
+    check_tensor_bytes,
+    resolve_max_tensor_bytes,
+)
 from .ops_table import SUBGRAPH_INPUTS, TABLE, find_converter
 from .symbolic_dims import DimNamer
 
@@ -35,8 +39,10 @@ def model_from_bytes(data: bytes) -> onnx.ModelProto:
         model.ParseFromString(bytes(data))
     except (DecodeError, RuntimeError, ValueError) as exc:
         if "MaxDepth" in str(exc):
-            raise ModelError("the model nests messages (subgraphs inside subgraphs) deeper than "
-                             f"protobuf decodes: {exc}") from None
+            raise ModelError(
+                "the model nests messages (subgraphs inside subgraphs) deeper than "
+                f"protobuf decodes: {exc}"
+            ) from None
         raise ModelError(f"not an ONNX model (protobuf decoding failed: {exc})") from None
     if not model.HasField("graph"):
         raise ModelError("not an ONNX model: it has no graph")
@@ -51,13 +57,16 @@ def read_model_file(path, max_tensor_bytes: int | None = None) -> tuple[onnx.Mod
     except OSError as exc:
         raise ModelError(f"cannot read model {path!r}: {exc.strerror}") from None
     model = model_from_bytes(data)
-    protos.load_external_data(model, os.path.dirname(os.path.abspath(path)),
-                              resolve_max_tensor_bytes(max_tensor_bytes))
+    protos.load_external_data(
+        model, os.path.dirname(os.path.abspath(path)), resolve_max_tensor_bytes(max_tensor_bytes)
+    )
     return model, path
 
 
-MODEL_SOURCES = ("a path (str or os.PathLike), the serialized model (bytes, bytearray or "
-                 "memoryview) or an onnx.ModelProto")
+MODEL_SOURCES = (
+    "a path (str or os.PathLike), the serialized model (bytes, bytearray or "
+    "memoryview) or an onnx.ModelProto"
+)
 
 
 def read_model(source, max_tensor_bytes: int | None = None) -> onnx.ModelProto:
@@ -72,17 +81,24 @@ def read_model(source, max_tensor_bytes: int | None = None) -> onnx.ModelProto:
             return model_from_bytes(source)
         except ModelError as exc:
             if len(source) < 4096 and b"\0" not in source and os.path.exists(bytes(source)):
-                raise ModelError(f"{exc} (bytes are read as a serialized model; pass the path "
-                                 f"{bytes(source)!r} as str or os.PathLike)") from None
+                raise ModelError(
+                    f"{exc} (bytes are read as a serialized model; pass the path "
+                    f"{bytes(source)!r} as str or os.PathLike)"
+                ) from None
             raise
     if isinstance(source, (str, os.PathLike)):
         return read_model_file(source, max_tensor_bytes)[0]
-    raise TypeError(f"cannot read an ONNX model from {type(source).__name__}: expected "
-                    f"{MODEL_SOURCES}")
+    raise TypeError(
+        f"cannot read an ONNX model from {type(source).__name__}: expected {MODEL_SOURCES}"
+    )
 
 
-def import_model(model: onnx.ModelProto, input_shapes: dict | None = None,
-                 default_dim: int | None = None, max_tensor_bytes: int | None = None) -> Graph:
+def import_model(
+    model: onnx.ModelProto,
+    input_shapes: dict | None = None,
+    default_dim: int | None = None,
+    max_tensor_bytes: int | None = None,
+) -> Graph:
     """The model as an ir.Graph. Input dims `input_shapes` does not fix stay symbolic
     (symbolic_dims.py says how they are named), or become `default_dim` when it is an int.
     `max_tensor_bytes` (default: GRAPHKILN_MAX_TENSOR_BYTES, else
@@ -91,8 +107,10 @@ def import_model(model: onnx.ModelProto, input_shapes: dict | None = None,
     opsets = {}
     for entry in model.opset_import:
         if not 1 <= entry.version <= MAX_DOMAIN_VERSION:
-            raise ModelError(f"opset_import of domain {entry.domain or 'ai.onnx'!r} has "
-                             f"version {entry.version}, outside 1..{MAX_DOMAIN_VERSION}")
+            raise ModelError(
+                f"opset_import of domain {entry.domain or 'ai.onnx'!r} has "
+                f"version {entry.version}, outside 1..{MAX_DOMAIN_VERSION}"
+            )
         opsets[entry.domain] = entry.version
     opset = opsets.get("", opsets.get("ai.onnx"))
     if opset is None:
@@ -100,13 +118,17 @@ def import_model(model: onnx.ModelProto, input_shapes: dict | None = None,
             raise ModelError("the model imports no opset of the default ONNX domain")
         opsets[""] = opset = MAX_OPSET  # only other domains' nodes: they are refused by name
     if not MIN_OPSET <= opset <= MAX_OPSET:
-        raise ModelError(f"opset {opset} is outside what graphkiln imports "
-                         f"({MIN_OPSET} to {MAX_OPSET})")
+        raise ModelError(
+            f"opset {opset} is outside what graphkiln imports ({MIN_OPSET} to {MAX_OPSET})"
+        )
     input_shapes = check_input_shapes(model.graph, input_shapes)
-    if default_dim is not None and (isinstance(default_dim, bool) or not isinstance(
-            default_dim, int) or default_dim < 0):
-        raise ValueError(f"default_dim must be None (symbolic dims stay symbolic) or an int "
-                         f">= 0, got {default_dim!r}")
+    if default_dim is not None and (
+        isinstance(default_dim, bool) or not isinstance(default_dim, int) or default_dim < 0
+    ):
+        raise ValueError(
+            f"default_dim must be None (symbolic dims stay symbolic) or an int "
+            f">= 0, got {default_dim!r}"
+        )
     importer = _Importer(opsets, input_shapes, default_dim, limit)
     importer.namer = DimNamer(model.graph.input, input_shapes)
     try:
@@ -117,8 +139,13 @@ def import_model(model: onnx.ModelProto, input_shapes: dict | None = None,
 
 
 class _Importer:
-    def __init__(self, opsets: dict[str, int], input_shapes: dict, default_dim: int | None,
-                 max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES):
+    def __init__(
+        self,
+        opsets: dict[str, int],
+        input_shapes: dict,
+        default_dim: int | None,
+        max_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES,
+    ):
         self.opsets = opsets
         self.input_shapes = input_shapes
         self.default_dim = default_dim
@@ -128,45 +155,71 @@ class _Importer:
         self.function_depth = 0  # > 0 while function bodies are imported
         self.namer: DimNamer | None = None  # names the top-level inputs' symbolic dims
 
-    def graph(self, gp: onnx.GraphProto, parent: Graph | None, outer: dict[str, Value],
-              top: bool = False, name: str = "main", input_types: list | None = None) -> Graph:
+    def graph(
+        self,
+        gp: onnx.GraphProto,
+        parent: Graph | None,
+        outer: dict[str, Value],
+        top: bool = False,
+        name: str = "main",
+        input_types: list | None = None,
+    ) -> Graph:
         if self.depth >= MAX_SUBGRAPH_DEPTH:
-            raise ModelError(f"subgraph {gp.name or name!r} is nested more than "
-                             f"{MAX_SUBGRAPH_DEPTH} levels deep")
+            raise ModelError(
+                f"subgraph {gp.name or name!r} is nested more than {MAX_SUBGRAPH_DEPTH} levels deep"
+            )
         self.depth += 1
         try:
             return self._graph(gp, parent, outer, top, name, input_types)
         finally:
             self.depth -= 1
 
-    def _graph(self, gp: onnx.GraphProto, parent: Graph | None, outer: dict[str, Value],
-               top: bool, name: str, input_types: list | None) -> Graph:
+    def _graph(
+        self,
+        gp: onnx.GraphProto,
+        parent: Graph | None,
+        outer: dict[str, Value],
+        top: bool,
+        name: str,
+        input_types: list | None,
+    ) -> Graph:
         limit = self.max_tensor_bytes
         graph = Graph(name if top else (gp.name or name), parent)
         scope: dict[str, Value] = dict(outer)
         init_names = set()
         for tensor in gp.initializer:
             where = f"initializer {tensor.name!r}"
-            scope[tensor.name] = graph.constant(protos.tensor_to_array(tensor, where, limit),
-                                                tensor.name)
+            scope[tensor.name] = graph.constant(
+                protos.tensor_to_array(tensor, where, limit), tensor.name
+            )
             init_names.add(tensor.name)
         for sparse in gp.sparse_initializer:
             nm = sparse.values.name
-            scope[nm] = graph.constant(protos.sparse_to_array(sparse, f"sparse initializer {nm!r}",
-                                                              limit), nm)
+            scope[nm] = graph.constant(
+                protos.sparse_to_array(sparse, f"sparse initializer {nm!r}", limit), nm
+            )
             init_names.add(nm)
         for i, vi in enumerate(gp.input):
             if vi.name in init_names:
                 continue  # an initializer listed as input: a constant at inference
             where = f"input {vi.name!r}"
             override = self.input_shapes.get(vi.name) if top else None
-            if not vi.type.WhichOneof("value") and input_types and i < len(input_types) \
-                    and input_types[i] is not None:
+            if (
+                not vi.type.WhichOneof("value")
+                and input_types
+                and i < len(input_types)
+                and input_types[i] is not None
+            ):
                 dtype = input_types[i]  # an untyped subgraph input: typed from the outer node
             else:
-                dtype = protos.type_from_proto(vi.type, where, override,
-                                               self.default_dim if top else None,
-                                               self.namer if top else None, vi.name)
+                dtype = protos.type_from_proto(
+                    vi.type,
+                    where,
+                    override,
+                    self.default_dim if top else None,
+                    self.namer if top else None,
+                    vi.name,
+                )
             value = graph.add_input(vi.name, dtype)
             self.check_size(value, "input")
             scope[vi.name] = value
@@ -174,8 +227,10 @@ class _Importer:
             self.node(node, graph, scope)
         for vi in gp.output:
             if vi.name not in scope:
-                raise ModelError(f"graph {gp.name!r}: output {vi.name!r} is not produced by "
-                                 "any node, input or initializer")
+                raise ModelError(
+                    f"graph {gp.name!r}: output {vi.name!r} is not produced by "
+                    "any node, input or initializer"
+                )
             graph.outputs.append(scope[vi.name])
         return graph
 
@@ -189,8 +244,13 @@ class _Importer:
         if not found and expand_function(self, node, graph, scope, opset):
             return
         if not default_domain:
-            raise UnsupportedOperatorError(op, label, domain, self.opsets.get(domain),
-                                           "graphkiln imports the default ONNX domain only")
+            raise UnsupportedOperatorError(
+                op,
+                label,
+                domain,
+                self.opsets.get(domain),
+                "graphkiln imports the default ONNX domain only",
+            )
         if not found:
             raise UnsupportedOperatorError(op, label, domain, opset, _nearby(op, opset))
         inputs = []
@@ -198,16 +258,21 @@ class _Importer:
             if not name:
                 inputs.append(None)
             elif name not in scope:
-                raise ModelError(f"node {label!r} ({op}) reads {name!r}, which no node, input "
-                                 "or initializer defines")
+                raise ModelError(
+                    f"node {label!r} ({op}) reads {name!r}, which no node, input "
+                    "or initializer defines"
+                )
             else:
                 inputs.append(scope[name])
         while inputs and inputs[-1] is None:
             inputs.pop()
         A = onnx.AttributeProto
         self.check_attribute_kinds(node, opset, label)
-        attrs = {a.name: self.attribute(a, graph, scope, label)
-                 for a in node.attribute if a.type != A.GRAPH}
+        attrs = {
+            a.name: self.attribute(a, graph, scope, label)
+            for a in node.attribute
+            if a.type != A.GRAPH
+        }
         for a in node.attribute:
             if a.type == A.GRAPH:
                 hook = SUBGRAPH_INPUTS.get((op, a.name))
@@ -216,8 +281,10 @@ class _Importer:
                 except RecursionError:
                     raise
                 except Exception as exc:  # attributes of the wrong kind, and the like
-                    raise ModelError(f"node {label!r} ({op}): cannot type the inputs of "
-                                     f"subgraph {a.name!r}: {type(exc).__name__}: {exc}") from exc
+                    raise ModelError(
+                        f"node {label!r} ({op}): cannot type the inputs of "
+                        f"subgraph {a.name!r}: {type(exc).__name__}: {exc}"
+                    ) from exc
                 attrs[a.name] = self.attribute(a, graph, scope, label, types)
         outputs = [o or None for o in node.output]
         ctx = ImportContext(graph, op, node.name, opset, inputs, attrs, outputs)
@@ -234,8 +301,10 @@ class _Importer:
         except RecursionError:
             raise  # import_model reports it for the whole model
         except Exception as exc:  # a malformed node must not escape as a bare KeyError etc.
-            raise ModelError(f"node {label!r} ({op}, opset {opset}) cannot be imported: "
-                             f"{type(exc).__name__}: {exc}") from exc
+            raise ModelError(
+                f"node {label!r} ({op}, opset {opset}) cannot be imported: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
         for name, value in zip(node.output, results):
             if name:
                 scope[name] = value
@@ -258,21 +327,36 @@ class _Importer:
         for a in node.attribute:
             want = kinds.get(a.name)
             if want is not None and a.type != want and not a.ref_attr_name:
-                got = A.AttributeType.Name(a.type) if a.type in A.AttributeType.values() \
+                got = (
+                    A.AttributeType.Name(a.type)
+                    if a.type in A.AttributeType.values()
                     else str(a.type)
-                raise ModelError(f"node {label!r} ({node.op_type}): attribute {a.name!r} is "
-                                 f"{got}, ONNX defines it as {A.AttributeType.Name(want)}")
+                )
+                raise ModelError(
+                    f"node {label!r} ({node.op_type}): attribute {a.name!r} is "
+                    f"{got}, ONNX defines it as {A.AttributeType.Name(want)}"
+                )
 
     def check_size(self, value: Value | None, where: str) -> None:
         """Refuse a value whose static type is larger than the tensor limit (shape inference
         of ConstantOfShape, Expand, Tile, Range ... with huge constant sizes)."""
         t = None if value is None else value.type
         if isinstance(t, TensorType) and t.is_static and t.nbytes() > self.max_tensor_bytes:
-            check_tensor_bytes(f"{where} {value.name!r} ({t.dtype.value})", t.dims,
-                               t.dtype.itemsize, self.max_tensor_bytes)
+            check_tensor_bytes(
+                f"{where} {value.name!r} ({t.dtype.value})",
+                t.dims,
+                t.dtype.itemsize,
+                self.max_tensor_bytes,
+            )
 
-    def attribute(self, attr: onnx.AttributeProto, graph: Graph, scope: dict[str, Value],
-                  label: str, input_types: list | None = None) -> Any:
+    def attribute(
+        self,
+        attr: onnx.AttributeProto,
+        graph: Graph,
+        scope: dict[str, Value],
+        label: str,
+        input_types: list | None = None,
+    ) -> Any:
         where = f"node {label!r} attribute {attr.name!r}"
         limit = self.max_tensor_bytes
         A = onnx.AttributeProto
@@ -324,8 +408,9 @@ def _topological(gp: onnx.GraphProto, scope: dict[str, Value]) -> list[onnx.Node
                 if j is None or state[j] == 2:
                     continue
                 if state[j] == 1:
-                    raise ModelError("the graph has a cycle through node "
-                                     f"{nodes[j].name or nodes[j].op_type!r}")
+                    raise ModelError(
+                        f"the graph has a cycle through node {nodes[j].name or nodes[j].op_type!r}"
+                    )
                 state[j] = 1
                 stack.append((j, iter(_reads(nodes[j]))))
                 break
@@ -355,5 +440,6 @@ def _nearby(op: str, opset: int) -> str:
     if entries:
         return f"graphkiln imports {op} from opset {entries[0][0]}"
     close = sorted(o for o in TABLE if o.lower()[:4] == op.lower()[:4])[:8]
-    return "graphkiln does not import it" + (f"; similar ops it imports: {', '.join(close)}"
-                                            if close else "")
+    return "graphkiln does not import it" + (
+        f"; similar ops it imports: {', '.join(close)}" if close else ""
+    )

@@ -11,8 +11,11 @@ from .context import ImportContext
 def slice_v1(ctx: ImportContext):
     # Slice-1: starts/ends/axes attributes -> inputs
     a = ctx.attrs
-    inputs = [ctx.inputs[0], ctx.constant(np.array(a["starts"], dtype=np.int64)),
-              ctx.constant(np.array(a["ends"], dtype=np.int64))]
+    inputs = [
+        ctx.inputs[0],
+        ctx.constant(np.array(a["starts"], dtype=np.int64)),
+        ctx.constant(np.array(a["ends"], dtype=np.int64)),
+    ]
     if a.get("axes") is not None:
         inputs.append(ctx.constant(np.array(a["axes"], dtype=np.int64)))
     return ctx.emit(inputs=inputs, attrs={})

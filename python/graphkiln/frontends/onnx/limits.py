@@ -46,6 +46,8 @@ def check_tensor_bytes(what: str, dims, itemsize: int, limit: int) -> None:
         raise ModelError(f"{what} has a negative dimension in {dims}")
     nbytes = element_count(dims) * itemsize
     if nbytes > limit:
-        raise ModelError(f"{what} of shape {dims} would take {nbytes:,} bytes, over the limit "
-                         f"of {limit:,} bytes for one tensor (raise it with max_tensor_bytes= "
-                         "or GRAPHKILN_MAX_TENSOR_BYTES if the model is trusted)")
+        raise ModelError(
+            f"{what} of shape {dims} would take {nbytes:,} bytes, over the limit "
+            f"of {limit:,} bytes for one tensor (raise it with max_tensor_bytes= "
+            "or GRAPHKILN_MAX_TENSOR_BYTES if the model is trusted)"
+        )

@@ -18,8 +18,9 @@ def batch_norm_7(ctx: ImportContext):
         attrs["training_mode"] = 1
     # the IR form has at most 3 outputs (no saved_mean / saved_var); keep the ONNX names
     names = ctx.output_names[:3] if training else ctx.output_names[:1]
-    node = ctx.graph.add_node("BatchNormalization", ctx.inputs, attrs, output_names=names,
-                              name=ctx.name)
+    node = ctx.graph.add_node(
+        "BatchNormalization", ctx.inputs, attrs, output_names=names, name=ctx.name
+    )
     return node.outputs
 
 
@@ -40,8 +41,12 @@ def group_norm_18(ctx: ImportContext):
             per_channel.append(ctx.constant(np.repeat(data.reshape(-1), per_group)))
             continue
         column = ctx.add("Reshape", value, ctx.constant(np.array([groups, 1], dtype=np.int64)))
-        spread = ctx.add("Expand", column, ctx.constant(np.array([groups, per_group], dtype=np.int64)))
-        per_channel.append(ctx.add("Reshape", spread, ctx.constant(np.array([channels], dtype=np.int64))))
+        spread = ctx.add(
+            "Expand", column, ctx.constant(np.array([groups, per_group], dtype=np.int64))
+        )
+        per_channel.append(
+            ctx.add("Reshape", spread, ctx.constant(np.array([channels], dtype=np.int64)))
+        )
     return ctx.emit(inputs=[x, *per_channel])
 
 

@@ -19,13 +19,16 @@ _EXTERNAL = onnx.TensorProto.EXTERNAL
 _PACKED_BITS = {DType.u4: 4, DType.i4: 4, DType.f4e2m1: 4, DType.u2: 2, DType.i2: 2}
 
 
-def tensor_to_array(tensor: onnx.TensorProto, where: str = "",
-                    max_bytes: int = DEFAULT_MAX_TENSOR_BYTES) -> np.ndarray:
+def tensor_to_array(
+    tensor: onnx.TensorProto, where: str = "", max_bytes: int = DEFAULT_MAX_TENSOR_BYTES
+) -> np.ndarray:
     """A TensorProto as a numpy array; strings become Python str objects. Its declared size
     is checked against `max_bytes` and its data against its dims before any conversion."""
     if tensor.data_location == _EXTERNAL:
-        raise ModelError(f"{where}: tensor {tensor.name!r} keeps its data in an external file, "
-                         "which is only read when the model is loaded from a path")
+        raise ModelError(
+            f"{where}: tensor {tensor.name!r} keeps its data in an external file, "
+            "which is only read when the model is loaded from a path"
+        )
     try:
         dtype = DType.from_onnx(tensor.data_type)
     except ValueError as exc:
@@ -38,7 +41,9 @@ def tensor_to_array(tensor: onnx.TensorProto, where: str = "",
     except (ValueError, TypeError, IndexError) as exc:
         raise ModelError(f"{what} is malformed: {exc}") from None
     if tensor.data_type == onnx.TensorProto.STRING:
-        array = np.vectorize(_decode, otypes=[object])(array) if array.size else array.astype(object)
+        array = (
+            np.vectorize(_decode, otypes=[object])(array) if array.size else array.astype(object)
+        )
     return array
 
 
@@ -52,16 +57,18 @@ def _check_raw_data(tensor: onnx.TensorProto, dtype: DType, what: str) -> None:
     need = (count * bits + 7) // 8 if bits else count * dtype.itemsize
     have = len(tensor.raw_data)
     if have != need:
-        raise ModelError(f"{what}: raw_data holds {have} bytes but {dtype.value}{list(tensor.dims)} "
-                         f"needs {need}")
+        raise ModelError(
+            f"{what}: raw_data holds {have} bytes but {dtype.value}{list(tensor.dims)} needs {need}"
+        )
 
 
 def _decode(s):
     return s.decode("utf-8", "surrogateescape") if isinstance(s, bytes) else s
 
 
-def sparse_to_array(sparse: onnx.SparseTensorProto, where: str = "",
-                    max_bytes: int = DEFAULT_MAX_TENSOR_BYTES) -> np.ndarray:
+def sparse_to_array(
+    sparse: onnx.SparseTensorProto, where: str = "", max_bytes: int = DEFAULT_MAX_TENSOR_BYTES
+) -> np.ndarray:
     values = tensor_to_array(sparse.values, where, max_bytes).reshape(-1)
     indices = tensor_to_array(sparse.indices, where, max_bytes)
     dims = tuple(int(d) for d in sparse.dims)
@@ -87,8 +94,14 @@ def sparse_to_array(sparse: onnx.SparseTensorProto, where: str = "",
     return dense
 
 
-def type_from_proto(tp: onnx.TypeProto, where: str, dim_override=None, default_dim=None,
-                    namer=None, input_name: str = ""):
+def type_from_proto(
+    tp: onnx.TypeProto,
+    where: str,
+    dim_override=None,
+    default_dim=None,
+    namer=None,
+    input_name: str = "",
+):
     """An IR value type from a TypeProto. `default_dim` replaces symbolic dims if not None;
     else `namer` (symbolic_dims.DimNamer, for the model's inputs) names them, or, without
     one, identifier dim_params keep their names and other symbolic dims get fresh ones."""
@@ -108,8 +121,10 @@ def type_from_proto(tp: onnx.TypeProto, where: str, dim_override=None, default_d
         dims = []
         for axis, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value < -1:
-                raise ModelError(f"{where}: negative dimension {d.dim_value} (a dim is a size "
-                                 ">= 0, or -1, a dim_param or no value for one not known)")
+                raise ModelError(
+                    f"{where}: negative dimension {d.dim_value} (a dim is a size "
+                    ">= 0, or -1, a dim_param or no value for one not known)"
+                )
             if is_fixed(d):
                 dims.append(int(d.dim_value))
             elif default_dim is not None:
@@ -122,16 +137,19 @@ def type_from_proto(tp: onnx.TypeProto, where: str, dim_override=None, default_d
                 dims.append(fresh_dim("in"))
         return TensorType(dtype, tuple(dims))
     if which == "sequence_type":
-        return SequenceType(type_from_proto(tp.sequence_type.elem_type, where,
-                                            namer=namer, input_name=input_name))
+        return SequenceType(
+            type_from_proto(tp.sequence_type.elem_type, where, namer=namer, input_name=input_name)
+        )
     if which == "optional_type":
-        return OptionalType(type_from_proto(tp.optional_type.elem_type, where,
-                                            namer=namer, input_name=input_name))
+        return OptionalType(
+            type_from_proto(tp.optional_type.elem_type, where, namer=namer, input_name=input_name)
+        )
     raise ModelError(f"{where}: unsupported value type {which or 'missing'!r}")
 
 
-def load_external_data(model: onnx.ModelProto, base_dir: str,
-                       max_bytes: int = DEFAULT_MAX_TENSOR_BYTES) -> None:
+def load_external_data(
+    model: onnx.ModelProto, base_dir: str, max_bytes: int = DEFAULT_MAX_TENSOR_BYTES
+) -> None:
     """Read external tensor data in place, refusing locations outside `base_dir`, anything
     but a regular file, and ranges longer than `max_bytes`."""
     base = os.path.realpath(base_dir)
@@ -148,18 +166,28 @@ def load_external_data(model: onnx.ModelProto, base_dir: str,
             raise ModelError(f"{where}: external data offset/length are not integers") from None
         try:
             size = os.path.getsize(path)
-            if offset < 0 or offset > size or (length is not None and (length < 0 or offset + length > size)):
-                raise ModelError(f"{where}: external data range offset={offset} length={length} "
-                                 f"is outside {location!r} ({size} bytes)")
+            if (
+                offset < 0
+                or offset > size
+                or (length is not None and (length < 0 or offset + length > size))
+            ):
+                raise ModelError(
+                    f"{where}: external data range offset={offset} length={length} "
+                    f"is outside {location!r} ({size} bytes)"
+                )
             count = size - offset if length is None else length
             if count > max_bytes:
-                raise ModelError(f"{where}: external data of {count:,} bytes in {location!r} is "
-                                 f"over the limit of {max_bytes:,} bytes for one tensor")
+                raise ModelError(
+                    f"{where}: external data of {count:,} bytes in {location!r} is "
+                    f"over the limit of {max_bytes:,} bytes for one tensor"
+                )
             with open(path, "rb") as f:
                 f.seek(offset)
                 data = f.read(count)
         except OSError as exc:
-            raise ModelError(f"{where}: cannot read external data {location!r}: {exc.strerror}") from None
+            raise ModelError(
+                f"{where}: cannot read external data {location!r}: {exc.strerror}"
+            ) from None
         tensor.raw_data = data
         del tensor.external_data[:]
         tensor.data_location = onnx.TensorProto.DEFAULT
@@ -174,17 +202,26 @@ def _external_path(info: dict, base: str, where: str) -> tuple[str, str]:
     if "\0" in location:
         raise ModelError(f"{where}: external data location {location!r} contains a NUL byte")
     if os.path.isabs(location):
-        raise ModelError(f"{where}: external data location {location!r} is absolute; "
-                         "it must be a path relative to the model's folder")
+        raise ModelError(
+            f"{where}: external data location {location!r} is absolute; "
+            "it must be a path relative to the model's folder"
+        )
     path = os.path.realpath(os.path.join(base, location))
     if os.path.commonpath([path, base]) != base:
-        raise ModelError(f"{where}: external data location {location!r} resolves outside "
-                         f"the model's folder {base}")
+        raise ModelError(
+            f"{where}: external data location {location!r} resolves outside "
+            f"the model's folder {base}"
+        )
     if not os.path.isfile(path):
-        state = "a folder" if os.path.isdir(path) else (
-            "missing" if not os.path.lexists(path) else "not a regular file")
-        raise ModelError(f"{where}: external data location {location!r} is {state}; "
-                         "it must name a regular file in the model's folder")
+        state = (
+            "a folder"
+            if os.path.isdir(path)
+            else ("missing" if not os.path.lexists(path) else "not a regular file")
+        )
+        raise ModelError(
+            f"{where}: external data location {location!r} is {state}; "
+            "it must name a regular file in the model's folder"
+        )
     return path, location
 
 

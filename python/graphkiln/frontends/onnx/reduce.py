@@ -21,8 +21,9 @@ def k_attribute_to_input(ctx: ImportContext):
     # TopK-1 held k as an attribute; from TopK-10 on it is a 1-element int64 input.
     attrs = dict(ctx.attrs)
     k = attrs.pop("k")
-    return ctx.emit(inputs=[ctx.inputs[0], ctx.constant(np.array([k], dtype=np.int64))],
-                    attrs=attrs)
+    return ctx.emit(
+        inputs=[ctx.inputs[0], ctx.constant(np.array([k], dtype=np.int64))], attrs=attrs
+    )
 
 
 def _reduce_entry(axes_input_since: int):

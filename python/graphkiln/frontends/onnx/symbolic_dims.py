@@ -98,9 +98,11 @@ def _fixed_by(inputs, input_shapes: dict) -> dict[str, int]:
                 continue
             first = fixed.setdefault(param, (size, vi.name))
             if first[0] != size:
-                raise ValueError(f"input_shapes[{vi.name!r}] sets dim {axis} ({param!r}) to "
-                                 f"{size}, but input_shapes[{first[1]!r}] sets {param!r} to "
-                                 f"{first[0]}: the model declares them the same size")
+                raise ValueError(
+                    f"input_shapes[{vi.name!r}] sets dim {axis} ({param!r}) to "
+                    f"{size}, but input_shapes[{first[1]!r}] sets {param!r} to "
+                    f"{first[0]}: the model declares them the same size"
+                )
     return {param: size for param, (size, _) in fixed.items()}
 
 

@@ -34,8 +34,11 @@ def split(ctx: ImportContext):
 def pad_v2(ctx: ImportContext):
     # Pad before 11: `pads` and `value` attributes -> inputs (value in the data's dtype)
     dtype = ctx.inputs[0].type.dtype.numpy
-    inputs = [ctx.inputs[0], ctx.constant(np.array(ctx.attrs["pads"], dtype=np.int64)),
-              ctx.constant(np.array(ctx.attrs.get("value", 0.0)).astype(dtype))]
+    inputs = [
+        ctx.inputs[0],
+        ctx.constant(np.array(ctx.attrs["pads"], dtype=np.int64)),
+        ctx.constant(np.array(ctx.attrs.get("value", 0.0)).astype(dtype)),
+    ]
     return ctx.emit(inputs=inputs, attrs={"mode": ctx.attrs.get("mode", "constant")})
 
 
@@ -46,11 +49,17 @@ def dropout_v7(ctx: ImportContext):
     if ctx.opset >= 10 or len(ctx.output_names) < 2 or not ctx.output_names[1]:
         return ctx.emit(inputs=[data, ratio], attrs={})
     # before opset 10 the mask has the data's type: ones, as inference keeps everything
-    output = ctx.graph.add_node("Dropout", [data, ratio], {}, output_names=ctx.output_names[:1],
-                                name=ctx.name).outputs[0]
+    output = ctx.graph.add_node(
+        "Dropout", [data, ratio], {}, output_names=ctx.output_names[:1], name=ctx.name
+    ).outputs[0]
     one = np.ones(1, dtype=data.type.dtype.numpy)
-    mask = ctx.graph.add_node("ConstantOfShape", [ctx.add("Shape", data)], {"value": one},
-                              output_names=ctx.output_names[1:2], name=ctx.name).outputs[0]
+    mask = ctx.graph.add_node(
+        "ConstantOfShape",
+        [ctx.add("Shape", data)],
+        {"value": one},
+        output_names=ctx.output_names[1:2],
+        name=ctx.name,
+    ).outputs[0]
     return [output, mask]
 
 

@@ -9,9 +9,26 @@ from importlib import import_module
 
 # Families of ops that come from models, in the order they are registered.
 MODEL_FAMILIES = (
-    "elementwise", "activation", "cast", "tensor", "indexing", "generate", "conv", "pool",
-    "normalization", "image", "reduce", "linalg", "softmax", "quantize", "attention", "rnn",
-    "signal", "control", "sequence", "text",
+    "elementwise",
+    "activation",
+    "cast",
+    "tensor",
+    "indexing",
+    "generate",
+    "conv",
+    "pool",
+    "normalization",
+    "image",
+    "reduce",
+    "linalg",
+    "softmax",
+    "quantize",
+    "attention",
+    "rnn",
+    "signal",
+    "control",
+    "sequence",
+    "text",
 )
 # Families of ops only the compiler makes.
 COMPILER_FAMILIES = ("fused",)

@@ -21,8 +21,12 @@ def _add(a, b):
 
 def _attention(ctx):
     q, k, v = ctx.tensor(0), ctx.tensor(1), ctx.tensor(2)
-    unknown = [infer.unknown(q.dtype, q.rank), infer.unknown(k.dtype, 4),
-               infer.unknown(v.dtype, 4), infer.unknown(q.dtype, 4)]
+    unknown = [
+        infer.unknown(q.dtype, q.rank),
+        infer.unknown(k.dtype, 4),
+        infer.unknown(v.dtype, 4),
+        infer.unknown(q.dtype, 4),
+    ]
     if q.dims is None or k.dims is None or v.dims is None:
         return unknown
     a = ctx.attrs
@@ -42,26 +46,41 @@ def _attention(ctx):
     total = kv_seq
     if isinstance(past, TensorType):
         total = _add(past.dims[2], kv_seq) if past.dims is not None else fresh_dim()
-    return [TensorType(q.dtype, y),
-            TensorType(k.dtype, (batch, kv_heads, total, head)),
-            TensorType(v.dtype, (batch, kv_heads, total, v_head)),
-            TensorType(q.dtype, (batch, q_heads, q_seq, total))]
+    return [
+        TensorType(q.dtype, y),
+        TensorType(k.dtype, (batch, kv_heads, total, head)),
+        TensorType(v.dtype, (batch, kv_heads, total, v_head)),
+        TensorType(q.dtype, (batch, q_heads, q_seq, total)),
+    ]
 
 
 # The IR form is opset 25's: nonpad_kv_seqlen (24) and the sliding window (25).
-define("Attention",
-       ("Q", "K", "V", "attn_mask?", "past_key?", "past_value?", "nonpad_kv_seqlen?"),
-       ("Y", "present_key?", "present_value?", "qk_matmul_output?"),
-       [("is_causal", "int", 0), ("kv_num_heads", "int", None), ("q_num_heads", "int", None),
-        ("qk_matmul_output_mode", "int", 0), ("scale", "float", None),
-        ("softcap", "float", 0.0), ("softmax_precision", "int", None),
-        ("left_window_size", "int", -1), ("right_window_size", "int", -1)],
-       _attention, traits=("half_anchor",))
+define(
+    "Attention",
+    ("Q", "K", "V", "attn_mask?", "past_key?", "past_value?", "nonpad_kv_seqlen?"),
+    ("Y", "present_key?", "present_value?", "qk_matmul_output?"),
+    [
+        ("is_causal", "int", 0),
+        ("kv_num_heads", "int", None),
+        ("q_num_heads", "int", None),
+        ("qk_matmul_output_mode", "int", 0),
+        ("scale", "float", None),
+        ("softcap", "float", 0.0),
+        ("softmax_precision", "int", None),
+        ("left_window_size", "int", -1),
+        ("right_window_size", "int", -1),
+    ],
+    _attention,
+    traits=("half_anchor",),
+)
 
-define("RotaryEmbedding", ("X", "cos_cache", "sin_cache", "position_ids?"), ("Y",),
-       [("interleaved", "int", 0), ("num_heads", "int", None),
-        ("rotary_embedding_dim", "int", 0)],
-       infer.same_as(0))
+define(
+    "RotaryEmbedding",
+    ("X", "cos_cache", "sin_cache", "position_ids?"),
+    ("Y",),
+    [("interleaved", "int", 0), ("num_heads", "int", None), ("rotary_embedding_dim", "int", 0)],
+    infer.same_as(0),
+)
 
 define("SwiGLU", ("A", "B"), ("Y",), [("alpha", "float", 1.0)], infer.same_as(0))
 
@@ -75,13 +94,22 @@ def _linear_attention(ctx):
     v_head = _div(v.dims[2], kv_heads)
     state = ctx.type(3)
     state_dtype = state.dtype if isinstance(state, TensorType) else q.dtype
-    return [TensorType(q.dtype, (q.dims[0], q.dims[1], _mul(q_heads, v_head))),
-            TensorType(state_dtype, (q.dims[0], kv_heads, _div(k.dims[2], kv_heads), v_head))]
+    return [
+        TensorType(q.dtype, (q.dims[0], q.dims[1], _mul(q_heads, v_head))),
+        TensorType(state_dtype, (q.dims[0], kv_heads, _div(k.dims[2], kv_heads), v_head)),
+    ]
 
 
-define("LinearAttention", ("query", "key", "value", "past_state?", "decay?", "beta?"),
-       ("output", "present_state"),
-       [("chunk_size", "int", 64), ("kv_num_heads", "int", REQUIRED),
-        ("q_num_heads", "int", REQUIRED), ("scale", "float", 0.0),
-        ("update_rule", "str", "gated_delta")],
-       _linear_attention)
+define(
+    "LinearAttention",
+    ("query", "key", "value", "past_state?", "decay?", "beta?"),
+    ("output", "present_state"),
+    [
+        ("chunk_size", "int", 64),
+        ("kv_num_heads", "int", REQUIRED),
+        ("q_num_heads", "int", REQUIRED),
+        ("scale", "float", 0.0),
+        ("update_rule", "str", "gated_delta"),
+    ],
+    _linear_attention,
+)

@@ -22,8 +22,9 @@ def _cast_like(ctx):
 def _bitcast(ctx):
     source, target = ctx.tensor(0).dtype, ctx.attrs["to"]
     if _bits(source) != _bits(target):
-        raise GraphError(f"{ctx.where}: BitCast from {source.value} to {target.value} changes "
-                         "the bit width")
+        raise GraphError(
+            f"{ctx.where}: BitCast from {source.value} to {target.value} changes the bit width"
+        )
     return [TensorType(target, ctx.tensor(0).dims)]
 
 
@@ -37,6 +38,20 @@ def _bits(dtype) -> int:
 _SUB_BYTE_BITS = {DType.u4: 4, DType.i4: 4, DType.f4e2m1: 4, DType.u2: 2, DType.i2: 2}
 
 
-define("Cast", ("input",), ("output",), [("to", "dtype", REQUIRED)] + _CAST_ATTRS, _cast, traits=("pointwise",))
-define("CastLike", ("input", "target_type"), ("output",), _CAST_ATTRS, _cast_like, traits=("half_fp32",))
+define(
+    "Cast",
+    ("input",),
+    ("output",),
+    [("to", "dtype", REQUIRED)] + _CAST_ATTRS,
+    _cast,
+    traits=("pointwise",),
+)
+define(
+    "CastLike",
+    ("input", "target_type"),
+    ("output",),
+    _CAST_ATTRS,
+    _cast_like,
+    traits=("half_fp32",),
+)
 define("BitCast", ("input",), ("output",), [("to", "dtype", REQUIRED)], _bitcast)

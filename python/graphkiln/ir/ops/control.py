@@ -18,8 +18,10 @@ def merge_types(first, second):
     if isinstance(first, TensorType) and isinstance(second, TensorType):
         if first.dims is None or second.dims is None or len(first.dims) != len(second.dims):
             return TensorType(first.dtype, None)
-        return TensorType(first.dtype, tuple(a if a == b else fresh_dim()
-                                             for a, b in zip(first.dims, second.dims)))
+        return TensorType(
+            first.dtype,
+            tuple(a if a == b else fresh_dim() for a, b in zip(first.dims, second.dims)),
+        )
     if isinstance(first, (SequenceType, OptionalType)) and type(first) is type(second):
         return type(first)(merge_types(first.elem, second.elem))
     return first
@@ -54,8 +56,9 @@ def _if(ctx):
     then_outs = ctx.attrs["then_branch"].outputs
     else_outs = ctx.attrs["else_branch"].outputs
     if len(then_outs) != len(else_outs):
-        raise GraphError(f"{ctx.where}: the branches have {len(then_outs)} and "
-                         f"{len(else_outs)} outputs")
+        raise GraphError(
+            f"{ctx.where}: the branches have {len(then_outs)} and {len(else_outs)} outputs"
+        )
     return [merge_types(a.type, b.type) for a, b in zip(then_outs, else_outs)]
 
 
@@ -64,12 +67,15 @@ def _loop(ctx):
     carried = len(body.inputs) - 2
     outs = body.outputs
     if carried < 0 or max(ctx.num_inputs - 2, 0) != carried or len(outs) < carried + 1:
-        raise GraphError(f"{ctx.where}: the body takes {len(body.inputs)} inputs and gives "
-                         f"{len(outs)} outputs for {carried} loop-carried values")
+        raise GraphError(
+            f"{ctx.where}: the body takes {len(body.inputs)} inputs and gives "
+            f"{len(outs)} outputs for {carried} loop-carried values"
+        )
     # a carried value is the initial one when the loop runs zero times, else the body's
-    finals = [forget_symbols(merge_types(outs[1 + i].type, ctx.type(2 + i)))
-              for i in range(carried)]
-    scans = [stacked(v.type, 0, None) for v in outs[1 + carried:]]
+    finals = [
+        forget_symbols(merge_types(outs[1 + i].type, ctx.type(2 + i))) for i in range(carried)
+    ]
+    scans = [stacked(v.type, 0, None) for v in outs[1 + carried :]]
     return finals + scans
 
 
@@ -79,8 +85,10 @@ def _scan(ctx):
     states = ctx.num_inputs - num_scan
     outs = body.outputs
     if states < 0 or len(body.inputs) != ctx.num_inputs or len(outs) < states:
-        raise GraphError(f"{ctx.where}: {ctx.num_inputs} inputs with {num_scan} scanned do not "
-                         f"fit a body of {len(body.inputs)} inputs and {len(outs)} outputs")
+        raise GraphError(
+            f"{ctx.where}: {ctx.num_inputs} inputs with {num_scan} scanned do not "
+            f"fit a body of {len(body.inputs)} inputs and {len(outs)} outputs"
+        )
     length = None
     if num_scan:
         first = ctx.tensor(states)
@@ -93,15 +101,35 @@ def _scan(ctx):
     return finals + scans
 
 
-define("If", ("cond",), ("outputs*",),
-       [("then_branch", "graph", REQUIRED), ("else_branch", "graph", REQUIRED)], _if)
+define(
+    "If",
+    ("cond",),
+    ("outputs*",),
+    [("then_branch", "graph", REQUIRED), ("else_branch", "graph", REQUIRED)],
+    _if,
+)
 
 # body: (iteration_num, condition, carried...) -> (condition, carried..., scan outputs...)
-define("Loop", ("M?", "cond?", "v_initial*"), ("v_final_and_scan_outputs*",),
-       [("body", "graph", REQUIRED)], _loop)
+define(
+    "Loop",
+    ("M?", "cond?", "v_initial*"),
+    ("v_final_and_scan_outputs*",),
+    [("body", "graph", REQUIRED)],
+    _loop,
+)
 
 # The opset-9+ form; the importer rewrites opset 8's batched form into it.
-define("Scan", ("initial_state_and_scan_inputs*",), ("final_state_and_scan_outputs*",),
-       [("body", "graph", REQUIRED), ("num_scan_inputs", "int", REQUIRED),
-        ("scan_input_axes", "ints", None), ("scan_input_directions", "ints", None),
-        ("scan_output_axes", "ints", None), ("scan_output_directions", "ints", None)], _scan)
+define(
+    "Scan",
+    ("initial_state_and_scan_inputs*",),
+    ("final_state_and_scan_outputs*",),
+    [
+        ("body", "graph", REQUIRED),
+        ("num_scan_inputs", "int", REQUIRED),
+        ("scan_input_axes", "ints", None),
+        ("scan_input_directions", "ints", None),
+        ("scan_output_axes", "ints", None),
+        ("scan_output_directions", "ints", None),
+    ],
+    _scan,
+)

@@ -11,13 +11,19 @@ from ..schema import define
 from ..types import TensorType, fresh_dim
 
 # Attributes every sliding-window op of the Conv kind carries.
-WINDOW_ATTRS = [("auto_pad", "str", "NOTSET"), ("dilations", "ints", None),
-                ("kernel_shape", "ints", None), ("pads", "ints", None), ("strides", "ints", None)]
+WINDOW_ATTRS = [
+    ("auto_pad", "str", "NOTSET"),
+    ("dilations", "ints", None),
+    ("kernel_shape", "ints", None),
+    ("pads", "ints", None),
+    ("strides", "ints", None),
+]
 CONV_ATTRS = WINDOW_ATTRS + [("group", "int", 1)]
 
 
-def window_geometry(sizes, kernel, strides=None, dilations=None, pads=None,
-                    auto_pad="NOTSET", ceil_mode=False):
+def window_geometry(
+    sizes, kernel, strides=None, dilations=None, pads=None, auto_pad="NOTSET", ceil_mode=False
+):
     """Pads (begin, end) and output sizes of a sliding window over `sizes` (ints).
 
     The end pads returned are the ones the windows actually reach: with ceil_mode the
@@ -62,17 +68,24 @@ def spatial_output_dims(x_dims, kernel, attrs, ceil_mode=False):
             result.append(fresh_dim())
             continue
         one = _single_axis(attrs, i, len(spatial))
-        _, _, out = window_geometry([size], [kernel[i]], auto_pad=attrs.get("auto_pad") or "NOTSET",
-                                    ceil_mode=ceil_mode, **one)
+        _, _, out = window_geometry(
+            [size],
+            [kernel[i]],
+            auto_pad=attrs.get("auto_pad") or "NOTSET",
+            ceil_mode=ceil_mode,
+            **one,
+        )
         result.append(out[0])
     return result
 
 
 def _single_axis(attrs, i, n):
     pads = attrs.get("pads")
-    return {"strides": (attrs["strides"][i],) if attrs.get("strides") else None,
-            "dilations": (attrs["dilations"][i],) if attrs.get("dilations") else None,
-            "pads": (pads[i], pads[i + n]) if pads else None}
+    return {
+        "strides": (attrs["strides"][i],) if attrs.get("strides") else None,
+        "dilations": (attrs["dilations"][i],) if attrs.get("dilations") else None,
+        "pads": (pads[i], pads[i + n]) if pads else None,
+    }
 
 
 def _kernel_of(ctx, w_index=1):
@@ -93,6 +106,7 @@ def _conv_like(dtype_from=0, out_dtype=None, x_index=0, w_index=1):
         channels = w.dims[0] if w.dims is not None else fresh_dim()
         spatial = spatial_output_dims(x.dims, _kernel_of(ctx, w_index), ctx.attrs)
         return [TensorType(dtype, (x.dims[0], channels, *spatial))]
+
     return infer_conv
 
 
@@ -103,8 +117,9 @@ def _conv_transpose(ctx):
         return [infer.unknown(x.dtype, rank)]
     a = ctx.attrs
     group = a["group"]
-    channels = (w.dims[1] * group if w.dims is not None and isinstance(w.dims[1], int)
-                else fresh_dim())
+    channels = (
+        w.dims[1] * group if w.dims is not None and isinstance(w.dims[1], int) else fresh_dim()
+    )
     spatial_in = x.dims[2:]
     n = len(spatial_in)
     kernel = _kernel_of(ctx)
@@ -142,33 +157,73 @@ def _col2im(ctx):
     channels: int | str = fresh_dim()
     if x.dims is not None and block is not None and isinstance(x.dims[1], int):
         channels = x.dims[1] // max(1, int(block.prod()))
-    spatial = ([int(v) for v in image.reshape(-1)] if image is not None
-               else [fresh_dim() for _ in range(n_spatial)])
+    spatial = (
+        [int(v) for v in image.reshape(-1)]
+        if image is not None
+        else [fresh_dim() for _ in range(n_spatial)]
+    )
     return [TensorType(x.dtype, (batch, channels, *spatial))]
 
 
 def _causal_conv(ctx):
     x, w = ctx.tensor(0), ctx.tensor(1)
-    state_len = (w.dims[2] - 1 if w.dims is not None and isinstance(w.dims[2], int)
-                 else fresh_dim())
+    state_len = w.dims[2] - 1 if w.dims is not None and isinstance(w.dims[2], int) else fresh_dim()
     if x.dims is None:
         return [x, infer.unknown(x.dtype, 3)]
     return [x, TensorType(x.dtype, (x.dims[0], x.dims[1], state_len))]
 
 
 define("Conv", ("X", "W", "B?"), ("Y",), CONV_ATTRS, _conv_like(), traits=("half_anchor",))
-define("ConvTranspose", ("X", "W", "B?"), ("Y",),
-       CONV_ATTRS + [("output_padding", "ints", None), ("output_shape", "ints", None)],
-       _conv_transpose, traits=("half_anchor",))
-define("ConvInteger", ("x", "w", "x_zero_point?", "w_zero_point?"), ("y",), CONV_ATTRS,
-       _conv_like(out_dtype=DType.i32))
-define("QLinearConv", ("x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point",
-                       "y_scale", "y_zero_point", "B?"), ("y",), CONV_ATTRS,
-       _conv_like(dtype_from=7, x_index=0, w_index=3))
-define("DeformConv", ("X", "W", "offset", "B?", "mask?"), ("Y",),
-       [a for a in CONV_ATTRS if a[0] != "auto_pad"] + [("offset_group", "int", 1)],
-       _conv_like())
-define("Col2Im", ("input", "image_shape", "block_shape"), ("output",),
-       [("dilations", "ints", None), ("pads", "ints", None), ("strides", "ints", None)], _col2im)
-define("CausalConvWithState", ("input", "weight", "bias?", "past_state?"),
-       ("output", "present_state"), [("activation", "str", "none")], _causal_conv)
+define(
+    "ConvTranspose",
+    ("X", "W", "B?"),
+    ("Y",),
+    CONV_ATTRS + [("output_padding", "ints", None), ("output_shape", "ints", None)],
+    _conv_transpose,
+    traits=("half_anchor",),
+)
+define(
+    "ConvInteger",
+    ("x", "w", "x_zero_point?", "w_zero_point?"),
+    ("y",),
+    CONV_ATTRS,
+    _conv_like(out_dtype=DType.i32),
+)
+define(
+    "QLinearConv",
+    (
+        "x",
+        "x_scale",
+        "x_zero_point",
+        "w",
+        "w_scale",
+        "w_zero_point",
+        "y_scale",
+        "y_zero_point",
+        "B?",
+    ),
+    ("y",),
+    CONV_ATTRS,
+    _conv_like(dtype_from=7, x_index=0, w_index=3),
+)
+define(
+    "DeformConv",
+    ("X", "W", "offset", "B?", "mask?"),
+    ("Y",),
+    [a for a in CONV_ATTRS if a[0] != "auto_pad"] + [("offset_group", "int", 1)],
+    _conv_like(),
+)
+define(
+    "Col2Im",
+    ("input", "image_shape", "block_shape"),
+    ("output",),
+    [("dilations", "ints", None), ("pads", "ints", None), ("strides", "ints", None)],
+    _col2im,
+)
+define(
+    "CausalConvWithState",
+    ("input", "weight", "bias?", "past_state?"),
+    ("output", "present_state"),
+    [("activation", "str", "none")],
+    _causal_conv,
+)

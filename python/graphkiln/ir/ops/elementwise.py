@@ -10,31 +10,86 @@ from ..types import TensorType
 
 # Unary ops whose output has the input's type.
 SAME_TYPE_UNARY = (
-    "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
-    "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
-    "Erf", "Not", "BitwiseNot",
+    "Abs",
+    "Neg",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sign",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "Erf",
+    "Not",
+    "BitwiseNot",
 )
 # computed in float32 under the gpu's fp16 / bf16 (their results overflow half easily)
 _HALF_FP32 = ("Exp", "Log", "Reciprocal", "Pow")
 for _name in SAME_TYPE_UNARY:
-    define(_name, ("X",), ("Y",), (), infer.same_as(0),
-           traits=("pointwise",) + (("half_fp32",) if _name in _HALF_FP32 else ()))
+    define(
+        _name,
+        ("X",),
+        ("Y",),
+        (),
+        infer.same_as(0),
+        traits=("pointwise",) + (("half_fp32",) if _name in _HALF_FP32 else ()),
+    )
 
 define("IsNaN", ("X",), ("Y",), (), infer.elementwise(DType.bool), traits=("pointwise",))
-define("IsInf", ("X",), ("Y",),
-       [("detect_negative", "int", 1), ("detect_positive", "int", 1)],
-       infer.elementwise(DType.bool), traits=("pointwise",))
+define(
+    "IsInf",
+    ("X",),
+    ("Y",),
+    [("detect_negative", "int", 1), ("detect_positive", "int", 1)],
+    infer.elementwise(DType.bool),
+    traits=("pointwise",),
+)
 
 # Binary ops whose output has the type of input 0 (Pow: the base's type, whatever the exponent's).
 SAME_TYPE_BINARY = (
-    "Add", "Sub", "Mul", "Div", "Pow", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "And", "Or", "Xor",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "And",
+    "Or",
+    "Xor",
 )
 for _name in SAME_TYPE_BINARY:
-    define(_name, ("A", "B"), ("C",), (), infer.elementwise(),
-           traits=("pointwise",) + (("half_fp32",) if _name in _HALF_FP32 else ()))
+    define(
+        _name,
+        ("A", "B"),
+        ("C",),
+        (),
+        infer.elementwise(),
+        traits=("pointwise",) + (("half_fp32",) if _name in _HALF_FP32 else ()),
+    )
 
 define("Mod", ("A", "B"), ("C",), [("fmod", "int", 0)], infer.elementwise(), traits=("pointwise",))
-define("BitShift", ("X", "Y"), ("Z",), [("direction", "str", REQUIRED)], infer.elementwise(), traits=("pointwise",))
+define(
+    "BitShift",
+    ("X", "Y"),
+    ("Z",),
+    [("direction", "str", REQUIRED)],
+    infer.elementwise(),
+    traits=("pointwise",),
+)
 
 COMPARISONS = ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")
 for _name in COMPARISONS:

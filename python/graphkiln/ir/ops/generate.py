@@ -31,9 +31,13 @@ def _constant_of_shape(ctx):
 
 def range_count(start, limit, delta) -> int:
     """max(ceil((limit - start) / delta), 0), exactly for integers."""
-    if not np.all(np.isfinite(np.array([start, limit, delta], dtype=np.float64))) or float(delta) == 0:
-        raise GraphError(f"Range needs finite start, limit and a non-zero delta, got "
-                         f"{start}, {limit}, {delta}")
+    if (
+        not np.all(np.isfinite(np.array([start, limit, delta], dtype=np.float64)))
+        or float(delta) == 0
+    ):
+        raise GraphError(
+            f"Range needs finite start, limit and a non-zero delta, got {start}, {limit}, {delta}"
+        )
     if all(np.issubdtype(np.asarray(v).dtype, np.integer) for v in (start, limit, delta)):
         span, step = int(limit) - int(start), int(delta)
         return max(-(-span // step), 0)
@@ -81,18 +85,51 @@ define("ConstantOfShape", ("input",), ("output",), [("value", "tensor", None)], 
 define("Range", ("start", "limit", "delta"), ("output",), [("stash_type", "int", 1)], _range)
 define("EyeLike", ("input",), ("output",), [("dtype", "dtype", None), ("k", "int", 0)], _eye_like)
 # Random ops draw from numpy's generator seeded with `seed` (unseeded when absent).
-define("RandomUniform", (), ("output",),
-       [("shape", "ints", REQUIRED), ("dtype", "dtype", DType.f32), ("low", "float", 0.0),
-        ("high", "float", 1.0), _SEED], _random)
-define("RandomNormal", (), ("output",),
-       [("shape", "ints", REQUIRED), ("dtype", "dtype", DType.f32), ("mean", "float", 0.0),
-        ("scale", "float", 1.0), _SEED], _random)
-define("RandomUniformLike", ("input",), ("output",),
-       [("dtype", "dtype", None), ("low", "float", 0.0), ("high", "float", 1.0), _SEED],
-       _random_like)
-define("RandomNormalLike", ("input",), ("output",),
-       [("dtype", "dtype", None), ("mean", "float", 0.0), ("scale", "float", 1.0), _SEED],
-       _random_like)
+define(
+    "RandomUniform",
+    (),
+    ("output",),
+    [
+        ("shape", "ints", REQUIRED),
+        ("dtype", "dtype", DType.f32),
+        ("low", "float", 0.0),
+        ("high", "float", 1.0),
+        _SEED,
+    ],
+    _random,
+)
+define(
+    "RandomNormal",
+    (),
+    ("output",),
+    [
+        ("shape", "ints", REQUIRED),
+        ("dtype", "dtype", DType.f32),
+        ("mean", "float", 0.0),
+        ("scale", "float", 1.0),
+        _SEED,
+    ],
+    _random,
+)
+define(
+    "RandomUniformLike",
+    ("input",),
+    ("output",),
+    [("dtype", "dtype", None), ("low", "float", 0.0), ("high", "float", 1.0), _SEED],
+    _random_like,
+)
+define(
+    "RandomNormalLike",
+    ("input",),
+    ("output",),
+    [("dtype", "dtype", None), ("mean", "float", 0.0), ("scale", "float", 1.0), _SEED],
+    _random_like,
+)
 define("Bernoulli", ("input",), ("output",), [("dtype", "dtype", None), _SEED], _random_like)
-define("Multinomial", ("input",), ("output",),
-       [("dtype", "dtype", DType.i32), ("sample_size", "int", 1), _SEED], _multinomial)
+define(
+    "Multinomial",
+    ("input",),
+    ("output",),
+    [("dtype", "dtype", DType.i32), ("sample_size", "int", 1), _SEED],
+    _multinomial,
+)

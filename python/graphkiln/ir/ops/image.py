@@ -71,26 +71,33 @@ def _resize(ctx):
     scales, sizes = ctx.const(2), ctx.const(3)
     ax = resize_axes(ctx.attrs["axes"], len(x.dims))
     if (sizes is not None and sizes.size > 0) or (scales is not None and scales.size > 0):
-        out, _ = resize_plan(x.dims, scales, sizes, ctx.attrs["axes"],
-                             ctx.attrs["keep_aspect_ratio_policy"])
+        out, _ = resize_plan(
+            x.dims, scales, sizes, ctx.attrs["axes"], ctx.attrs["keep_aspect_ratio_policy"]
+        )
     else:
         out = [None if i in ax else d for i, d in enumerate(x.dims)]
     fresh = infer.fresh_dims(len(x.dims))
     return [TensorType(x.dtype, tuple(f if d is None else d for d, f in zip(out, fresh)))]
 
 
-define("Resize", ("X", "roi?", "scales?", "sizes?"), ("Y",), [
-    ("mode", "str", "nearest"),
-    # opset 11's tf_half_pixel_for_nn is kept as a value too (removed from ONNX in opset 13)
-    ("coordinate_transformation_mode", "str", "half_pixel"),
-    ("nearest_mode", "str", "round_prefer_floor"),
-    ("cubic_coeff_a", "float", -0.75),
-    ("exclude_outside", "int", 0),
-    ("extrapolation_value", "float", 0.0),
-    ("antialias", "int", 0),
-    ("axes", "ints", None),
-    ("keep_aspect_ratio_policy", "str", "stretch"),
-], _resize)
+define(
+    "Resize",
+    ("X", "roi?", "scales?", "sizes?"),
+    ("Y",),
+    [
+        ("mode", "str", "nearest"),
+        # opset 11's tf_half_pixel_for_nn is kept as a value too (removed from ONNX in opset 13)
+        ("coordinate_transformation_mode", "str", "half_pixel"),
+        ("nearest_mode", "str", "round_prefer_floor"),
+        ("cubic_coeff_a", "float", -0.75),
+        ("exclude_outside", "int", 0),
+        ("extrapolation_value", "float", 0.0),
+        ("antialias", "int", 0),
+        ("axes", "ints", None),
+        ("keep_aspect_ratio_policy", "str", "stretch"),
+    ],
+    _resize,
+)
 
 
 def _grid_sample(ctx):
@@ -103,11 +110,17 @@ def _grid_sample(ctx):
 
 
 # mode: linear | nearest | cubic (opset 16's bilinear / bicubic are renamed by the importer)
-define("GridSample", ("X", "grid"), ("Y",), [
-    ("mode", "str", "linear"),
-    ("padding_mode", "str", "zeros"),
-    ("align_corners", "int", 0),
-], _grid_sample)
+define(
+    "GridSample",
+    ("X", "grid"),
+    ("Y",),
+    [
+        ("mode", "str", "linear"),
+        ("padding_mode", "str", "zeros"),
+        ("align_corners", "int", 0),
+    ],
+    _grid_sample,
+)
 
 
 def _affine_grid(ctx):
@@ -133,18 +146,27 @@ def _center_crop_pad(ctx):
     ax = resize_axes(ctx.attrs["axes"], len(x.dims))
     if shape is None:
         fresh = infer.fresh_dims(len(x.dims))
-        return [TensorType(x.dtype, tuple(fresh[i] if i in ax else d
-                                          for i, d in enumerate(x.dims)))]
+        return [
+            TensorType(x.dtype, tuple(fresh[i] if i in ax else d for i, d in enumerate(x.dims)))
+        ]
     dims = list(x.dims)
     for a, s in zip(ax, shape.reshape(-1)):
         dims[a] = int(s)
     return [TensorType(x.dtype, tuple(dims))]
 
 
-define("CenterCropPad", ("input_data", "shape"), ("output_data",), [("axes", "ints", None)],
-       _center_crop_pad)
+define(
+    "CenterCropPad",
+    ("input_data", "shape"),
+    ("output_data",),
+    [("axes", "ints", None)],
+    _center_crop_pad,
+)
 
-define("NonMaxSuppression",
-       ("boxes", "scores", "max_output_boxes_per_class?", "iou_threshold?", "score_threshold?"),
-       ("selected_indices",), [("center_point_box", "int", 0)],
-       lambda ctx: [TensorType(DType.i64, (infer.fresh_dims(1)[0], 3))])
+define(
+    "NonMaxSuppression",
+    ("boxes", "scores", "max_output_boxes_per_class?", "iou_threshold?", "score_threshold?"),
+    ("selected_indices",),
+    [("center_point_box", "int", 0)],
+    lambda ctx: [TensorType(DType.i64, (infer.fresh_dims(1)[0], 3))],
+)

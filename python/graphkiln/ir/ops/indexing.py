@@ -41,8 +41,12 @@ def _slice(ctx):
     starts, ends = _ints(ctx.const(1)), _ints(ctx.const(2))
     axes = _ints(ctx.const(3)) if ctx.has(3) else None
     steps = _ints(ctx.const(4)) if ctx.has(4) else None
-    known = (starts is not None and ends is not None and (axes is not None or not ctx.has(3))
-             and (steps is not None or not ctx.has(4)))
+    known = (
+        starts is not None
+        and ends is not None
+        and (axes is not None or not ctx.has(3))
+        and (steps is not None or not ctx.has(4))
+    )
     if not known or starts is None or ends is None:
         return [infer.unknown(data.dtype, rank)]
     axes = axes if axes is not None else list(range(len(starts)))
@@ -65,7 +69,7 @@ def _gather(ctx):
     if data.dims is None or indices.dims is None:
         return [TensorType(data.dtype, None)]
     axis = infer.normalize_axis(ctx.attrs["axis"], len(data.dims), ctx.where)
-    return [TensorType(data.dtype, data.dims[:axis] + indices.dims + data.dims[axis + 1:])]
+    return [TensorType(data.dtype, data.dims[:axis] + indices.dims + data.dims[axis + 1 :])]
 
 
 def _gather_elements(ctx):
@@ -81,7 +85,7 @@ def _gather_nd(ctx):
     if not isinstance(indices.dims[-1], int):
         return [TensorType(data.dtype, None)]
     b = ctx.attrs["batch_dims"]
-    return [TensorType(data.dtype, indices.dims[:-1] + data.dims[b + indices.dims[-1]:])]
+    return [TensorType(data.dtype, indices.dims[:-1] + data.dims[b + indices.dims[-1] :])]
 
 
 def _one_hot(ctx):
@@ -136,8 +140,12 @@ def _unique(ctx):
         inverse = (dims[axis],)
         dims[axis] = count
         y = TensorType(data.dtype, tuple(dims))
-    return [y, TensorType(DType.i64, (count,)), TensorType(DType.i64, inverse),
-            TensorType(DType.i64, (count,))]
+    return [
+        y,
+        TensorType(DType.i64, (count,)),
+        TensorType(DType.i64, inverse),
+        TensorType(DType.i64, (count,)),
+    ]
 
 
 _REDUCTIONS = ("reduction", "str", "none")
@@ -147,16 +155,36 @@ define("Gather", ("data", "indices"), ("output",), [("axis", "int", 0)], _gather
 define("GatherElements", ("data", "indices"), ("output",), [("axis", "int", 0)], _gather_elements)
 define("GatherND", ("data", "indices"), ("output",), [("batch_dims", "int", 0)], _gather_nd)
 # The importer turns the old Scatter (opset 9-10) into ScatterElements.
-define("ScatterElements", ("data", "indices", "updates"), ("output",),
-       [("axis", "int", 0), _REDUCTIONS], infer.same_as(0))
+define(
+    "ScatterElements",
+    ("data", "indices", "updates"),
+    ("output",),
+    [("axis", "int", 0), _REDUCTIONS],
+    infer.same_as(0),
+)
 define("ScatterND", ("data", "indices", "updates"), ("output",), [_REDUCTIONS], infer.same_as(0))
 define("OneHot", ("indices", "depth", "values"), ("output",), [("axis", "int", -1)], _one_hot)
 define("NonZero", ("X",), ("Y",), (), _non_zero)
 define("Compress", ("input", "condition"), ("output",), [("axis", "int", None)], _compress)
 define("Trilu", ("input", "k?"), ("output",), [("upper", "int", 1)], infer.same_as(0))
-define("Unique", ("X",), ("Y", "indices?", "inverse_indices?", "counts?"),
-       [("axis", "int", None), ("sorted", "int", 1)], _unique)
-define("ReverseSequence", ("input", "sequence_lens"), ("Y",),
-       [("batch_axis", "int", 1), ("time_axis", "int", 0)], infer.same_as(0))
-define("TensorScatter", ("past_cache", "update", "write_indices?"), ("present_cache",),
-       [("mode", "str", "linear"), ("axis", "int", -2)], infer.same_as(0))
+define(
+    "Unique",
+    ("X",),
+    ("Y", "indices?", "inverse_indices?", "counts?"),
+    [("axis", "int", None), ("sorted", "int", 1)],
+    _unique,
+)
+define(
+    "ReverseSequence",
+    ("input", "sequence_lens"),
+    ("Y",),
+    [("batch_axis", "int", 1), ("time_axis", "int", 0)],
+    infer.same_as(0),
+)
+define(
+    "TensorScatter",
+    ("past_cache", "update", "write_indices?"),
+    ("present_cache",),
+    [("mode", "str", "linear"), ("axis", "int", -2)],
+    infer.same_as(0),
+)

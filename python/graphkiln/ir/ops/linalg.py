@@ -24,6 +24,7 @@ def matmul_dims(a, b):
 
 def _matmul(dtype: DType | None = None):
     """A @ B with the dtype of A, or a fixed one (MatMulInteger gives int32)."""
+
     def infer_fn(ctx):
         a = ctx.tensor(0)
         return [TensorType(dtype or a.dtype, matmul_dims(a.dims, ctx.tensor(1).dims))]
@@ -37,10 +38,16 @@ def _qlinear_matmul(ctx):
 
 
 define("MatMul", ("A", "B"), ("Y",), (), _matmul(), traits=("half_anchor",))
-define("MatMulInteger", ("A", "B", "a_zero_point?", "b_zero_point?"), ("Y",), (),
-       _matmul(DType.i32))
-define("QLinearMatMul", ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point",
-                         "y_scale", "y_zero_point"), ("y",), (), _qlinear_matmul)
+define(
+    "MatMulInteger", ("A", "B", "a_zero_point?", "b_zero_point?"), ("Y",), (), _matmul(DType.i32)
+)
+define(
+    "QLinearMatMul",
+    ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"),
+    ("y",),
+    (),
+    _qlinear_matmul,
+)
 
 
 def _gemm(ctx):
@@ -50,9 +57,14 @@ def _gemm(ctx):
     return [TensorType(a.dtype, (rows, cols))]
 
 
-define("Gemm", ("A", "B", "C?"), ("Y",),
-       [("alpha", "float", 1.0), ("beta", "float", 1.0), ("transA", "int", 0),
-        ("transB", "int", 0)], _gemm, traits=("half_anchor",))
+define(
+    "Gemm",
+    ("A", "B", "C?"),
+    ("Y",),
+    [("alpha", "float", 1.0), ("beta", "float", 1.0), ("transA", "int", 0), ("transB", "int", 0)],
+    _gemm,
+    traits=("half_anchor",),
+)
 
 
 def parse_einsum(equation: str, num_inputs: int):
@@ -62,8 +74,9 @@ def parse_einsum(equation: str, num_inputs: int):
     lhs, arrow, rhs = equation.partition("->")
     terms = lhs.split(",")
     if len(terms) != num_inputs:
-        raise GraphError(f"Einsum equation {equation!r} has {len(terms)} operands, "
-                               f"the node {num_inputs}")
+        raise GraphError(
+            f"Einsum equation {equation!r} has {len(terms)} operands, the node {num_inputs}"
+        )
     if not arrow:
         letters = lhs.replace("...", "").replace(",", "")
         once = sorted(c for c in set(letters) if letters.count(c) == 1)
@@ -84,8 +97,10 @@ def _einsum(ctx):
             continue
         n_ellipsis = len(t.dims) - len(head) - len(tail) if dots else 0
         if dots:
-            ellipses.append(t.dims[len(head):len(head) + n_ellipsis])
-        labelled = list(zip(head, t.dims[:len(head)])) + list(zip(tail, t.dims[len(t.dims) - len(tail):]))
+            ellipses.append(t.dims[len(head) : len(head) + n_ellipsis])
+        labelled = list(zip(head, t.dims[: len(head)])) + list(
+            zip(tail, t.dims[len(t.dims) - len(tail) :])
+        )
         for letter, dim in labelled:
             if letter_dims.get(letter) in (None, 1):
                 letter_dims[letter] = dim

@@ -29,18 +29,63 @@ def _stats(ctx):
     return [x, stats, stats]
 
 
-define("BatchNormalization", ("X", "scale", "B", "input_mean", "input_var"),
-       ("Y", "running_mean?", "running_var?"),
-       [EPSILON, ("momentum", "float", 0.9), ("training_mode", "int", 0)], _batch_norm, traits=("half_fp32",))
-define("InstanceNormalization", ("input", "scale", "B"), ("output",), [EPSILON], infer.same_as(0), traits=("half_fp32",))
-define("LayerNormalization", ("X", "Scale", "B?"), ("Y", "Mean?", "InvStdDev?"),
-       [("axis", "int", -1), EPSILON, STASH], _stats, traits=("reduction",))
-define("GroupNormalization", ("X", "scale", "bias"), ("Y",),
-       [EPSILON, ("num_groups", "int", REQUIRED), STASH], infer.same_as(0), traits=("half_fp32",))
-define("RMSNormalization", ("X", "scale"), ("Y",), [("axis", "int", -1), EPSILON, STASH],
-       infer.same_as(0))
-define("LRN", ("X",), ("Y",), [("alpha", "float", 1e-4), ("beta", "float", 0.75),
-                               ("bias", "float", 1.0), ("size", "int", REQUIRED)], infer.same_as(0))
+define(
+    "BatchNormalization",
+    ("X", "scale", "B", "input_mean", "input_var"),
+    ("Y", "running_mean?", "running_var?"),
+    [EPSILON, ("momentum", "float", 0.9), ("training_mode", "int", 0)],
+    _batch_norm,
+    traits=("half_fp32",),
+)
+define(
+    "InstanceNormalization",
+    ("input", "scale", "B"),
+    ("output",),
+    [EPSILON],
+    infer.same_as(0),
+    traits=("half_fp32",),
+)
+define(
+    "LayerNormalization",
+    ("X", "Scale", "B?"),
+    ("Y", "Mean?", "InvStdDev?"),
+    [("axis", "int", -1), EPSILON, STASH],
+    _stats,
+    traits=("reduction",),
+)
+define(
+    "GroupNormalization",
+    ("X", "scale", "bias"),
+    ("Y",),
+    [EPSILON, ("num_groups", "int", REQUIRED), STASH],
+    infer.same_as(0),
+    traits=("half_fp32",),
+)
+define(
+    "RMSNormalization",
+    ("X", "scale"),
+    ("Y",),
+    [("axis", "int", -1), EPSILON, STASH],
+    infer.same_as(0),
+)
+define(
+    "LRN",
+    ("X",),
+    ("Y",),
+    [
+        ("alpha", "float", 1e-4),
+        ("beta", "float", 0.75),
+        ("bias", "float", 1.0),
+        ("size", "int", REQUIRED),
+    ],
+    infer.same_as(0),
+)
 define("MeanVarianceNormalization", ("X",), ("Y",), [("axes", "ints", (0, 2, 3))], infer.same_as(0))
-define("LpNormalization", ("input",), ("output",), [("axis", "int", -1), ("p", "int", 2)],
-       infer.same_as(0), traits=("half_fp32",))
+define(
+    "LpNormalization",
+    ("input",),
+    ("output",),
+    [("axis", "int", -1), ("p", "int", 2)],
+    infer.same_as(0),
+    traits=("half_fp32",),
+)

@@ -18,9 +18,19 @@ def _quantize(ctx):
 
 
 # output_dtype / precision: None when absent (the importer maps ONNX's 0 = unset to None).
-define("QuantizeLinear", ("x", "y_scale", "y_zero_point?"), ("y",),
-       [("axis", "int", 1), ("saturate", "int", 1), ("block_size", "int", 0),
-        ("output_dtype", "dtype", None), ("precision", "dtype", None)], _quantize)
+define(
+    "QuantizeLinear",
+    ("x", "y_scale", "y_zero_point?"),
+    ("y",),
+    [
+        ("axis", "int", 1),
+        ("saturate", "int", 1),
+        ("block_size", "int", 0),
+        ("output_dtype", "dtype", None),
+        ("precision", "dtype", None),
+    ],
+    _quantize,
+)
 
 
 def _dequantize(ctx):
@@ -30,9 +40,13 @@ def _dequantize(ctx):
     return [TensorType(dtype, ctx.tensor(0).dims)]
 
 
-define("DequantizeLinear", ("x", "x_scale", "x_zero_point?"), ("y",),
-       [("axis", "int", 1), ("block_size", "int", 0), ("output_dtype", "dtype", None)],
-       _dequantize)
+define(
+    "DequantizeLinear",
+    ("x", "x_scale", "x_zero_point?"),
+    ("y",),
+    [("axis", "int", 1), ("block_size", "int", 0), ("output_dtype", "dtype", None)],
+    _dequantize,
+)
 
 
 def _dynamic_quantize(ctx):

@@ -7,8 +7,18 @@ from .. import infer
 from ..dtypes import DType
 from ..types import TensorType, fresh_dim
 
-REDUCE_OPS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-              "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+REDUCE_OPS = (
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceSumSquare",
+)
 
 
 def reduced_dims(dims, axes, keepdims: bool, where: str = ""):
@@ -42,12 +52,24 @@ def _reduce(ctx):
 # The IR form is the newest ONNX one: `axes` is an optional int64 input (the importer turns
 # the older `axes` attribute into a constant input).
 # sums and products over many elements: float32 under the gpu's fp16 / bf16
-_HALF_FP32 = ("ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum",
-              "ReduceLogSumExp", "ReduceProd")
+_HALF_FP32 = (
+    "ReduceSum",
+    "ReduceSumSquare",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceProd",
+)
 for _op in REDUCE_OPS:
-    define(_op, ("data", "axes?"), ("reduced",),
-           [("keepdims", "int", 1), ("noop_with_empty_axes", "int", 0)], _reduce,
-           traits=("reduction",) + (("half_fp32",) if _op in _HALF_FP32 else ()))
+    define(
+        _op,
+        ("data", "axes?"),
+        ("reduced",),
+        [("keepdims", "int", 1), ("noop_with_empty_axes", "int", 0)],
+        _reduce,
+        traits=("reduction",) + (("half_fp32",) if _op in _HALF_FP32 else ()),
+    )
 
 
 def _arg_reduce(ctx):
@@ -59,13 +81,23 @@ def _arg_reduce(ctx):
 
 
 for _op in ("ArgMax", "ArgMin"):
-    define(_op, ("data",), ("reduced",),
-           [("axis", "int", 0), ("keepdims", "int", 1), ("select_last_index", "int", 0)],
-           _arg_reduce)
+    define(
+        _op,
+        ("data",),
+        ("reduced",),
+        [("axis", "int", 0), ("keepdims", "int", 1), ("select_last_index", "int", 0)],
+        _arg_reduce,
+    )
 
 for _op in ("CumSum", "CumProd"):
-    define(_op, ("x", "axis"), ("y",), [("exclusive", "int", 0), ("reverse", "int", 0)],
-           infer.same_as(0), traits=("half_fp32",))
+    define(
+        _op,
+        ("x", "axis"),
+        ("y",),
+        [("exclusive", "int", 0), ("reverse", "int", 0)],
+        infer.same_as(0),
+        traits=("half_fp32",),
+    )
 
 
 def _topk(ctx):
@@ -75,10 +107,15 @@ def _topk(ctx):
     axis = infer.normalize_axis(ctx.attrs["axis"], len(x.dims), ctx.where)
     k = ctx.const(1)
     k_dim = int(k.reshape(-1)[0]) if k is not None and k.size == 1 else fresh_dim("k")
-    dims = x.dims[:axis] + (k_dim,) + x.dims[axis + 1:]
+    dims = x.dims[:axis] + (k_dim,) + x.dims[axis + 1 :]
     return [TensorType(x.dtype, dims), TensorType(DType.i64, dims)]
 
 
 # K is a 1-element int64 input (the importer turns the opset<10 `k` attribute into one).
-define("TopK", ("X", "K"), ("Values", "Indices"),
-       [("axis", "int", -1), ("largest", "int", 1), ("sorted", "int", 1)], _topk)
+define(
+    "TopK",
+    ("X", "K"),
+    ("Values", "Indices"),
+    [("axis", "int", -1), ("largest", "int", 1), ("sorted", "int", 1)],
+    _topk,
+)

@@ -43,9 +43,24 @@ _COMMON_ATTRS = [
     ("layout", "int", 0),
 ]
 
-define("RNN", ("X", "W", "R", "B?", "sequence_lens?", "initial_h?"), ("Y?", "Y_h?"),
-       _COMMON_ATTRS, _recurrent(1))
-define("GRU", ("X", "W", "R", "B?", "sequence_lens?", "initial_h?"), ("Y?", "Y_h?"),
-       _COMMON_ATTRS + [("linear_before_reset", "int", 0)], _recurrent(1))
-define("LSTM", ("X", "W", "R", "B?", "sequence_lens?", "initial_h?", "initial_c?", "P?"),
-       ("Y?", "Y_h?", "Y_c?"), _COMMON_ATTRS + [("input_forget", "int", 0)], _recurrent(2))
+define(
+    "RNN",
+    ("X", "W", "R", "B?", "sequence_lens?", "initial_h?"),
+    ("Y?", "Y_h?"),
+    _COMMON_ATTRS,
+    _recurrent(1),
+)
+define(
+    "GRU",
+    ("X", "W", "R", "B?", "sequence_lens?", "initial_h?"),
+    ("Y?", "Y_h?"),
+    _COMMON_ATTRS + [("linear_before_reset", "int", 0)],
+    _recurrent(1),
+)
+define(
+    "LSTM",
+    ("X", "W", "R", "B?", "sequence_lens?", "initial_h?", "initial_c?", "P?"),
+    ("Y?", "Y_h?", "Y_c?"),
+    _COMMON_ATTRS + [("input_forget", "int", 0)],
+    _recurrent(2),
+)

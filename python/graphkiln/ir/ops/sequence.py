@@ -91,24 +91,48 @@ def _optional_get_element(ctx):
 
 
 define("SequenceConstruct", ("inputs*",), ("output_sequence",), (), _sequence_construct)
-define("SequenceEmpty", (), ("output",), [("dtype", "dtype", DType.f32)],
-       lambda ctx: [SequenceType(TensorType(ctx.attrs["dtype"], None))])
+define(
+    "SequenceEmpty",
+    (),
+    ("output",),
+    [("dtype", "dtype", DType.f32)],
+    lambda ctx: [SequenceType(TensorType(ctx.attrs["dtype"], None))],
+)
 define("SequenceAt", ("input_sequence", "position"), ("tensor",), (), lambda ctx: [_elem(ctx)])
-define("SequenceInsert", ("input_sequence", "tensor", "position?"), ("output_sequence",), (),
-       _sequence_insert)
-define("SequenceErase", ("input_sequence", "position?"), ("output_sequence",), (),
-       infer.same_as(0))
-define("SequenceLength", ("input_sequence",), ("length",), (),
-       lambda ctx: [TensorType(DType.i64, ())])
-define("SplitToSequence", ("input", "split?"), ("output_sequence",),
-       [("axis", "int", 0), ("keepdims", "int", 1)], _split_to_sequence)
-define("ConcatFromSequence", ("input_sequence",), ("concat_result",),
-       [("axis", "int", REQUIRED), ("new_axis", "int", 0)], _concat_from_sequence)
+define(
+    "SequenceInsert",
+    ("input_sequence", "tensor", "position?"),
+    ("output_sequence",),
+    (),
+    _sequence_insert,
+)
+define("SequenceErase", ("input_sequence", "position?"), ("output_sequence",), (), infer.same_as(0))
+define(
+    "SequenceLength", ("input_sequence",), ("length",), (), lambda ctx: [TensorType(DType.i64, ())]
+)
+define(
+    "SplitToSequence",
+    ("input", "split?"),
+    ("output_sequence",),
+    [("axis", "int", 0), ("keepdims", "int", 1)],
+    _split_to_sequence,
+)
+define(
+    "ConcatFromSequence",
+    ("input_sequence",),
+    ("concat_result",),
+    [("axis", "int", REQUIRED), ("new_axis", "int", 0)],
+    _concat_from_sequence,
+)
 # body: (element, additional inputs (an element of each sequence, tensors whole)...) -> outputs
-define("SequenceMap", ("input_sequence", "additional_inputs*"), ("out_sequence*",),
-       [("body", "graph", REQUIRED)], _sequence_map)
+define(
+    "SequenceMap",
+    ("input_sequence", "additional_inputs*"),
+    ("out_sequence*",),
+    [("body", "graph", REQUIRED)],
+    _sequence_map,
+)
 # `type` is the element type of an empty optional, in the IR's text form (e.g. "seq<f32[5]>")
 define("Optional", ("input?",), ("output",), [("type", "str", None)], _optional)
-define("OptionalHasElement", ("input?",), ("output",), (),
-       lambda ctx: [TensorType(DType.bool, ())])
+define("OptionalHasElement", ("input?",), ("output",), (), lambda ctx: [TensorType(DType.bool, ())])
 define("OptionalGetElement", ("input",), ("output",), (), _optional_get_element)

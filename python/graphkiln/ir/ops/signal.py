@@ -36,8 +36,13 @@ def _dft(ctx):
 
 
 # the IR form is opset 20's: axis is an input (default -2, the last signal axis)
-define("DFT", ("input", "dft_length?", "axis?"), ("output",),
-       [("inverse", "int", 0), ("onesided", "int", 0)], _dft)
+define(
+    "DFT",
+    ("input", "dft_length?", "axis?"),
+    ("output",),
+    [("inverse", "int", 0), ("onesided", "int", 0)],
+    _dft,
+)
 
 
 def _stft(ctx):
@@ -63,29 +68,52 @@ def _stft(ctx):
     return [TensorType(x.dtype, (batch, frames, bins, 2))]
 
 
-define("STFT", ("signal", "frame_step", "window?", "frame_length?"), ("output",),
-       [("onesided", "int", 1)], _stft)
+define(
+    "STFT",
+    ("signal", "frame_step", "window?", "frame_length?"),
+    ("output",),
+    [("onesided", "int", 1)],
+    _stft,
+)
 
 
 def _window(ctx):
     size = _scalar(ctx, 0)
-    return [TensorType(ctx.attrs["output_datatype"],
-                       (size,) if size is not None else infer.fresh_dims(1))]
+    return [
+        TensorType(
+            ctx.attrs["output_datatype"], (size,) if size is not None else infer.fresh_dims(1)
+        )
+    ]
 
 
 for _name in ("HannWindow", "HammingWindow", "BlackmanWindow"):
-    define(_name, ("size",), ("output",),
-           [("periodic", "int", 1), ("output_datatype", "dtype", DType.f32)], _window)
+    define(
+        _name,
+        ("size",),
+        ("output",),
+        [("periodic", "int", 1), ("output_datatype", "dtype", DType.f32)],
+        _window,
+    )
 
 
 def _mel(ctx):
     bins, dft_length = _scalar(ctx, 0), _scalar(ctx, 1)
     fresh = infer.fresh_dims(2)
-    return [TensorType(ctx.attrs["output_datatype"],
-                       (fresh[0] if dft_length is None else dft_length // 2 + 1,
-                        fresh[1] if bins is None else bins))]
+    return [
+        TensorType(
+            ctx.attrs["output_datatype"],
+            (
+                fresh[0] if dft_length is None else dft_length // 2 + 1,
+                fresh[1] if bins is None else bins,
+            ),
+        )
+    ]
 
 
-define("MelWeightMatrix",
-       ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"),
-       ("output",), [("output_datatype", "dtype", DType.f32)], _mel)
+define(
+    "MelWeightMatrix",
+    ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"),
+    ("output",),
+    [("output_datatype", "dtype", DType.f32)],
+    _mel,
+)

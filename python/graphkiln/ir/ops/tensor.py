@@ -21,8 +21,9 @@ def _need_rank(ctx, t: TensorType, low: int, high: int | None = None) -> None:
     """A GraphError unless the rank (when known) is in [low, high] (high None: no bound)."""
     rank = t.rank
     if rank is not None and (rank < low or (high is not None and rank > high)):
-        expected = (f"at least {low}" if high is None else str(low) if low == high
-                    else f"{low}..{high}")
+        expected = (
+            f"at least {low}" if high is None else str(low) if low == high else f"{low}..{high}"
+        )
         raise GraphError(f"{ctx.where}: input rank {rank}, expected {expected}")
 
 
@@ -215,8 +216,10 @@ def _tile(ctx):
         return [infer.unknown(data.dtype, len(data.dims))]
     if len(repeats) != len(data.dims):
         raise GraphError(f"{ctx.where}: {len(repeats)} repeats for rank {len(data.dims)}")
-    dims = [d * r if isinstance(d, int) else (d if r == 1 else fresh_dim())
-            for d, r in zip(data.dims, repeats)]
+    dims = [
+        d * r if isinstance(d, int) else (d if r == 1 else fresh_dim())
+        for d, r in zip(data.dims, repeats)
+    ]
     return [TensorType(data.dtype, tuple(dims))]
 
 
@@ -242,8 +245,10 @@ def _pad(ctx):
 
 def shape_range(rank: int, start: int, end: int | None) -> tuple[int, int]:
     """The [start, end) axes Shape returns, after clamping negative and large bounds."""
+
     def clamp(i):
         return min(max(i + rank if i < 0 else i, 0), rank)
+
     return clamp(start), clamp(rank if end is None else end)
 
 
@@ -274,8 +279,17 @@ def _rearrange_blocks(channel_factor, spatial_factor):
         def scaled(d, factor):
             return factor(d, b) if isinstance(d, int) else fresh_dim()
 
-        return [TensorType(data.dtype, (n, scaled(c, channel_factor),
-                                        scaled(h, spatial_factor), scaled(w, spatial_factor)))]
+        return [
+            TensorType(
+                data.dtype,
+                (
+                    n,
+                    scaled(c, channel_factor),
+                    scaled(h, spatial_factor),
+                    scaled(w, spatial_factor),
+                ),
+            )
+        ]
 
     return infer_blocks
 
@@ -285,24 +299,56 @@ _space_to_depth = _rearrange_blocks(lambda d, b: d * b * b, lambda d, b: d // b)
 
 
 define("Identity", ("input",), ("output",), (), infer.same_as(0), traits=("view",))
-define("Reshape", ("data", "shape"), ("reshaped",), [("allowzero", "int", 0)], _reshape, traits=("view",))
+define(
+    "Reshape",
+    ("data", "shape"),
+    ("reshaped",),
+    [("allowzero", "int", 0)],
+    _reshape,
+    traits=("view",),
+)
 define("Flatten", ("input",), ("output",), [("axis", "int", 1)], _flatten, traits=("view",))
 define("Squeeze", ("data", "axes?"), ("squeezed",), (), _squeeze, traits=("view",))
 define("Unsqueeze", ("data", "axes"), ("expanded",), (), _unsqueeze, traits=("view",))
 define("Transpose", ("data",), ("transposed",), [("perm", "ints", None)], _transpose)
 define("Concat", ("inputs*",), ("concat_result",), [("axis", "int", REQUIRED)], _concat)
-define("Split", ("input", "split?"), ("outputs*",),
-       [("axis", "int", 0), ("num_outputs", "int", None)], _split)
+define(
+    "Split",
+    ("input", "split?"),
+    ("outputs*",),
+    [("axis", "int", 0), ("num_outputs", "int", None)],
+    _split,
+)
 define("Expand", ("input", "shape"), ("output",), (), _expand)
 define("Tile", ("input", "repeats"), ("output",), (), _tile)
-define("Pad", ("data", "pads", "constant_value?", "axes?"), ("output",),
-       [("mode", "str", "constant")], _pad)
+define(
+    "Pad",
+    ("data", "pads", "constant_value?", "axes?"),
+    ("output",),
+    [("mode", "str", "constant")],
+    _pad,
+)
 define("Shape", ("data",), ("shape",), [("start", "int", 0), ("end", "int", None)], _shape)
 define("Size", ("data",), ("size",), (), lambda ctx: [TensorType(DType.i64, ())])
 # Dropout at inference: output = data, mask = all true (training_mode is honoured by the kernel).
-define("Dropout", ("data", "ratio?", "training_mode?"), ("output", "mask?"),
-       [("seed", "int", None)], _dropout)
-define("DepthToSpace", ("input",), ("output",),
-       [("blocksize", "int", REQUIRED), ("mode", "str", "DCR")], _depth_to_space)
-define("SpaceToDepth", ("input",), ("output",),
-       [("blocksize", "int", REQUIRED), ("mode", "str", "DCR")], _space_to_depth)
+define(
+    "Dropout",
+    ("data", "ratio?", "training_mode?"),
+    ("output", "mask?"),
+    [("seed", "int", None)],
+    _dropout,
+)
+define(
+    "DepthToSpace",
+    ("input",),
+    ("output",),
+    [("blocksize", "int", REQUIRED), ("mode", "str", "DCR")],
+    _depth_to_space,
+)
+define(
+    "SpaceToDepth",
+    ("input",),
+    ("output",),
+    [("blocksize", "int", REQUIRED), ("mode", "str", "DCR")],
+    _space_to_depth,
+)

@@ -34,17 +34,41 @@ def _tfidf_vectorizer(ctx):
     return [TensorType(DType.f32, tuple(x.dims[:-1]) + (width,))]
 
 
-define("StringNormalizer", ("X",), ("Y",),
-       [("case_change_action", "str", "NONE"), ("is_case_sensitive", "int", 0),
-        ("locale", "str", None), ("stopwords", "strs", None)], _string_normalizer)
-define("StringSplit", ("X",), ("Y", "Z"),
-       [("delimiter", "str", None), ("maxsplit", "int", None)], _string_split)
+define(
+    "StringNormalizer",
+    ("X",),
+    ("Y",),
+    [
+        ("case_change_action", "str", "NONE"),
+        ("is_case_sensitive", "int", 0),
+        ("locale", "str", None),
+        ("stopwords", "strs", None),
+    ],
+    _string_normalizer,
+)
+define(
+    "StringSplit",
+    ("X",),
+    ("Y", "Z"),
+    [("delimiter", "str", None), ("maxsplit", "int", None)],
+    _string_split,
+)
 define("StringConcat", ("X", "Y"), ("Z",), (), infer.elementwise())
-define("RegexFullMatch", ("X",), ("Y",), [("pattern", "str", None)],
-       infer.elementwise(DType.bool))
-define("TfIdfVectorizer", ("X",), ("Y",),
-       [("max_gram_length", "int", REQUIRED), ("max_skip_count", "int", REQUIRED),
-        ("min_gram_length", "int", REQUIRED), ("mode", "str", REQUIRED),
-        ("ngram_counts", "ints", REQUIRED), ("ngram_indexes", "ints", REQUIRED),
-        ("pool_int64s", "ints", None), ("pool_strings", "strs", None),
-        ("weights", "floats", None)], _tfidf_vectorizer)
+define("RegexFullMatch", ("X",), ("Y",), [("pattern", "str", None)], infer.elementwise(DType.bool))
+define(
+    "TfIdfVectorizer",
+    ("X",),
+    ("Y",),
+    [
+        ("max_gram_length", "int", REQUIRED),
+        ("max_skip_count", "int", REQUIRED),
+        ("min_gram_length", "int", REQUIRED),
+        ("mode", "str", REQUIRED),
+        ("ngram_counts", "ints", REQUIRED),
+        ("ngram_indexes", "ints", REQUIRED),
+        ("pool_int64s", "ints", None),
+        ("pool_strings", "strs", None),
+        ("weights", "floats", None),
+    ],
+    _tfidf_vectorizer,
+)

@@ -14,8 +14,9 @@ _budget_lock = threading.Lock()
 _budget_set = False
 
 
-def build_executor(steps, constants, arena_bytes: int, input_specs, output_specs,
-                   threads: int, max_contexts: int):
+def build_executor(
+    steps, constants, arena_bytes: int, input_specs, output_specs, threads: int, max_contexts: int
+):
     from ..._native import load_core
 
     global _budget_set
@@ -24,5 +25,6 @@ def build_executor(steps, constants, arena_bytes: int, input_specs, output_specs
         if not _budget_set:
             core.set_core_budget(physical_cores())
             _budget_set = True
-    return core.Executor(steps, constants, arena_bytes, input_specs, output_specs, threads,
-                         max_contexts)
+    return core.Executor(
+        steps, constants, arena_bytes, input_specs, output_specs, threads, max_contexts
+    )

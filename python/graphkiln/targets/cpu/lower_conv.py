@@ -35,14 +35,25 @@ def _geometry(x: Value, kernel, attrs, ceil_mode=False):
     n = len(kernel)
     strides = list(attrs.get("strides") or (1,) * n)
     dilations = list(attrs.get("dilations") or (1,) * n)
-    begin, end, out = window_geometry(static_dims(x)[2:], kernel, strides, dilations,
-                                      attrs.get("pads"), attrs.get("auto_pad") or "NOTSET",
-                                      bool(ceil_mode))
-    return {"strides": strides, "dilations": dilations, "pads_begin": list(begin),
-            "pads_end": list(end)}, out
+    begin, end, out = window_geometry(
+        static_dims(x)[2:],
+        kernel,
+        strides,
+        dilations,
+        attrs.get("pads"),
+        attrs.get("auto_pad") or "NOTSET",
+        bool(ceil_mode),
+    )
+    return {
+        "strides": strides,
+        "dilations": dilations,
+        "pads_begin": list(begin),
+        "pads_end": list(end),
+    }, out
 
 
 # -- Conv ------------------------------------------------------------------------------------
+
 
 def _conv_ok(node: Node, ctx=None) -> bool:
     x, w = node.inputs[0], node.inputs[1]
@@ -83,9 +94,17 @@ def _post_attrs(attrs: dict, post: list) -> None:
         attrs["post_arg"] = [3 + p[3] if p[3] >= 0 else -1 for p in post]
 
 
-def _emit_conv(ctx: LoweringContext, conv: Node, x: _Operand, w: _Operand,
-               b: _Operand | None, out_slot: int, post: list, extra: list[_Operand],
-               name: str) -> None:
+def _emit_conv(
+    ctx: LoweringContext,
+    conv: Node,
+    x: _Operand,
+    w: _Operand,
+    b: _Operand | None,
+    out_slot: int,
+    post: list,
+    extra: list[_Operand],
+    name: str,
+) -> None:
     kernel = list(w.dims[2:])
     attrs, _ = _geometry(conv.inputs[0], kernel, conv.attrs)
     attrs["group"] = int(conv.attrs.get("group") or 1)
@@ -99,17 +118,34 @@ def _emit_conv(ctx: LoweringContext, conv: Node, x: _Operand, w: _Operand,
 def lower_conv(node: Node, ctx: LoweringContext) -> None:
     b = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] is not None else None
     out = ctx.output(node.outputs[0], layouts=ANY_LAYOUT)
-    _emit_conv(ctx, node, _Operand(node.inputs[0]), _Operand(node.inputs[1]),
-               None if b is None else _Operand(b), out, [], [], node.name)
+    _emit_conv(
+        ctx,
+        node,
+        _Operand(node.inputs[0]),
+        _Operand(node.inputs[1]),
+        None if b is None else _Operand(b),
+        out,
+        [],
+        [],
+        node.name,
+    )
 
 
 # -- Fused kind conv -------------------------------------------------------------------------
 
-_UNARY = {"Relu": ("relu", 0.0, 0.0), "Sigmoid": ("logistic", 0.0, 0.0),
-          "Tanh": ("tanh", 0.0, 0.0), "Exp": ("exp", 0.0, 0.0), "Abs": ("abs", 0.0, 0.0),
-          "Sqrt": ("sqrt", 0.0, 0.0), "Log": ("log", 0.0, 0.0),
-          "HardSwish": ("hardswish", 1.0 / 6.0, 0.5), "Softplus": ("soft_relu", 1.0, 0.0),
-          "Mish": ("mish", 0.0, 0.0), "Neg": ("linear", -1.0, 0.0)}
+_UNARY = {
+    "Relu": ("relu", 0.0, 0.0),
+    "Sigmoid": ("logistic", 0.0, 0.0),
+    "Tanh": ("tanh", 0.0, 0.0),
+    "Exp": ("exp", 0.0, 0.0),
+    "Abs": ("abs", 0.0, 0.0),
+    "Sqrt": ("sqrt", 0.0, 0.0),
+    "Log": ("log", 0.0, 0.0),
+    "HardSwish": ("hardswish", 1.0 / 6.0, 0.5),
+    "Softplus": ("soft_relu", 1.0, 0.0),
+    "Mish": ("mish", 0.0, 0.0),
+    "Neg": ("linear", -1.0, 0.0),
+}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Max": "max", "Min": "min"}
 _COMMUTATIVE = {"Add", "Mul", "Max", "Min"}
 
@@ -174,7 +210,7 @@ class _Epilogue:
         self.outer = dict(zip(body.inputs, node.inputs))
         nodes = [n for n in body.nodes if n.op != "Constant"]
         self.anchor, self.tail = nodes[0], nodes[1:]
-        self.post: list = []          # (name, alpha, beta, extra index or -1)
+        self.post: list = []  # (name, alpha, beta, extra index or -1)
         self.extra: list[_Operand] = []
         self.bias_add: list[np.ndarray] = []
         self.chain = self.anchor.outputs[0]
@@ -207,11 +243,17 @@ class _Epilogue:
             if out.type.dtype != DType.f32 or tuple(out.type.dims or ()) != out_dims:
                 break
             readers = users.get(chain, [])
-            if (n.op == "Sigmoid" and n.inputs[0] is chain and i + 1 < len(tail)
-                    and len(readers) == 2 and set(readers) == {n, tail[i + 1]}
-                    and users.get(out) == [tail[i + 1]] and tail[i + 1].op == "Mul"
-                    and set(tail[i + 1].inputs) == {chain, out}
-                    and tail[i + 1].outputs[0].type.dims == out.type.dims):
+            if (
+                n.op == "Sigmoid"
+                and n.inputs[0] is chain
+                and i + 1 < len(tail)
+                and len(readers) == 2
+                and set(readers) == {n, tail[i + 1]}
+                and users.get(out) == [tail[i + 1]]
+                and tail[i + 1].op == "Mul"
+                and set(tail[i + 1].inputs) == {chain, out}
+                and tail[i + 1].outputs[0].type.dims == out.type.dims
+            ):
                 self.post.append(("swish", 1.0, 0.0, -1))  # x * sigmoid(x)
                 chain = tail[i + 1].outputs[0]
                 i += 2
@@ -225,8 +267,12 @@ class _Epilogue:
                     chain = out
                     i += 1
                     continue
-            if n.op in _BINARY and len(n.inputs) == 2 and chain in n.inputs and \
-                    n.inputs[0] is not n.inputs[1]:
+            if (
+                n.op in _BINARY
+                and len(n.inputs) == 2
+                and chain in n.inputs
+                and n.inputs[0] is not n.inputs[1]
+            ):
                 swapped = n.inputs[1] is chain
                 other = n.inputs[0] if swapped else n.inputs[1]
                 operand = self.resolve(other)
@@ -235,10 +281,18 @@ class _Epilogue:
                 kind = _broadcast_kind(operand.dims, out_dims)
                 if kind is None or (swapped and n.op == "Div"):
                     break
-                if (n.op == "Add" and not self.post and kind in ("scalar", "channel")
-                        and operand.constant is not None):
+                if (
+                    n.op == "Add"
+                    and not self.post
+                    and kind in ("scalar", "channel")
+                    and operand.constant is not None
+                ):
                     self.bias_add.append(np.asarray(operand.constant, np.float32).reshape(-1))
-                elif kind == "scalar" and operand.constant is not None and n.op in ("Add", "Sub", "Mul"):
+                elif (
+                    kind == "scalar"
+                    and operand.constant is not None
+                    and n.op in ("Add", "Sub", "Mul")
+                ):
                     c = float(np.asarray(operand.constant).reshape(()))
                     if n.op == "Add":
                         self.post.append(("linear", 1.0, c, -1))
@@ -258,7 +312,6 @@ class _Epilogue:
                 continue
             break
         self.chain, self.rest = chain, tail[i:]
-
 
 
 def fused_conv_supported(node: Node) -> bool:
@@ -310,8 +363,13 @@ def lower_fused_conv(node: Node, ctx: LoweringContext) -> None:
         emit(ctx, anchor, x, w, b, out, epi.post, epi.extra, node.name)
         return
     dims = static_dims(epi.chain)
-    layout = CHANNELS_LAST if (len(dims) == 4 and dims[1] > 1 and dims[2] * dims[3] > 1
-                               and result in ctx.channels_last) else PLAIN
+    layout = (
+        CHANNELS_LAST
+        if (
+            len(dims) == 4 and dims[1] > 1 and dims[2] * dims[3] > 1 and result in ctx.channels_last
+        )
+        else PLAIN
+    )
     temp = ctx.temp(DType.f32, dims, layout)
     emit(ctx, anchor, x, w, b, temp, epi.post, epi.extra, node.name + "/conv")
     bindings = {epi.chain: temp}
@@ -320,7 +378,7 @@ def lower_fused_conv(node: Node, ctx: LoweringContext) -> None:
         if inner in needed:
             bindings[inner] = ctx.input(outer, layouts=ANY_LAYOUT)
     rest = set(epi.rest)
-    after = epi.body.nodes[epi.body.nodes.index(epi.anchor) + 1:]
+    after = epi.body.nodes[epi.body.nodes.index(epi.anchor) + 1 :]
     nodes = [n for n in after if n in rest or n.op == "Constant"]
     out = ctx.output(result, layouts=ANY_LAYOUT)
     emit_pointwise(ctx, nodes, bindings, result_value(epi), out, node.name)
@@ -335,14 +393,20 @@ def _drop_bias_fold(epi: _Epilogue) -> _Epilogue:
     adds, epi.bias_add = epi.bias_add, []
     post = []
     for add in adds:
-        epi.extra.append(_Operand(data=add.reshape((1, -1) + (1,) * (len(
-            epi.anchor.outputs[0].type.dims) - 2)) if add.size > 1 else add.reshape(())))
+        epi.extra.append(
+            _Operand(
+                data=add.reshape((1, -1) + (1,) * (len(epi.anchor.outputs[0].type.dims) - 2))
+                if add.size > 1
+                else add.reshape(())
+            )
+        )
         post.append(("add", 0.0, 0.0, len(epi.extra) - 1))
     epi.post = post + epi.post
     return epi
 
 
 # -- ConvTranspose ---------------------------------------------------------------------------
+
 
 def _deconv_geometry(node: Node):
     from ..ref.conv import transpose_geometry
@@ -353,13 +417,26 @@ def _deconv_geometry(node: Node):
     a = node.attrs
     strides = list(a.get("strides") or (1,) * n)
     dilations = list(a.get("dilations") or (1,) * n)
-    begin, out = transpose_geometry(sizes, kernel, strides, dilations, a.get("pads"),
-                                    a.get("auto_pad") or "NOTSET", a.get("output_padding"),
-                                    a.get("output_shape"))
-    end = [(sizes[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - begin[i] - out[i]
-           for i in range(n)]
-    return {"strides": strides, "dilations": dilations, "pads_begin": list(begin),
-            "pads_end": end}, out
+    begin, out = transpose_geometry(
+        sizes,
+        kernel,
+        strides,
+        dilations,
+        a.get("pads"),
+        a.get("auto_pad") or "NOTSET",
+        a.get("output_padding"),
+        a.get("output_shape"),
+    )
+    end = [
+        (sizes[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - begin[i] - out[i]
+        for i in range(n)
+    ]
+    return {
+        "strides": strides,
+        "dilations": dilations,
+        "pads_begin": list(begin),
+        "pads_end": end,
+    }, out
 
 
 def _deconv_ok(node: Node, ctx=None, w_constant=None) -> bool:
@@ -372,13 +449,24 @@ def _deconv_ok(node: Node, ctx=None, w_constant=None) -> bool:
     if w_constant is None or not 3 <= len(x.type.dims) <= 5:
         return False
     attrs, out = _deconv_geometry(node)
-    return (min(attrs["pads_begin"]) >= 0 and min(attrs["pads_end"]) >= 0
-            and list(node.outputs[0].type.dims[2:]) == list(out))
+    return (
+        min(attrs["pads_begin"]) >= 0
+        and min(attrs["pads_end"]) >= 0
+        and list(node.outputs[0].type.dims[2:]) == list(out)
+    )
 
 
-def _emit_deconv(ctx: LoweringContext, node: Node, x: _Operand, w: _Operand,
-                 b: _Operand | None, out_slot: int, post: list, extra: list[_Operand],
-                 name: str) -> None:
+def _emit_deconv(
+    ctx: LoweringContext,
+    node: Node,
+    x: _Operand,
+    w: _Operand,
+    b: _Operand | None,
+    out_slot: int,
+    post: list,
+    extra: list[_Operand],
+    name: str,
+) -> None:
     attrs, _ = _deconv_geometry(node)
     group = int(node.attrs.get("group") or 1)
     attrs["group"] = group
@@ -389,8 +477,11 @@ def _emit_deconv(ctx: LoweringContext, node: Node, x: _Operand, w: _Operand,
     data = data.reshape(group, ic // group, ocg, *kernel).swapaxes(1, 2)
     if group == 1:
         data = data[0]
-    inputs = [x.slot(ctx, ANY_LAYOUT), ctx.constant(np.ascontiguousarray(data)),
-              None if b is None else b.slot(ctx)]
+    inputs = [
+        x.slot(ctx, ANY_LAYOUT),
+        ctx.constant(np.ascontiguousarray(data)),
+        None if b is None else b.slot(ctx),
+    ]
     inputs += [e.slot(ctx, ANY_LAYOUT) for e in extra]
     ctx.emit("ConvTranspose", inputs, [out_slot], attrs, name)
 
@@ -398,12 +489,21 @@ def _emit_deconv(ctx: LoweringContext, node: Node, x: _Operand, w: _Operand,
 @supports(_deconv_ok)
 def lower_conv_transpose(node: Node, ctx: LoweringContext) -> None:
     b = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] is not None else None
-    _emit_deconv(ctx, node, _Operand(node.inputs[0]), _Operand(node.inputs[1]),
-                 None if b is None else _Operand(b), ctx.output(node.outputs[0]), [], [],
-                 node.name)
+    _emit_deconv(
+        ctx,
+        node,
+        _Operand(node.inputs[0]),
+        _Operand(node.inputs[1]),
+        None if b is None else _Operand(b),
+        ctx.output(node.outputs[0]),
+        [],
+        [],
+        node.name,
+    )
 
 
 # -- pooling ---------------------------------------------------------------------------------
+
 
 def _pool_ok(node: Node, ctx=None) -> bool:
     x = node.inputs[0]

@@ -64,8 +64,11 @@ def _family_supported(node: Node) -> bool:
 
 
 def _check_family(node: Node) -> bool:
-    if any(getattr(v.type, "dtype", None) in BYTE_DTYPES
-           for v in (*node.inputs, *node.outputs) if v is not None):
+    if any(
+        getattr(v.type, "dtype", None) in BYTE_DTYPES
+        for v in (*node.inputs, *node.outputs)
+        if v is not None
+    ):
         return False  # the family kernels take none of them: node by node
     check = _lookup(node.attrs.get("kind", "pointwise"), 2)
     return check is not None and bool(check(node))
@@ -77,8 +80,9 @@ def _nodes_supported(node: Node, ctx) -> bool:
     body = node.attrs.get("body")
     if body is None or len(body.outputs) != 1:
         return False
-    return all(n.op == "Constant" or (n.op != "Fused" and node_supported(n, ctx))
-               for n in body.nodes)
+    return all(
+        n.op == "Constant" or (n.op != "Fused" and node_supported(n, ctx)) for n in body.nodes
+    )
 
 
 def fused_supported(node: Node, ctx) -> bool:
@@ -104,8 +108,9 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
     kind = node.attrs.get("kind", "pointwise")
     lower = _lookup(kind, 1)
     if lower is None:
-        raise LoweringError(f"the cpu target cannot lower Fused nodes of kind {kind!r} "
-                            f"(node {node.name!r})")
+        raise LoweringError(
+            f"the cpu target cannot lower Fused nodes of kind {kind!r} (node {node.name!r})"
+        )
     lower(node, ctx)
 
 

@@ -31,11 +31,17 @@ def lower_lp_pool(node: Node, ctx: LoweringContext) -> None:
     in_dims = static_dims(x)[2:]
     if list(static_dims(node.outputs[0])[2:]) != [int(o) for o in out]:
         from ..native.lower import LoweringError
+
         raise LoweringError(f"LpPool {node.name!r}: output dims differ from the window geometry")
-    attrs = {"p": float(node.attrs.get("p", 2)), "kernel": front(kernel, 1),
-             "strides": front(geo["strides"], 1), "dilations": front(geo["dilations"], 1),
-             "pads_begin": front(geo["pads_begin"], 0), "in_dims": front(in_dims, 1),
-             "out_dims": front(out, 1)}
+    attrs = {
+        "p": float(node.attrs.get("p", 2)),
+        "kernel": front(kernel, 1),
+        "strides": front(geo["strides"], 1),
+        "dilations": front(geo["dilations"], 1),
+        "pads_begin": front(geo["pads_begin"], 0),
+        "in_dims": front(in_dims, 1),
+        "out_dims": front(out, 1),
+    }
     ctx.emit("LpPool", [ctx.input(x)], [ctx.output(node.outputs[0])], attrs, node.name)
 
 

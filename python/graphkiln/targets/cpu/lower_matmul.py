@@ -25,9 +25,11 @@ _F32_MAX = 3.4028234663852886e38
 
 # -- operands and views ----------------------------------------------------------------------
 
+
 @dataclass
 class _Operand:
     """A tensor an epilogue or anchor reads: a value of the outer graph and/or constant data."""
+
     value: Value | None = None
     data: np.ndarray | None = None
 
@@ -69,6 +71,7 @@ def _row_major(dims) -> list[int]:
 class _Views:
     """oneDNN's view of one product: dims/strides of A, B and Y (one rank), and for each
     view axis of Y the axes of the logical output it merges (empty: an inserted 1)."""
+
     a_dims: list
     a_strides: list
     b_dims: list
@@ -99,9 +102,14 @@ class _Views:
         return out
 
     def attrs(self) -> dict:
-        return {"a_dims": self.a_dims, "a_strides": self.a_strides, "b_dims": self.b_dims,
-                "b_strides": self.b_strides, "y_dims": self.y_dims,
-                "y_strides": _row_major(self.y_dims)}
+        return {
+            "a_dims": self.a_dims,
+            "a_strides": self.a_strides,
+            "b_dims": self.b_dims,
+            "b_strides": self.b_strides,
+            "y_dims": self.y_dims,
+            "y_strides": _row_major(self.y_dims),
+        }
 
 
 def _broadcast(a, b) -> tuple:
@@ -123,8 +131,11 @@ def _matmul_views(a_dims, b_dims, collapse: bool) -> _Views:
         m_axis, axis = axis, axis + 1
     if len(b_dims) >= 2:
         n_axis = axis
-    y_logical = batch + ((a2[-2],) if m_axis is not None else ()) + \
-        ((b2[-1],) if n_axis is not None else ())
+    y_logical = (
+        batch
+        + ((a2[-2],) if m_axis is not None else ())
+        + ((b2[-1],) if n_axis is not None else ())
+    )
     m_group = [m_axis] if m_axis is not None else []
     n_group = [n_axis] if n_axis is not None else []
     if collapse and len(b2) == 2 and len(a2) > 2:
@@ -151,11 +162,19 @@ def _gemm_views(a_dims, b_dims, trans_a: bool, trans_b: bool) -> _Views:
 
 # -- the epilogue ----------------------------------------------------------------------------
 
-_UNARY = {"Relu": ("relu", 0.0, 0.0), "Sigmoid": ("logistic", 0.0, 0.0),
-          "Tanh": ("tanh", 0.0, 0.0), "Exp": ("exp", 0.0, 0.0), "Abs": ("abs", 0.0, 0.0),
-          "Sqrt": ("sqrt", 0.0, 0.0), "Log": ("log", 0.0, 0.0),
-          "HardSwish": ("hardswish", 1.0 / 6.0, 0.5), "Softplus": ("soft_relu", 1.0, 0.0),
-          "Mish": ("mish", 0.0, 0.0), "Neg": ("linear", -1.0, 0.0)}
+_UNARY = {
+    "Relu": ("relu", 0.0, 0.0),
+    "Sigmoid": ("logistic", 0.0, 0.0),
+    "Tanh": ("tanh", 0.0, 0.0),
+    "Exp": ("exp", 0.0, 0.0),
+    "Abs": ("abs", 0.0, 0.0),
+    "Sqrt": ("sqrt", 0.0, 0.0),
+    "Log": ("log", 0.0, 0.0),
+    "HardSwish": ("hardswish", 1.0 / 6.0, 0.5),
+    "Softplus": ("soft_relu", 1.0, 0.0),
+    "Mish": ("mish", 0.0, 0.0),
+    "Neg": ("linear", -1.0, 0.0),
+}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Max": "max", "Min": "min"}
 
 
@@ -182,8 +201,9 @@ def _eltwise(node: Node, resolve) -> tuple | None:
     if op == "Swish":
         return ("swish", float(a.get("alpha", 1.0)), 0.0)
     if op == "Gelu":
-        return {"none": ("gelu_erf", 0.0, 0.0),
-                "tanh": ("gelu_tanh", 0.0, 0.0)}.get(a.get("approximate") or "none")
+        return {"none": ("gelu_erf", 0.0, 0.0), "tanh": ("gelu_tanh", 0.0, 0.0)}.get(
+            a.get("approximate") or "none"
+        )
     if op == "Clip":
         bounds = []
         for v in list(node.inputs[1:3]) + [None] * (3 - len(node.inputs)):
@@ -203,6 +223,7 @@ def _eltwise(node: Node, resolve) -> tuple | None:
 @dataclass
 class _PostOps:
     """A oneDNN epilogue: (name, alpha, beta, operand or None) in order, and a bias."""
+
     ops: list = field(default_factory=list)
     bias: _Operand | None = None
 
@@ -217,12 +238,16 @@ class _PostOps:
 def _fast_broadcast(dims, y_dims) -> bool:
     """Whether oneDNN's brgemm matmul takes a binary operand of view dims `dims`: a scalar,
     a row (..., 1, N) or the whole output (others make it pick its slow reference code)."""
-    return (all(d == 1 for d in dims) or list(dims) == list(y_dims)
-            or (all(d == 1 for d in dims[:-1]) and dims[-1] == y_dims[-1]))
+    return (
+        all(d == 1 for d in dims)
+        or list(dims) == list(y_dims)
+        or (all(d == 1 for d in dims[:-1]) and dims[-1] == y_dims[-1])
+    )
 
 
-def _add_binary(post: _PostOps, views: _Views, op: str, operand: _Operand, swapped: bool,
-                allow_bias: bool) -> bool:
+def _add_binary(
+    post: _PostOps, views: _Views, op: str, operand: _Operand, swapped: bool, allow_bias: bool
+) -> bool:
     """`chain op operand` (operand op chain when swapped) as post-ops; False if impossible."""
     if operand.dtype != DType.f32 or (swapped and op == "Div"):
         return False
@@ -243,8 +268,14 @@ def _add_binary(post: _PostOps, views: _Views, op: str, operand: _Operand, swapp
             return False
         return True
     n = views.y_dims[-1]
-    if (allow_bias and op == "Add" and post.bias is None and not post.ops
-            and all(d == 1 for d in dims[:-1]) and dims[-1] == n):
+    if (
+        allow_bias
+        and op == "Add"
+        and post.bias is None
+        and not post.ops
+        and all(d == 1 for d in dims[:-1])
+        and dims[-1] == n
+    ):
         post.bias = operand
         return True
     if not _fast_broadcast(dims, views.y_dims):
@@ -289,8 +320,9 @@ def _gemm_c(post: _PostOps, views: _Views, node: Node, c: _Operand | None) -> bo
     return True
 
 
-def _chain_post_ops(post: _PostOps, views: _Views, tail: list[Node], chain: Value, resolve,
-                    users: dict) -> tuple[Value, int]:
+def _chain_post_ops(
+    post: _PostOps, views: _Views, tail: list[Node], chain: Value, resolve, users: dict
+) -> tuple[Value, int]:
     """Adds the longest prefix of `tail` that oneDNN can run; returns (the value it ends
     with, how many nodes it took)."""
     out_dims = tuple(static_dims(chain))
@@ -307,12 +339,17 @@ def _chain_post_ops(post: _PostOps, views: _Views, tail: list[Node], chain: Valu
                 post.eltwise(*elt)
                 chain, taken = out, taken + 1
                 continue
-        if (n.op in _BINARY and len(n.inputs) == 2 and chain in n.inputs
-                and n.inputs[0] is not n.inputs[1]):
+        if (
+            n.op in _BINARY
+            and len(n.inputs) == 2
+            and chain in n.inputs
+            and n.inputs[0] is not n.inputs[1]
+        ):
             swapped = n.inputs[1] is chain
             operand = resolve(n.inputs[0] if swapped else n.inputs[1])
-            if operand is None or not _add_binary(post, views, n.op, operand, swapped,
-                                                  allow_bias=True):
+            if operand is None or not _add_binary(
+                post, views, n.op, operand, swapped, allow_bias=True
+            ):
                 break
             chain, taken = out, taken + 1
             continue
@@ -322,14 +359,25 @@ def _chain_post_ops(post: _PostOps, views: _Views, tail: list[Node], chain: Valu
 
 # -- emitting the kernel ---------------------------------------------------------------------
 
-def _emit_product(ctx: LoweringContext, a: _Operand, b: _Operand, views: _Views,
-                  post: _PostOps, out_slot: int, name: str) -> None:
+
+def _emit_product(
+    ctx: LoweringContext,
+    a: _Operand,
+    b: _Operand,
+    views: _Views,
+    post: _PostOps,
+    out_slot: int,
+    name: str,
+) -> None:
     inputs = [a.slot(ctx), b.slot(ctx)]
     attrs = views.attrs()
     if post.bias is not None:
         data = post.bias.constant
-        slot = (ctx.constant(np.asarray(data, np.float32).reshape(-1)) if data is not None
-                else post.bias.slot(ctx))
+        slot = (
+            ctx.constant(np.asarray(data, np.float32).reshape(-1))
+            if data is not None
+            else post.bias.slot(ctx)
+        )
         inputs.append(slot)
         attrs["bias_arg"] = len(inputs) - 1
     names, alphas, betas, args = [], [], [], []
@@ -358,8 +406,11 @@ def _product_ok(node: Node) -> bool:
         return False
     if node.op == "Gemm":
         c = node.inputs[2] if len(node.inputs) > 2 else None
-        return _f32(c) and len(node.inputs[0].type.dims or ()) == 2 and \
-            len(node.inputs[1].type.dims or ()) == 2
+        return (
+            _f32(c)
+            and len(node.inputs[0].type.dims or ()) == 2
+            and len(node.inputs[1].type.dims or ()) == 2
+        )
     ranks = [len(v.type.dims or ()) for v in node.inputs[:2]]
     return all(r >= 1 for r in ranks)
 
@@ -376,7 +427,7 @@ class _Product:
         if self.a is None or self.b is None or (c_value is not None and self.c is None):
             raise LoweringError(f"{anchor.name!r}: the product's inputs are not body inputs")
         best = None
-        for collapse in ((True, False) if anchor.op == "MatMul" else (False,)):
+        for collapse in (True, False) if anchor.op == "MatMul" else (False,):
             views = self._views(collapse)
             post = _PostOps()
             if anchor.op == "Gemm" and not _gemm_c(post, views, anchor, self.c):
@@ -393,8 +444,9 @@ class _Product:
     def _views(self, collapse: bool) -> _Views:
         if self.anchor.op == "Gemm":
             a = self.anchor.attrs
-            return _gemm_views(self.a.dims, self.b.dims, bool(a.get("transA", 0)),
-                               bool(a.get("transB", 0)))
+            return _gemm_views(
+                self.a.dims, self.b.dims, bool(a.get("transA", 0)), bool(a.get("transB", 0))
+            )
         return _matmul_views(self.a.dims, self.b.dims, collapse)
 
     def emit(self, ctx: LoweringContext, out_slot: int, name: str) -> None:
@@ -421,6 +473,7 @@ def lower_product(node: Node, ctx: LoweringContext) -> None:
 
 # -- Fused kind gemm / matmul ----------------------------------------------------------------
 
+
 class _FusedBody:
     def __init__(self, node: Node):
         self.body = node.attrs["body"]
@@ -445,15 +498,16 @@ class _FusedBody:
         return None
 
 
-
 def fused_matmul_supported(node: Node) -> bool:
     fused = _FusedBody(node)
     anchor = fused.anchor
     if anchor is None or anchor.op not in ("MatMul", "Gemm"):
         return False
     values = [*node.inputs, *node.outputs, *anchor.inputs, *anchor.outputs]
-    if not all(v is None or v.type.dims is not None and all(isinstance(d, int) for d in v.type.dims)
-               for v in values):
+    if not all(
+        v is None or v.type.dims is not None and all(isinstance(d, int) for d in v.type.dims)
+        for v in values
+    ):
         return False
     if not _product_ok(anchor) or not _gemm_c_ok(anchor):
         return False
@@ -464,7 +518,7 @@ def fused_matmul_supported(node: Node) -> bool:
         product = _Product(anchor, fused.resolve, fused.tail, fused.users)
     except LoweringError:
         return False
-    rest = fused.tail[product.taken:]
+    rest = fused.tail[product.taken :]
     if not rest:
         return True
     return all(node_supported(n) for n in rest)
@@ -477,7 +531,7 @@ def lower_fused_matmul(node: Node, ctx: LoweringContext) -> None:
         raise LoweringError(f"Fused {node.name!r}: the body does not start with MatMul/Gemm")
     product = _Product(anchor, fused.resolve, fused.tail, fused.users)
     result = node.outputs[0]
-    rest = fused.tail[product.taken:]
+    rest = fused.tail[product.taken :]
     if not rest:
         product.emit(ctx, ctx.output(result), node.name)
         return
@@ -489,12 +543,13 @@ def lower_fused_matmul(node: Node, ctx: LoweringContext) -> None:
         if inner in needed:
             bindings[inner] = ctx.input(outer)
     rest_set = set(rest)
-    after = fused.body.nodes[fused.body.nodes.index(anchor) + 1:]
+    after = fused.body.nodes[fused.body.nodes.index(anchor) + 1 :]
     nodes = [n for n in after if n in rest_set or n.op == "Constant"]
     emit_pointwise(ctx, nodes, bindings, fused.body.outputs[0], ctx.output(result), node.name)
 
 
 # -- Attention -------------------------------------------------------------------------------
+
 
 def _attention_ok(node: Node, ctx=None) -> bool:
     ins = list(node.inputs) + [None] * (7 - len(node.inputs))
@@ -571,6 +626,7 @@ def _with_past(ctx: LoweringContext, node: Node, index: int, view) -> tuple:
     if dims[2]:
         regions.append((0, 0, list(dims), list(strides), ds, 0, p_len * ds[2]))
     from ..native.lower_data import _emit_regions
+
     _emit_regions(ctx, node, ins, [out], regions)
     return out, full, ds
 
@@ -607,8 +663,12 @@ def lower_attention(node: Node, ctx: LoweringContext) -> None:
     (qv, qs), (kv, ks), (vv, vs) = _attention_shapes(node)
     batch, q_heads, q_seq, head = qv
     kv_heads, kv_seq, v_head = kv[1], kv[2], vv[3]
-    if kv_heads <= 0 or q_heads % kv_heads or kv != [batch, kv_heads, kv_seq, head] or \
-            vv[:3] != [batch, kv_heads, kv_seq]:
+    if (
+        kv_heads <= 0
+        or q_heads % kv_heads
+        or kv != [batch, kv_heads, kv_seq, head]
+        or vv[:3] != [batch, kv_heads, kv_seq]
+    ):
         raise LoweringError(f"Attention {node.name!r}: inconsistent Q/K/V shapes {qv} {kv} {vv}")
     k_slot, kv, ks = _with_past(ctx, node, 1, (kv, ks))
     v_slot, vv, vs = _with_past(ctx, node, 2, (vv, vs))
@@ -619,14 +679,25 @@ def lower_attention(node: Node, ctx: LoweringContext) -> None:
     else:
         ys = [q_seq * q_heads * v_head, v_head, q_heads * v_head, 1]
     scale = a.get("scale")
-    attrs = {"batch": batch, "q_heads": q_heads, "kv_heads": kv_heads, "q_seq": q_seq,
-             "kv_seq": kv_seq, "head": head, "v_head": v_head, "q_strides": qs,
-             "k_strides": ks, "v_strides": vs, "y_strides": ys,
-             "scale": float(scale) if scale is not None else 1.0 / math.sqrt(head),
-             "softcap": float(a.get("softcap") or 0.0), "is_causal": int(a.get("is_causal") or 0),
-             "left_window": _int_attr(a, "left_window_size", -1),
-             "right_window": _int_attr(a, "right_window_size", -1),
-             "pos_offset": _past_len(node)}
+    attrs = {
+        "batch": batch,
+        "q_heads": q_heads,
+        "kv_heads": kv_heads,
+        "q_seq": q_seq,
+        "kv_seq": kv_seq,
+        "head": head,
+        "v_head": v_head,
+        "q_strides": qs,
+        "k_strides": ks,
+        "v_strides": vs,
+        "y_strides": ys,
+        "scale": float(scale) if scale is not None else 1.0 / math.sqrt(head),
+        "softcap": float(a.get("softcap") or 0.0),
+        "is_causal": int(a.get("is_causal") or 0),
+        "left_window": _int_attr(a, "left_window_size", -1),
+        "right_window": _int_attr(a, "right_window_size", -1),
+        "pos_offset": _past_len(node),
+    }
     inputs = [ctx.input(node.inputs[0]), k_slot, v_slot]
     mask = node.inputs[3] if len(node.inputs) > 3 else None
     if mask is not None:

@@ -55,9 +55,13 @@ def lower_rms_norm(node: Node, ctx: LoweringContext) -> None:
     else:
         full = np.broadcast_to(np.asarray(scale.constant, np.float32), tail)
         scale_slot = ctx.constant(np.ascontiguousarray(full))
-    ctx.emit("RMSNormalization", [ctx.input(node.inputs[0]), scale_slot],
-             [ctx.output(node.outputs[0])],
-             {"axis": axis, "epsilon": float(node.attrs.get("epsilon", 1e-5))}, node.name)
+    ctx.emit(
+        "RMSNormalization",
+        [ctx.input(node.inputs[0]), scale_slot],
+        [ctx.output(node.outputs[0])],
+        {"axis": axis, "epsilon": float(node.attrs.get("epsilon", 1e-5))},
+        node.name,
+    )
 
 
 def _channels(node: Node) -> int | None:
@@ -88,9 +92,13 @@ def _group_ok(node: Node, ctx=None) -> bool:
 def lower_group_norm(node: Node, ctx: LoweringContext) -> None:
     dims = static_dims(node.inputs[0])
     groups = int(node.attrs["num_groups"]) if node.op == "GroupNormalization" else dims[1]
-    ctx.emit("GroupNormalization", [ctx.input(v) for v in node.inputs[:3]],
-             [ctx.output(node.outputs[0])],
-             {"groups": groups, "epsilon": float(node.attrs.get("epsilon", 1e-5))}, node.name)
+    ctx.emit(
+        "GroupNormalization",
+        [ctx.input(v) for v in node.inputs[:3]],
+        [ctx.output(node.outputs[0])],
+        {"groups": groups, "epsilon": float(node.attrs.get("epsilon", 1e-5))},
+        node.name,
+    )
 
 
 def _batch_ok(node: Node, ctx=None) -> bool:
@@ -101,10 +109,18 @@ def _batch_ok(node: Node, ctx=None) -> bool:
 
 @supports(_batch_ok)
 def lower_batch_norm(node: Node, ctx: LoweringContext) -> None:
-    ctx.emit("BatchNormalization", [ctx.input(v) for v in node.inputs[:5]],
-             [ctx.output(node.outputs[0])], {"epsilon": float(node.attrs.get("epsilon", 1e-5))},
-             node.name)
+    ctx.emit(
+        "BatchNormalization",
+        [ctx.input(v) for v in node.inputs[:5]],
+        [ctx.output(node.outputs[0])],
+        {"epsilon": float(node.attrs.get("epsilon", 1e-5))},
+        node.name,
+    )
 
 
-LOWERINGS = {"RMSNormalization": lower_rms_norm, "GroupNormalization": lower_group_norm,
-             "InstanceNormalization": lower_group_norm, "BatchNormalization": lower_batch_norm}
+LOWERINGS = {
+    "RMSNormalization": lower_rms_norm,
+    "GroupNormalization": lower_group_norm,
+    "InstanceNormalization": lower_group_norm,
+    "BatchNormalization": lower_batch_norm,
+}

@@ -6,7 +6,7 @@ the pointwise prologue (into a temporary), the reduction, the pointwise epilogue
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -18,9 +18,16 @@ from ..native.lower_support import supports
 from ..native.plan import CHANNELS_LAST, PLAIN
 
 _REDUCE_OPS = {
-    "ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
-    "ReduceProd": "prod", "ReduceL1": "l1", "ReduceL2": "l2", "ReduceLogSum": "log_sum",
-    "ReduceLogSumExp": "log_sum_exp", "ReduceSumSquare": "sum_square",
+    "ReduceSum": "sum",
+    "ReduceMean": "mean",
+    "ReduceMax": "max",
+    "ReduceMin": "min",
+    "ReduceProd": "prod",
+    "ReduceL1": "l1",
+    "ReduceL2": "l2",
+    "ReduceLogSum": "log_sum",
+    "ReduceLogSumExp": "log_sum_exp",
+    "ReduceSumSquare": "sum_square",
 }
 _INT_OK = {"sum", "max", "min", "prod", "l1", "sum_square"}
 _ANY = (PLAIN, CHANNELS_LAST)
@@ -83,16 +90,24 @@ def _emit_reduce(ctx: LoweringContext, node: Node, slot_of: SlotOf, out: int) ->
 
 def _arg_ok(node: Node, ctx=None) -> bool:
     return _dtype(node.inputs[0]) in (DType.f32, DType.f64, DType.i32, DType.i64) and all(
-        d != 0 for d in node.inputs[0].type.dims)
+        d != 0 for d in node.inputs[0].type.dims
+    )
 
 
 def _emit_arg(ctx: LoweringContext, node: Node, slot_of: SlotOf, out: int) -> None:
     src = slot_of(node.inputs[0], _ANY)
     rank = len(ctx.slot(src).dims)
-    ctx.emit("ArgReduce", [src], [out],
-             {"axis": int(node.attrs.get("axis", 0)) % max(rank, 1),
-              "select_last_index": int(node.attrs.get("select_last_index", 0)),
-              "max": int(node.op == "ArgMax")}, node.name)
+    ctx.emit(
+        "ArgReduce",
+        [src],
+        [out],
+        {
+            "axis": int(node.attrs.get("axis", 0)) % max(rank, 1),
+            "select_last_index": int(node.attrs.get("select_last_index", 0)),
+            "max": int(node.op == "ArgMax"),
+        },
+        node.name,
+    )
 
 
 def _softmax_ok(node: Node, ctx=None) -> bool:
@@ -102,8 +117,13 @@ def _softmax_ok(node: Node, ctx=None) -> bool:
 def _emit_softmax(ctx: LoweringContext, node: Node, slot_of: SlotOf, out: int) -> None:
     src = slot_of(node.inputs[0], (PLAIN,))
     rank = len(ctx.slot(src).dims)
-    ctx.emit("Softmax", [src], [out], {"axis": int(node.attrs.get("axis", -1)) % rank,
-                                       "log": int(node.op == "LogSoftmax")}, node.name)
+    ctx.emit(
+        "Softmax",
+        [src],
+        [out],
+        {"axis": int(node.attrs.get("axis", -1)) % rank, "log": int(node.op == "LogSoftmax")},
+        node.name,
+    )
 
 
 def _layernorm_ok(node: Node, ctx=None) -> bool:
@@ -142,8 +162,13 @@ def _emit_layernorm(ctx: LoweringContext, node: Node, slot_of: SlotOf, outs: lis
         else:
             full = np.broadcast_to(np.asarray(v.constant, np.float32), tail)
             params.append(ctx.constant(np.ascontiguousarray(full)))
-    ctx.emit("LayerNormalization", [src, params[0], params[1]], outs,
-             {"axis": axis, "epsilon": float(node.attrs.get("epsilon", 1e-5))}, node.name)
+    ctx.emit(
+        "LayerNormalization",
+        [src, params[0], params[1]],
+        outs,
+        {"axis": axis, "epsilon": float(node.attrs.get("epsilon", 1e-5))},
+        node.name,
+    )
 
 
 def _stats_outputs(ctx: LoweringContext, node: Node, y_slot: int, output) -> list[int]:
@@ -161,6 +186,7 @@ def _stats_outputs(ctx: LoweringContext, node: Node, y_slot: int, output) -> lis
 
 
 # -- standalone lowerings --------------------------------------------------------------------
+
 
 def _standalone_slot_of(ctx: LoweringContext) -> SlotOf:
     return lambda v, layouts: ctx.input(v, layouts=layouts)
@@ -187,14 +213,25 @@ def lower_layernorm(node: Node, ctx: LoweringContext) -> None:
     _emit_layernorm(ctx, node, _standalone_slot_of(ctx), outs)
 
 
-_CHECKS = {**{op: _reduce_ok for op in _REDUCE_OPS}, "Softmax": _softmax_ok,
-           "LogSoftmax": _softmax_ok, "LayerNormalization": _layernorm_ok,
-           "ArgMax": _arg_ok, "ArgMin": _arg_ok}
-_EMITS = {**{op: _emit_reduce for op in _REDUCE_OPS}, "Softmax": _emit_softmax,
-          "LogSoftmax": _emit_softmax, "ArgMax": _emit_arg, "ArgMin": _emit_arg}
+_CHECKS = {
+    **{op: _reduce_ok for op in _REDUCE_OPS},
+    "Softmax": _softmax_ok,
+    "LogSoftmax": _softmax_ok,
+    "LayerNormalization": _layernorm_ok,
+    "ArgMax": _arg_ok,
+    "ArgMin": _arg_ok,
+}
+_EMITS = {
+    **{op: _emit_reduce for op in _REDUCE_OPS},
+    "Softmax": _emit_softmax,
+    "LogSoftmax": _emit_softmax,
+    "ArgMax": _emit_arg,
+    "ArgMin": _emit_arg,
+}
 
 
 # -- Fused kind "reduce" ---------------------------------------------------------------------
+
 
 def _split(body) -> tuple[list[Node], Node, list[Node]] | None:
     nodes = [n for n in body.nodes if n.op != "Constant"]
@@ -202,7 +239,7 @@ def _split(body) -> tuple[list[Node], Node, list[Node]] | None:
     if len(anchors) != 1:
         return None
     i = anchors[0]
-    return nodes[:i], nodes[i], nodes[i + 1:]
+    return nodes[:i], nodes[i], nodes[i + 1 :]
 
 
 def fused_reduce_supported(node: Node) -> bool:
@@ -272,7 +309,9 @@ def lower_fused_reduce(node: Node, ctx: LoweringContext) -> None:
 
 LOWERINGS = {
     **{op: lower_reduce for op in _REDUCE_OPS},
-    "ArgMax": lower_arg, "ArgMin": lower_arg,
-    "Softmax": lower_softmax, "LogSoftmax": lower_softmax,
+    "ArgMax": lower_arg,
+    "ArgMin": lower_arg,
+    "Softmax": lower_softmax,
+    "LogSoftmax": lower_softmax,
     "LayerNormalization": lower_layernorm,
 }

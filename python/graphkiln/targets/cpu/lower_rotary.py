@@ -43,14 +43,21 @@ def _rotary_ok(node: Node, ctx=None) -> bool:
     b, s, _, d, _ = view
     dim = int(node.attrs.get("rotary_embedding_dim") or 0) or d
     cos = tuple(node.inputs[1].type.dims)
-    if dim % 2 or dim > d or len(cos) != 2 + (len(node.inputs) < 4 or node.inputs[3] is None) \
-            or cos[-1] < dim // 2 or tuple(node.inputs[2].type.dims) != cos:
+    if (
+        dim % 2
+        or dim > d
+        or len(cos) != 2 + (len(node.inputs) < 4 or node.inputs[3] is None)
+        or cos[-1] < dim // 2
+        or tuple(node.inputs[2].type.dims) != cos
+    ):
         return False
     pos = node.inputs[3] if len(node.inputs) > 3 else None
     if pos is None:
         return cos[:2] == (b, s)
-    return _dtype(pos) in (DType.i64, DType.i32) and \
-        int(np.prod(pos.type.dims, dtype=np.int64)) == b * s
+    return (
+        _dtype(pos) in (DType.i64, DType.i32)
+        and int(np.prod(pos.type.dims, dtype=np.int64)) == b * s
+    )
 
 
 @supports(_rotary_ok)
@@ -61,10 +68,21 @@ def lower_rotary(node: Node, ctx: LoweringContext) -> None:
     inputs = [ctx.input(v) for v in node.inputs[:3]]
     pos = node.inputs[3] if len(node.inputs) > 3 else None
     inputs.append(ctx.input(pos) if pos is not None else None)
-    ctx.emit("RotaryEmbedding", inputs, [ctx.output(node.outputs[0])],
-             {"batch": b, "seq": s, "heads": h, "head": d, "dim": dim,
-              "interleaved": int(node.attrs.get("interleaved") or 0), "x_strides": strides},
-             node.name)
+    ctx.emit(
+        "RotaryEmbedding",
+        inputs,
+        [ctx.output(node.outputs[0])],
+        {
+            "batch": b,
+            "seq": s,
+            "heads": h,
+            "head": d,
+            "dim": dim,
+            "interleaved": int(node.attrs.get("interleaved") or 0),
+            "x_strides": strides,
+        },
+        node.name,
+    )
 
 
 LOWERINGS = {"RotaryEmbedding": lower_rotary}

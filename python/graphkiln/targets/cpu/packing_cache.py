@@ -35,8 +35,7 @@ CONSTANT = 1  # plan.CONSTANT, the storage kind of a plan constant
 # for the kernels that pack one (src/cpu conv.cpp, deconv.cpp, matmul.cpp): the others (the
 # other operands' views, windows, epilogues, tuning) only decide the target layout, which
 # the core compares itself. A kernel not listed here is keyed by all its attributes.
-PACKING_ATTRS = {"Conv": ("group",), "ConvTranspose": ("group",),
-                 "MatMul": ("b_dims", "b_strides")}
+PACKING_ATTRS = {"Conv": ("group",), "ConvTranspose": ("group",), "MatMul": ("b_dims", "b_strides")}
 
 
 def _frozen(value):
@@ -56,7 +55,7 @@ class PackingCache:
         self._lock = threading.Lock()
         # step key -> per packing position: layout -> packed bytes (most recently used last)
         self._entries: dict[tuple, list[OrderedDict]] = {}
-        self._digests: dict[int, tuple] = {}   # id(array) -> (weakref to it, digest)
+        self._digests: dict[int, tuple] = {}  # id(array) -> (weakref to it, digest)
         # kernels whose steps are keyed: the known packers, and any other seen packing
         self._packing_kernels: set[str] = set(PACKING_ATTRS)
 
@@ -66,10 +65,12 @@ class PackingCache:
         if known is not None and known[0]() is array:
             return known[1]
         data = np.ascontiguousarray(array)
-        digest = hashlib.blake2b(memoryview(data.view(np.uint8).reshape(-1)),
-                                 digest_size=16).digest()
+        digest = hashlib.blake2b(
+            memoryview(data.view(np.uint8).reshape(-1)), digest_size=16
+        ).digest()
         try:
-            ref = weakref.ref(array, lambda _, key=id(array): self._digests.pop(key, None))
+            key = id(array)
+            ref = weakref.ref(array, lambda _: self._digests.pop(key, None))
         except TypeError:
             return digest
         self._digests[id(array)] = (ref, digest)
@@ -88,8 +89,16 @@ class PackingCache:
                 continue
             found = True
             array = constants[index]
-            parts.append((self._digest(array), np.asarray(array).dtype.str, arg["dtype"],
-                          tuple(arg["dims"]), tuple(arg["strides"]), offset))
+            parts.append(
+                (
+                    self._digest(array),
+                    np.asarray(array).dtype.str,
+                    arg["dtype"],
+                    tuple(arg["dims"]),
+                    tuple(arg["strides"]),
+                    offset,
+                )
+            )
         if not found:
             return None
         kernel, attrs = step["kernel"], step["attrs"]
@@ -102,9 +111,12 @@ class PackingCache:
         """`steps` with "packed" entries where earlier plans packed the same constants
         (their most recently used layout per packing), and the step keys for remember()."""
         packing_kernels = self._packing_kernels
-        keys = [None if "packed" in step or step["kernel"] not in packing_kernels
-                else self._step_key(step, constants)
-                for step in steps]   # digests outside the lock: hashing takes a while
+        keys = [
+            None
+            if "packed" in step or step["kernel"] not in packing_kernels
+            else self._step_key(step, constants)
+            for step in steps
+        ]  # digests outside the lock: hashing takes a while
         out = []
         with self._lock:
             for step, key in zip(steps, keys):
@@ -118,18 +130,23 @@ class PackingCache:
                 out.append(step)
         return out, keys
 
-    def remember(self, keys: list, executor, steps: list | None = None,
-                 constants: list | None = None) -> None:
+    def remember(
+        self, keys: list, executor, steps: list | None = None, constants: list | None = None
+    ) -> None:
         """Keep what `executor`'s kernels packed (views of its bytes, or of the bytes they
         were given) for later plans. `steps` / `constants` (those given to offer()): a step
         that packed without a key (a kernel not known to pack, not keyed by offer) is keyed
         here, and its kernel's steps are keyed from now on."""
         packed = list(executor.packed_constants())
         late = {}
-        if steps is not None:   # digests outside the lock
+        if steps is not None:  # digests outside the lock
             for index, _ in packed:
-                if (index < len(keys) and keys[index] is None and index < len(steps)
-                        and "packed" not in steps[index]):
+                if (
+                    index < len(keys)
+                    and keys[index] is None
+                    and index < len(steps)
+                    and "packed" not in steps[index]
+                ):
                     late[index] = self._step_key(steps[index], constants)
         with self._lock:
             for index in late:
@@ -154,5 +171,9 @@ class PackingCache:
     def packed_bytes(self) -> int:
         """Bytes of the distinct packed constants held."""
         with self._lock:
-            return sum(a.nbytes for entries in self._entries.values()
-                       for layouts in entries for a in layouts.values())
+            return sum(
+                a.nbytes
+                for entries in self._entries.values()
+                for layouts in entries
+                for a in layouts.values()
+            )

@@ -61,12 +61,24 @@ def saved_plan(segment) -> SavedPlan:
     if isinstance(segment, SavedPlanSegment):
         return segment.saved
     plan: Plan = segment.plan
-    spec = lambda slots: [(plan.slots[s].dtype, list(plan.slots[s].dims)) for s in slots]
-    packed = {index: [(layout, array) for layout, array in items]
-              for index, items in segment.executor.packed_constants()}
-    return SavedPlan(list(segment.inputs), list(segment.outputs), plan.executor_steps(),
-                     list(plan.constants), int(plan.arena_bytes), spec(plan.input_slots),
-                     spec(plan.output_slots), packed)
+
+    def spec(slots):
+        return [(plan.slots[s].dtype, list(plan.slots[s].dims)) for s in slots]
+
+    packed = {
+        index: [(layout, array) for layout, array in items]
+        for index, items in segment.executor.packed_constants()
+    }
+    return SavedPlan(
+        list(segment.inputs),
+        list(segment.outputs),
+        plan.executor_steps(),
+        list(plan.constants),
+        int(plan.arena_bytes),
+        spec(plan.input_slots),
+        spec(plan.output_slots),
+        packed,
+    )
 
 
 class SavedPlanSegment(ExecutorSegment):
@@ -79,15 +91,26 @@ class SavedPlanSegment(ExecutorSegment):
         self.saved = saved
         self.inputs, self.outputs = saved.inputs, saved.outputs
         self.input_dtypes = [v.type.dtype.numpy for v in saved.inputs]
-        steps = [dict(step, packed=saved.packed[i]) if i in saved.packed else step
-                 for i, step in enumerate(saved.steps)]
-        specs = lambda items: [(dtype.numpy, list(dims)) for dtype, dims in items]
-        self.executor = build_executor(steps, saved.constants, saved.arena_bytes,
-                                       specs(saved.input_specs), specs(saved.output_specs),
-                                       threads, max_contexts)
+        steps = [
+            dict(step, packed=saved.packed[i]) if i in saved.packed else step
+            for i, step in enumerate(saved.steps)
+        ]
+
+        def specs(items):
+            return [(dtype.numpy, list(dims)) for dtype, dims in items]
+
+        self.executor = build_executor(
+            steps,
+            saved.constants,
+            saved.arena_bytes,
+            specs(saved.input_specs),
+            specs(saved.output_specs),
+            threads,
+            max_contexts,
+        )
         self.num_steps = len(saved.steps)
         self.arena_bytes = saved.arena_bytes
-        self.naive_bytes = None   # saved data keeps the placement, not the buffers
+        self.naive_bytes = None  # saved data keeps the placement, not the buffers
 
     @property
     def reused_packings(self) -> int:
@@ -106,14 +129,18 @@ def check_saved_steps(saved: SavedPlan) -> None:
         attrs = step["attrs"]
         if step["kernel"] == "Reduce" and attrs.get("op") in OLD_REDUCE_OPS:
             step["attrs"] = attrs = {**attrs, "op": OLD_REDUCE_OPS[attrs["op"]]}
-        error = check_step("cpu", step["kernel"], attrs, len(step["inputs"]),
-                           len(step["outputs"]))
+        error = check_step("cpu", step["kernel"], attrs, len(step["inputs"]), len(step["outputs"]))
         if error:
             raise LoweringError(f"saved plan step {index} ({step.get('name', '')!r}): {error}")
 
 
-def saved_segments(items: list, threads: int, graph_inputs: list[Value],
-                   graph_outputs: list[Value], max_contexts: int = 1) -> list[Segment]:
+def saved_segments(
+    items: list,
+    threads: int,
+    graph_inputs: list[Value],
+    graph_outputs: list[Value],
+    max_contexts: int = 1,
+) -> list[Segment]:
     """Segments from saved data: a SavedPlan, or a list of nodes the ref target runs."""
     segments: list[Segment] = []
     for item in items:

@@ -21,7 +21,7 @@ class Segment:
     graph_outputs: list[Value] = []
     num_steps = 0
     arena_bytes = 0
-    naive_bytes: int | None = 0   # None: not known (a plan loaded from saved data)
+    naive_bytes: int | None = 0  # None: not known (a plan loaded from saved data)
     ref_nodes = 0
 
     def run(self, env: dict) -> None:
@@ -45,16 +45,25 @@ class ExecutorSegment(Segment):
         return self.executor.step_times()
 
     def run(self, env: dict) -> None:
-        arrays = [np.asarray(env[v], dtype=dt, order="C")
-                  for v, dt in zip(self.inputs, self.input_dtypes)]
+        arrays = [
+            np.asarray(env[v], dtype=dt, order="C") for v, dt in zip(self.inputs, self.input_dtypes)
+        ]
         env.update(zip(self.outputs, self.executor.run(arrays)))
 
 
 class PlanSegment(ExecutorSegment):
     """A plan lowered from nodes (the tuning database applied) and built."""
 
-    def __init__(self, nodes: list[Node], inputs: list[Value], outputs: list[Value],
-                 threads: int, tune: str = "lookup", max_contexts: int = 1, packing=None):
+    def __init__(
+        self,
+        nodes: list[Node],
+        inputs: list[Value],
+        outputs: list[Value],
+        threads: int,
+        tune: str = "lookup",
+        max_contexts: int = 1,
+        packing=None,
+    ):
         from ...tuning.cpu import tune_plan
 
         plan = LoweringContext(nodes, inputs, outputs, LOWERINGS).lower_all()
@@ -62,14 +71,22 @@ class PlanSegment(ExecutorSegment):
         self.tuning = tune_plan(plan, threads, tune)
         self.inputs, self.outputs = inputs, outputs
         self.input_dtypes = [v.type.dtype.numpy for v in inputs]
-        specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
-                               for s in slots]
+
+        def specs(slots):
+            return [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims)) for s in slots]
+
         steps, keys = plan.executor_steps(), None
-        if packing is not None:   # packing_cache.py: packed weights other plans made
+        if packing is not None:  # packing_cache.py: packed weights other plans made
             steps, keys = packing.offer(steps, plan.constants)
-        self.executor = build_executor(steps, plan.constants,
-                                       plan.arena_bytes, specs(plan.input_slots),
-                                       specs(plan.output_slots), threads, max_contexts)
+        self.executor = build_executor(
+            steps,
+            plan.constants,
+            plan.arena_bytes,
+            specs(plan.input_slots),
+            specs(plan.output_slots),
+            threads,
+            max_contexts,
+        )
         if packing is not None:
             packing.remember(keys, self.executor, steps, plan.constants)
         self.plan = plan
@@ -85,14 +102,17 @@ class RefSegment(Segment):
     def __init__(self, nodes: list[Node]):
         self.nodes = nodes
         self.ref_nodes = len(nodes)
-        self.captures = [list(dict.fromkeys(v for g in node_subgraphs(n)
-                                            for v in captured_values(g)))
-                         for n in nodes]
+        self.captures = [
+            list(dict.fromkeys(v for g in node_subgraphs(n) for v in captured_values(g)))
+            for n in nodes
+        ]
 
     def run(self, env: dict) -> None:
         from ..ref.target import evaluate
 
-        read = lambda v: env[v] if v in env else v.constant
+        def read(v):
+            return env[v] if v in env else v.constant
+
         for node, captures in zip(self.nodes, self.captures):
             args = [None if v is None else read(v) for v in node.inputs]
             captured = {v: read(v) for v in captures}
@@ -101,29 +121,39 @@ class RefSegment(Segment):
                     env[value] = result
 
 
-def split_segments(graph: Graph, fallback: bool, threads: int,
-                   tune: str = "lookup", max_contexts: int = 1,
-                   packing=None) -> list[Segment]:
+def split_segments(
+    graph: Graph,
+    fallback: bool,
+    threads: int,
+    tune: str = "lookup",
+    max_contexts: int = 1,
+    packing=None,
+) -> list[Segment]:
     with memoized_family_checks():  # each Fused node's check once, not per caller
         return _split_segments(graph, fallback, threads, tune, max_contexts, packing)
 
 
-def _split_segments(graph: Graph, fallback: bool, threads: int, tune: str,
-                    max_contexts: int, packing) -> list[Segment]:
+def _split_segments(
+    graph: Graph, fallback: bool, threads: int, tune: str, max_contexts: int, packing
+) -> list[Segment]:
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     runs: list[tuple[bool, list[Node]]] = []
     for node in nodes:
         native = node_supported(node, SUPPORT)
         if not native and not fallback:
-            raise LoweringError.missing("cpu", [node], "no kernel, or dynamic shapes",
-                                        fallback="ref")
+            raise LoweringError.missing(
+                "cpu", [node], "no kernel, or dynamic shapes", fallback="ref"
+            )
         if runs and runs[-1][0] == native:
             runs[-1][1].append(node)
         else:
             runs.append((native, [node]))
     if len(runs) <= 1 and (not runs or runs[0][0]):
-        segments: list[Segment] = [PlanSegment(nodes, list(graph.inputs), list(graph.outputs),
-                                               threads, tune, max_contexts, packing)]
+        segments: list[Segment] = [
+            PlanSegment(
+                nodes, list(graph.inputs), list(graph.outputs), threads, tune, max_contexts, packing
+            )
+        ]
     else:
         segments = _mixed(graph, runs, threads, tune, max_contexts, packing)
     for s in segments:
@@ -131,8 +161,9 @@ def _split_segments(graph: Graph, fallback: bool, threads: int, tune: str,
     return segments
 
 
-def _mixed(graph: Graph, runs, threads: int, tune: str = "lookup",
-           max_contexts: int = 1, packing=None) -> list[Segment]:
+def _mixed(
+    graph: Graph, runs, threads: int, tune: str = "lookup", max_contexts: int = 1, packing=None
+) -> list[Segment]:
     later_reads: list[set[Value]] = []
     reads: set[Value] = set(graph.outputs)
     for _, run_nodes in reversed(runs):
@@ -152,6 +183,7 @@ def _mixed(graph: Graph, runs, threads: int, tune: str = "lookup",
                 if v is not None and v not in produced and v.constant is None and v not in inputs:
                     inputs.append(v)
         outputs = [v for n in run_nodes for v in n.outputs if v is not None and v in after]
-        segments.append(PlanSegment(run_nodes, inputs, outputs, threads, tune, max_contexts,
-                                    packing))
+        segments.append(
+            PlanSegment(run_nodes, inputs, outputs, threads, tune, max_contexts, packing)
+        )
     return segments

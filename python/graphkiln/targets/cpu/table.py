@@ -6,15 +6,43 @@ convolution / matmul / pooling, the fused families, norms, reductions)."""
 
 from __future__ import annotations
 
-from ..native import (lower_axis, lower_basic, lower_bitwise, lower_cast, lower_data,
-                      lower_pointwise, lower_quantize)
+from ..native import (
+    lower_axis,
+    lower_basic,
+    lower_bitwise,
+    lower_cast,
+    lower_data,
+    lower_pointwise,
+    lower_quantize,
+)
 from ..native.lower_support import SupportContext
-from . import lower_conv, lower_fused, lower_lp_pool, lower_matmul, lower_norm, lower_reduce, lower_rotary
+from . import (
+    lower_conv,
+    lower_fused,
+    lower_lp_pool,
+    lower_matmul,
+    lower_norm,
+    lower_reduce,
+    lower_rotary,
+)
 
 LOWERINGS: dict = {}
-for _module in (lower_basic, lower_conv, lower_data, lower_matmul, lower_fused,
-                lower_pointwise, lower_reduce, lower_bitwise, lower_quantize, lower_norm,
-                lower_axis, lower_cast, lower_rotary, lower_lp_pool):
+for _module in (
+    lower_basic,
+    lower_conv,
+    lower_data,
+    lower_matmul,
+    lower_fused,
+    lower_pointwise,
+    lower_reduce,
+    lower_bitwise,
+    lower_quantize,
+    lower_norm,
+    lower_axis,
+    lower_cast,
+    lower_rotary,
+    lower_lp_pool,
+):
     overlap = set(LOWERINGS) & set(_module.LOWERINGS)
     if overlap:
         raise RuntimeError(f"ops lowered twice: {sorted(overlap)}")

@@ -18,37 +18,44 @@ import numpy as np
 from ...ir import Graph, Node, TensorType, Value
 from ..base import Executable, Target
 from ..concurrency import OPTION_HELP, max_concurrency
-from ..plan_options import (CACHE_HELP, DEFAULT_PLAN_CACHE_SIZE, SHAPES_HELP, ahead_shapes,
-                            plan_cache_size)
+from ..plan_options import (
+    CACHE_HELP,
+    DEFAULT_PLAN_CACHE_SIZE,
+    SHAPES_HELP,
+    ahead_shapes,
+    plan_cache_size,
+)
 from ..native.lower import LoweringError, static_dims
 from .packing_cache import PackingCache
 from .saved_plan import SavedSpecialization, saved_segments, segment_data
 from .segments import ExecutorSegment, Segment, split_segments
 from ..native.specialize import shape_deciding_inputs, specialize
-from .table import LOWERINGS, SUPPORT
+from .table import SUPPORT
 from .threads import num_threads
 
 
 class CpuTarget(Target):
     name = "cpu"
-    options = {"fallback": "'ref' runs ops the cpu target lacks on the ref target "
-                           "(default: such ops are a compile error)",
-               # graphkiln.tuning
-               "exhaustive_tune": "True measures the candidate configurations of every "
-                                  "tunable kernel and stores the winners in the tuning "
-                                  "database (GRAPHKILN_TUNING_DB)",
-               "tuning": "False ignores the tuning database (heuristic kernel choices only; "
-                         "default: the database's choices where it has them)",
-               "max_concurrency": OPTION_HELP + " (cpu default: the physical cores)",
-               "plan_cache_size": CACHE_HELP,
-               "shapes": SHAPES_HELP}
+    options = {
+        "fallback": "'ref' runs ops the cpu target lacks on the ref target "
+        "(default: such ops are a compile error)",
+        # graphkiln.tuning
+        "exhaustive_tune": "True measures the candidate configurations of every "
+        "tunable kernel and stores the winners in the tuning "
+        "database (GRAPHKILN_TUNING_DB)",
+        "tuning": "False ignores the tuning database (heuristic kernel choices only; "
+        "default: the database's choices where it has them)",
+        "max_concurrency": OPTION_HELP + " (cpu default: the physical cores)",
+        "plan_cache_size": CACHE_HELP,
+        "shapes": SHAPES_HELP,
+    }
 
     def passes(self, options: dict) -> list:
         from ...passes.pipelines import pipeline
 
         return pipeline("full")
 
-    def compile(self, graph: Graph, options: dict) -> "CpuExecutable":
+    def compile(self, graph: Graph, options: dict) -> CpuExecutable:
         fallback = options.get("fallback")
         if fallback not in (None, "ref"):
             raise ValueError(f"fallback={fallback!r}: accepted values are None and 'ref'")
@@ -57,10 +64,14 @@ class CpuTarget(Target):
             if missing:
                 raise LoweringError.missing("cpu", missing, fallback="ref")
         shapes = ahead_shapes(options, list(graph.inputs))
-        executable = CpuExecutable(graph, fallback == "ref", _tune_mode(options),
-                                   max_contexts=_max_contexts(options),
-                                   plan_cache_size=plan_cache_size(options))
-        for signature in shapes:   # compile(..., shapes=[...]): built ahead
+        executable = CpuExecutable(
+            graph,
+            fallback == "ref",
+            _tune_mode(options),
+            max_contexts=_max_contexts(options),
+            plan_cache_size=plan_cache_size(options),
+        )
+        for signature in shapes:  # compile(..., shapes=[...]): built ahead
             executable.build_ahead(signature)
         return executable
 
@@ -72,16 +83,24 @@ class CpuTarget(Target):
         (shape_deciding_inputs), as plans made per input shape and value decide those."""
         static = _static(graph.inputs)
         no_lowering = set(unsupported_nodes(graph, static=False))
-        return [n for n in unsupported_nodes(graph, static=static)
-                if n in no_lowering or not shape_deciding_inputs(graph, [n])]
+        return [
+            n
+            for n in unsupported_nodes(graph, static=static)
+            if n in no_lowering or not shape_deciding_inputs(graph, [n])
+        ]
 
-    def from_saved(self, graph: Graph, options: dict, items: list) -> "CpuExecutable":
+    def from_saved(self, graph: Graph, options: dict, items: list) -> CpuExecutable:
         """The executable of a loaded program from its saved plan (saved_plan.py): no
         lowering, the kernels take the saved packed constants back. The caller has checked
         that the saved plan_key() equals this machine's."""
-        return CpuExecutable(graph, options.get("fallback") == "ref", _tune_mode(options),
-                             saved=items, max_contexts=_max_contexts(options),
-                             plan_cache_size=plan_cache_size(options))
+        return CpuExecutable(
+            graph,
+            options.get("fallback") == "ref",
+            _tune_mode(options),
+            saved=items,
+            max_contexts=_max_contexts(options),
+            plan_cache_size=plan_cache_size(options),
+        )
 
 
 def _max_contexts(options: dict) -> int:
@@ -91,8 +110,13 @@ def _max_contexts(options: dict) -> int:
 
 
 def _tune_mode(options: dict) -> str:
-    return ("exhaustive" if options.get("exhaustive_tune")
-            else "lookup" if options.get("tuning", True) else "off")
+    return (
+        "exhaustive"
+        if options.get("exhaustive_tune")
+        else "lookup"
+        if options.get("tuning", True)
+        else "off"
+    )
 
 
 def unsupported_nodes(graph: Graph, static: bool = True) -> list[Node]:
@@ -101,8 +125,11 @@ def unsupported_nodes(graph: Graph, static: bool = True) -> list[Node]:
     from ..native.lower_support import folded_when_specialized, node_supported
 
     folded = set() if static else folded_when_specialized(graph)
-    return [n for n in graph.nodes if n.op != "Constant" and n not in folded
-            and not node_supported(n, SUPPORT, static)]
+    return [
+        n
+        for n in graph.nodes
+        if n.op != "Constant" and n not in folded and not node_supported(n, SUPPORT, static)
+    ]
 
 
 MAX_PLANS = DEFAULT_PLAN_CACHE_SIZE  # default plans kept per program (plan_cache_size)
@@ -122,9 +149,15 @@ class CpuExecutable(Executable):
     a constant to a layout an earlier plan packed it to takes those bytes as they are). A
     run of a known shape costs one dictionary lookup under the lock before the executor."""
 
-    def __init__(self, graph: Graph, fallback: bool, tune: str = "lookup",
-                 saved: list | None = None, max_contexts: int = 1,
-                 plan_cache_size: int = DEFAULT_PLAN_CACHE_SIZE):
+    def __init__(
+        self,
+        graph: Graph,
+        fallback: bool,
+        tune: str = "lookup",
+        saved: list | None = None,
+        max_contexts: int = 1,
+        plan_cache_size: int = DEFAULT_PLAN_CACHE_SIZE,
+    ):
         self.graph = graph
         self.max_contexts = max_contexts
         self.plan_cache_size = plan_cache_size
@@ -138,18 +171,21 @@ class CpuExecutable(Executable):
         self.value_inputs: list[int] = []
         self.packing = PackingCache()
         self._plans: OrderedDict[tuple, list[Segment]] = OrderedDict()
-        self._runners: dict[tuple, object] = {}   # the same keys: the hit path's callable
-        self._saved_unshared: list = []   # saved segments not yet given to self.packing
-        self.plan_source = "lowered"   # "saved": the first plans came from a saved program
+        self._runners: dict[tuple, object] = {}  # the same keys: the hit path's callable
+        self._saved_unshared: list = []  # saved segments not yet given to self.packing
+        self.plan_source = "lowered"  # "saved": the first plans came from a saved program
         if saved is not None:
             if not (saved and all(isinstance(x, SavedSpecialization) for x in saved)):
                 if not _static(graph.inputs):
-                    raise LoweringError("a saved plan needs a graph whose inputs have static "
-                                        "shapes, or saved specializations")
+                    raise LoweringError(
+                        "a saved plan needs a graph whose inputs have static "
+                        "shapes, or saved specializations"
+                    )
                 saved = [SavedSpecialization(tuple(static_dims(v) for v in graph.inputs), saved)]
             for entry in saved:
-                segments = saved_segments(entry.items, self.threads, list(graph.inputs),
-                                          list(graph.outputs), max_contexts)
+                segments = saved_segments(
+                    entry.items, self.threads, list(graph.inputs), list(graph.outputs), max_contexts
+                )
                 self._insert((tuple(tuple(d) for d in entry.shapes), ()), segments)
                 self._saved_unshared.extend(s for s in segments if hasattr(s, "saved"))
             self.plan_source = "saved"
@@ -169,8 +205,9 @@ class CpuExecutable(Executable):
             return False
         self.value_inputs = shape_deciding_inputs(specialized, missing)
         if not self.value_inputs:
-            raise LoweringError.missing("cpu", missing, "no kernel for these attributes or "
-                                        "dynamic shapes", fallback="ref")
+            raise LoweringError.missing(
+                "cpu", missing, "no kernel for these attributes or dynamic shapes", fallback="ref"
+            )
         return True
 
     def _decide_value_inputs(self, shapes: tuple) -> None:
@@ -186,9 +223,11 @@ class CpuExecutable(Executable):
             self._decide_value_inputs(shapes)
         if self.value_inputs:
             names = [self.graph.inputs[i].name for i in self.value_inputs]
-            raise LoweringError(f"shapes: this program's plans depend on the values of input(s) "
-                                f"{names} (shapes computed from them), so they are built "
-                                "when it runs; compile it without `shapes`")
+            raise LoweringError(
+                f"shapes: this program's plans depend on the values of input(s) "
+                f"{names} (shapes computed from them), so they are built "
+                "when it runs; compile it without `shapes`"
+            )
         self._segments(tuple(tuple(d) for d in shapes), None)
 
     def _insert(self, key: tuple, segments: list[Segment]) -> None:
@@ -224,7 +263,7 @@ class CpuExecutable(Executable):
         return segments
 
     def _build(self, shapes: tuple, values: dict) -> list[Segment]:
-        if self._saved_unshared:   # a loaded program's packed weights, for new shapes too
+        if self._saved_unshared:  # a loaded program's packed weights, for new shapes too
             with self._lock:
                 pending, self._saved_unshared = self._saved_unshared, []
             for s in pending:
@@ -233,8 +272,9 @@ class CpuExecutable(Executable):
             graph = self.graph
         else:
             graph = specialize(self.graph, shapes, values)
-        segments = split_segments(graph, self.fallback, self.threads, self.tune,
-                                  self.max_contexts, self.packing)
+        segments = split_segments(
+            graph, self.fallback, self.threads, self.tune, self.max_contexts, self.packing
+        )
         for segment in segments:
             segment.set_profiling(self.profiling)
         return segments
@@ -262,15 +302,14 @@ class CpuExecutable(Executable):
             if len(segments) != 1 or not _direct(segments[0]):
                 continue
             data = segment_data(segments[0])
-            data = replace(data, inputs=list(self.graph.inputs),
-                           outputs=list(self.graph.outputs))
+            data = replace(data, inputs=list(self.graph.inputs), outputs=list(self.graph.outputs))
             out.append(SavedSpecialization(shapes, [data]))
         return out
 
     def run(self, inputs) -> list:
         arrays = [np.asarray(a, order="C") for a in inputs]
         key = (tuple(a.shape for a in arrays), ())
-        if not self.value_inputs:   # the hit path: a lookup, then the executor
+        if not self.value_inputs:  # the hit path: a lookup, then the executor
             with self._lock:
                 runner = self._runners.get(key)
                 if runner is not None:
@@ -315,10 +354,8 @@ class CpuExecutable(Executable):
 
         with self._lock:
             plans = list(self._plans.items())
-        entries = [(key[0], bool(key[1]), [text(s) for s in segments])
-                   for key, segments in plans]
-        print(format_plans([v.name for v in self.graph.inputs], entries),
-              file=file or sys.stdout)
+        entries = [(key[0], bool(key[1]), [text(s) for s in segments]) for key, segments in plans]
+        print(format_plans([v.name for v in self.graph.inputs], entries), file=file or sys.stdout)
 
     def plan_summary(self) -> dict:
         """The plans built so far (for stats): `plans`, and of the most recently used one
@@ -327,8 +364,11 @@ class CpuExecutable(Executable):
         `ref_nodes`; `contexts` / `context_bytes` over all plans."""
         with self._lock:
             plans = list(self._plans.values())
-        out = {"plans": len(plans), "plan_source": self.plan_source,
-               "max_concurrency": self.max_contexts}
+        out = {
+            "plans": len(plans),
+            "plan_source": self.plan_source,
+            "max_concurrency": self.max_contexts,
+        }
         contexts = context_bytes = 0
         for segments in plans:
             out["steps"] = sum(s.num_steps for s in segments)
@@ -348,8 +388,11 @@ class CpuExecutable(Executable):
 
 def _direct(segment: Segment) -> bool:
     """Whether `segment` is an executor taking the graph's inputs and making its outputs."""
-    return (isinstance(segment, ExecutorSegment) and segment.inputs == segment.graph_inputs
-            and segment.outputs == segment.graph_outputs)
+    return (
+        isinstance(segment, ExecutorSegment)
+        and segment.inputs == segment.graph_inputs
+        and segment.outputs == segment.graph_outputs
+    )
 
 
 def _runner(segments: list[Segment]):
@@ -359,8 +402,10 @@ def _runner(segments: list[Segment]):
         run, dtypes = segments[0].executor.run, segments[0].input_dtypes
 
         def direct(arrays):
-            return run([a if a.dtype == dt else np.asarray(a, dtype=dt)
-                        for a, dt in zip(arrays, dtypes)])
+            return run(
+                [a if a.dtype == dt else np.asarray(a, dtype=dt) for a, dt in zip(arrays, dtypes)]
+            )
+
         return direct
 
     def through_env(arrays):
@@ -370,9 +415,14 @@ def _runner(segments: list[Segment]):
             segment.run(env)
         outputs = segments[-1].graph_outputs if segments else []
         return [env[v] if v in env else np.asarray(v.constant) for v in outputs]
+
     return through_env
 
 
 def _static(values: list[Value]) -> bool:
-    return all(isinstance(v.type, TensorType) and v.type.dims is not None
-               and all(isinstance(d, int) for d in v.type.dims) for v in values)
+    return all(
+        isinstance(v.type, TensorType)
+        and v.type.dims is not None
+        and all(isinstance(d, int) for d in v.type.dims)
+        for v in values
+    )

@@ -69,18 +69,24 @@ def num_threads() -> int:
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"GRAPHKILN_NUM_THREADS={value!r}: expected an integer >= 1 (the "
-                         "cpu target's threads; unset or empty: the physical cores, "
-                         f"{physical_cores()} here)")
+        raise ValueError(
+            f"GRAPHKILN_NUM_THREADS={value!r}: expected an integer >= 1 (the "
+            "cpu target's threads; unset or empty: the physical cores, "
+            f"{physical_cores()} here)"
+        )
     cpus = usable_cpus()
     if n <= cpus:
         return n
     with _warned_lock:
         first, _warned = not _warned, True
     if first:
-        warnings.warn(f"GRAPHKILN_NUM_THREADS={n} is more than the {cpus} CPUs this process "
-                      f"may run on ({physical_cores()} physical cores); the cpu target uses "
-                      f"{cpus} threads (threads beyond the cores only wait for them and make "
-                      f"every run slower; set it to at most {cpus}, or unset it for the "
-                      "physical cores)", ThreadCountWarning, stacklevel=2)
+        warnings.warn(
+            f"GRAPHKILN_NUM_THREADS={n} is more than the {cpus} CPUs this process "
+            f"may run on ({physical_cores()} physical cores); the cpu target uses "
+            f"{cpus} threads (threads beyond the cores only wait for them and make "
+            f"every run slower; set it to at most {cpus}, or unset it for the "
+            "physical cores)",
+            ThreadCountWarning,
+            stacklevel=2,
+        )
     return cpus

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """Generated GPU source for a Pointwise step: the register program that src/gpu/pointwise.hip
-interprets, specialized into straight-line CUDA/HIP C++ (opcodes, dtypes, constants and the pattern of
-each input's index map baked in; the element count, the maps' sizes and strides, and the
+interprets, specialized into straight-line CUDA/HIP C++ (opcodes, dtypes, constants and the
+pattern of each input's index map baked in; the element count, the maps' sizes and strides, and the
 magic numbers that divide by those sizes are kernel arguments, so that one source, compiled
 once, serves every shape of that pattern: a new input shape of a dynamic program compiles
 nothing new), compiled at plan build by the runtime compiler (NVRTC / hipRTC,
@@ -34,23 +34,59 @@ from ...errors import CompileError
 from ...ir import DType
 
 # graphkiln::DType numbers (src/core/tensor.hpp)
-DTYPE_CODES = {DType.f32: 0, DType.f64: 1, DType.f16: 2, DType.bf16: 3, DType.i8: 4,
-               DType.i16: 5, DType.i32: 6, DType.i64: 7, DType.u8: 8, DType.u16: 9,
-               DType.u32: 10, DType.u64: 11, DType.bool: 12}
-_STORAGE = {DType.f32: "float", DType.f64: "double", DType.f16: "gk_u16", DType.bf16: "gk_u16",
-            DType.i8: "gk_i8", DType.i16: "gk_i16", DType.i32: "gk_i32", DType.i64: "gk_i64",
-            DType.u8: "gk_u8", DType.u16: "gk_u16", DType.u32: "gk_u32", DType.u64: "gk_u64",
-            DType.bool: "gk_u8"}
-_SIZE = {DType.f32: 4, DType.f64: 8, DType.f16: 2, DType.bf16: 2, DType.i8: 1, DType.i16: 2,
-         DType.i32: 4, DType.i64: 8, DType.u8: 1, DType.u16: 2, DType.u32: 4, DType.u64: 8,
-         DType.bool: 1}
+DTYPE_CODES = {
+    DType.f32: 0,
+    DType.f64: 1,
+    DType.f16: 2,
+    DType.bf16: 3,
+    DType.i8: 4,
+    DType.i16: 5,
+    DType.i32: 6,
+    DType.i64: 7,
+    DType.u8: 8,
+    DType.u16: 9,
+    DType.u32: 10,
+    DType.u64: 11,
+    DType.bool: 12,
+}
+_STORAGE = {
+    DType.f32: "float",
+    DType.f64: "double",
+    DType.f16: "gk_u16",
+    DType.bf16: "gk_u16",
+    DType.i8: "gk_i8",
+    DType.i16: "gk_i16",
+    DType.i32: "gk_i32",
+    DType.i64: "gk_i64",
+    DType.u8: "gk_u8",
+    DType.u16: "gk_u16",
+    DType.u32: "gk_u32",
+    DType.u64: "gk_u64",
+    DType.bool: "gk_u8",
+}
+_SIZE = {
+    DType.f32: 4,
+    DType.f64: 8,
+    DType.f16: 2,
+    DType.bf16: 2,
+    DType.i8: 1,
+    DType.i16: 2,
+    DType.i32: 4,
+    DType.i64: 8,
+    DType.u8: 1,
+    DType.u16: 2,
+    DType.u32: 4,
+    DType.u64: 8,
+    DType.bool: 1,
+}
 # index maps of an input (same numbers as pointwise.hip's InputDesc::mode)
 SAME, SCALAR, MAPPED = 0, 1, 2
 VECTOR = 4
 THREADS = 256
 MAX_SIZE_ARGUMENTS = 480  # size arguments (n included) a kernel takes: 4 KiB of parameters at most
 
-_PRELUDE_COMMON = r"""// graphkiln generated pointwise kernel (python/graphkiln/targets/gpu/codegen.py)
+_PRELUDE_COMMON = r"""// graphkiln generated pointwise kernel
+// (python/graphkiln/targets/gpu/codegen.py)
 #ifndef GK_PRELUDE
 #define GK_PRELUDE
 typedef signed char gk_i8;
@@ -132,11 +168,34 @@ GK_FN gk_u16 gk_float_to_bf16(float f) {
 
 # the gk_* math of src/core/pointwise_ops.def's expressions, over the compute type: written
 # once for float (suffix f) and once for double
-_MATH1 = ("exp", "expm1", "log", "log1p", "sqrt", "fabs", "floor", "ceil",
-          "rint", "trunc", "sin", "cos", "tan", "asin", "acos", "atan",
-          "sinh", "cosh", "asinh", "acosh", "atanh", "tanh", "erf")
-_PRELUDE_TYPED = "".join(f"GK_FN {{T}} gk_{name}({{T}} x) {{ return {name}{{f}}(x); }}\n"
-                         for name in _MATH1) + r"""GK_FN {T} gk_pow({T} x, {T} y) { return pow{f}(x, y); }
+_MATH1 = (
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "sqrt",
+    "fabs",
+    "floor",
+    "ceil",
+    "rint",
+    "trunc",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "tanh",
+    "erf",
+)
+_PRELUDE_TYPED = (
+    "".join(f"GK_FN {{T}} gk_{name}({{T}} x) {{ return {name}{{f}}(x); }}\n" for name in _MATH1)
+    + r"""GK_FN {T} gk_pow({T} x, {T} y) { return pow{f}(x, y); }
 GK_FN {T} gk_fmod({T} x, {T} y) { return fmod{f}(x, y); }
 // truncate, non-finite -> 0, wrap to `bits` (signed or not), as gk_to_int on the CPU
 GK_FN {T} gk_to_int({T} x, int bits, bool is_signed) {
@@ -156,11 +215,15 @@ GK_FN {T} gk_round_bf16({T} a) {
   return ({T})gk_bf16_to_float(gk_float_to_bf16(f));
 }
 """
+)
 
-_PRELUDE = (_PRELUDE_COMMON
-            + _PRELUDE_TYPED.replace("{T}", "float").replace("{f}", "f")
-            + _PRELUDE_TYPED.replace("{T}", "double").replace("{f}", "")
-            + "#endif  // GK_PRELUDE\n")
+_PRELUDE = (
+    _PRELUDE_COMMON
+    + _PRELUDE_TYPED.replace("{T}", "float").replace("{f}", "f")
+    + _PRELUDE_TYPED.replace("{T}", "double").replace("{f}", "")
+    + "#endif  // GK_PRELUDE\n"
+)
+
 
 class CodegenError(CompileError, ValueError):
     """The step cannot be turned into a generated kernel (the interpreter runs it). Caught
@@ -173,8 +236,7 @@ def index_map(in_dims, in_strides, out_dims) -> tuple[int, list[int], list[int]]
     with stride 0, runs of dims that stay contiguous together merged."""
     in_dims, in_strides, out_dims = list(in_dims), list(in_strides), list(out_dims)
     numel = math.prod(in_dims)
-    contiguous = all(d == 1 or s == e for d, s, e in
-                     zip(in_dims, in_strides, _row_major(in_dims)))
+    contiguous = all(d == 1 or s == e for d, s, e in zip(in_dims, in_strides, _row_major(in_dims)))
     if in_dims == out_dims and contiguous:
         return SAME, [], []
     if numel == 1:
@@ -204,7 +266,7 @@ def fast_div_magic(divisor: int) -> tuple[int, int]:
     """(magic, shift) with t // divisor == (umulhi(t, magic) + t) >> shift for every
     0 <= t < 2**31 (1 <= divisor < 2**31): the round-up method of Granlund and Montgomery,
     as src/gpu/fast_div.hpp computes it."""
-    if not 1 <= divisor < 2 ** 31:
+    if not 1 <= divisor < 2**31:
         raise CodegenError(f"divisor {divisor} outside 1 .. 2**31 - 1")
     shift = max(0, (divisor - 1).bit_length())
     magic = ((1 << 32) * ((1 << shift) - divisor)) // divisor + 1
@@ -220,10 +282,10 @@ def size_arguments(maps: list[int]) -> list[int]:
     at = 3
     for _ in range(maps[2]):
         mode, rank = maps[at + 1], maps[at + 2]
-        dims, strides = maps[at + 3:at + 3 + rank], maps[at + 3 + rank:at + 3 + 2 * rank]
+        dims, strides = maps[at + 3 : at + 3 + rank], maps[at + 3 + rank : at + 3 + 2 * rank]
         if mode == MAPPED:
             for size, stride in zip(dims, strides):
-                magic, shift = fast_div_magic(size) if size < 2 ** 31 else (0, 0)
+                magic, shift = fast_div_magic(size) if size < 2**31 else (0, 0)
                 out += [size, stride, magic, shift]
         at += 3 + 2 * rank
     return out
@@ -277,8 +339,8 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
     maps_attr = [n, DTYPE_CODES[out_dtype], len(inputs)]
     modes = []
     offsets = []  # per input: lines computing its offset `o<k>` from `i`, or None
-    wide = n >= 2 ** 30
-    for k, (dtype, dims, strides) in enumerate(inputs):
+    wide = n >= 2**30
+    for dtype, dims, strides in inputs:
         if dtype not in _STORAGE:
             raise CodegenError(f"input dtype {dtype} has no generated load")
         mode, mdims, mstrides = index_map(dims, strides, out_dims)
@@ -286,7 +348,7 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
         maps_attr += [DTYPE_CODES[dtype], mode, len(mdims), *mdims, *mstrides]
         if mode == MAPPED:
             span = sum((d - 1) * abs(s) for d, s in zip(mdims, mstrides))
-            wide = wide or span >= 2 ** 31
+            wide = wide or span >= 2**31
             offsets.append((mdims, mstrides))
         else:
             offsets.append(None)
@@ -336,8 +398,7 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
         return f"({_STORAGE[out_dtype]})(gk_i64){expr}"
 
     body = _program_lines(attrs, OPCODES, len(inputs), ct, suffix)
-    params = [f"const {_STORAGE[d]}* __restrict__ in{k}" for k, (d, _, _) in
-              enumerate(inputs)]
+    params = [f"const {_STORAGE[d]}* __restrict__ in{k}" for k, (d, _, _) in enumerate(inputs)]
     params.append(f"{_STORAGE[out_dtype]}* __restrict__ out")
     params.append("gk_i64 gk_n")
     for k, mapped in enumerate(offsets):
@@ -363,17 +424,22 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
 
     eval_name = "gk_eval"
     head = [f"GK_FN {ct} {eval_name}({args}) {{", *("  " + s for s in body), "}"]
-    scalar = ["GK_KERNEL GK_ENTRY(" + ", ".join(params) + ") {",
-              "  for (gk_i64 g = GK_FIRST; g < gk_n; g += GK_STEP) {",
-              f"    const {idx} i = ({idx})g;",
-              *("    " + s for s in load_lines("i", None)),
-              f"    out[i] = {convert_out(f'{eval_name}({call})')};",
-              "  }", "}"]
+    scalar = [
+        "GK_KERNEL GK_ENTRY(" + ", ".join(params) + ") {",
+        "  for (gk_i64 g = GK_FIRST; g < gk_n; g += GK_STEP) {",
+        f"    const {idx} i = ({idx})g;",
+        *("    " + s for s in load_lines("i", None)),
+        f"    out[i] = {convert_out(f'{eval_name}({call})')};",
+        "  }",
+        "}",
+    ]
     ot = _STORAGE[out_dtype]
     # the four-element entry: how each input is read for four consecutive outputs
     kinds = [_vector_kind(modes[k], offsets[k]) for k in range(len(inputs))]
-    vector = ["GK_KERNEL GK_ENTRY_V4(" + ", ".join(params) + ") {",
-              "  for (gk_i64 g = GK_FIRST; g < (gk_n >> 2); g += GK_STEP) {"]
+    vector = [
+        "GK_KERNEL GK_ENTRY_V4(" + ", ".join(params) + ") {",
+        "  for (gk_i64 g = GK_FIRST; g < (gk_n >> 2); g += GK_STEP) {",
+    ]
     if any(kind in ("splat", "run", "each") for kind in kinds):
         vector.append(f"    const {idx} i0 = ({idx})g * {VECTOR};")
     for k, (dtype, _, _) in enumerate(inputs):
@@ -399,14 +465,21 @@ def pointwise_source(attrs: dict, inputs: list[tuple], output: tuple) -> Pointwi
             else:
                 lines += offset_lines(k, "i")
                 lines.append(f"const {ct} x{k} = {convert_in(dtype, f'in{k}[o{k}]')};")
-        vector += ["    {", *("      " + line for line in lines),
-                   f"      r.v[{j}] = {convert_out(f'{eval_name}({call})')};", "    }"]
+        vector += [
+            "    {",
+            *("      " + line for line in lines),
+            f"      r.v[{j}] = {convert_out(f'{eval_name}({call})')};",
+            "    }",
+        ]
     vector += [f"    ((gk_v4<{ot}>*)out)[g] = r;", "  }"]
     # the last n % 4 elements one a thread (no iteration when n is a multiple of four)
-    vector += ["  for (gk_i64 g = (gk_n & ~(gk_i64)3) + GK_FIRST; g < gk_n; g += GK_STEP) {",
-               f"    const {idx} i = ({idx})g;",
-               *("    " + s for s in load_lines("i", None)),
-               f"    out[i] = {convert_out(f'{eval_name}({call})')};", "  }"]
+    vector += [
+        "  for (gk_i64 g = (gk_n & ~(gk_i64)3) + GK_FIRST; g < gk_n; g += GK_STEP) {",
+        f"    const {idx} i = ({idx})g;",
+        *("    " + s for s in load_lines("i", None)),
+        f"    out[i] = {convert_out(f'{eval_name}({call})')};",
+        "  }",
+    ]
     vector.append("}")
     kernel = "\n".join(head + scalar + vector) + "\n"
     entry = "gk_pw_" + hashlib.sha256((_PRELUDE + kernel).encode()).hexdigest()[:20]
@@ -445,7 +518,7 @@ def _program_lines(attrs: dict, opcodes, n_inputs: int, ct: str, f: str) -> list
     zero = f"({ct})0"
     lines = []
     for k in range(len(code) // 5):
-        op_code, dst, a, b, c = code[5 * k:5 * k + 5]
+        op_code, dst, a, b, c = code[5 * k : 5 * k + 5]
         if not 0 <= op_code < len(opcodes):
             raise CodegenError(f"unknown opcode {op_code}")
         if not 0 <= dst < num_regs or max(a, b, c) >= num_regs:
@@ -463,8 +536,9 @@ def _program_lines(attrs: dict, opcodes, n_inputs: int, ct: str, f: str) -> list
         p0, p1 = _literal(float(params[2 * k]), ct), _literal(float(params[2 * k + 1]), ct)
         if op not in _expressions():
             raise CodegenError(f"no generated code for opcode {op}")
-        expr = expression_text(_expressions()[op], {"a": A, "b": B, "c": C, "p0": p0,
-                                                     "p1": p1, "T": ct})
+        expr = expression_text(
+            _expressions()[op], {"a": A, "b": B, "c": C, "p0": p0, "p1": p1, "T": ct}
+        )
         name = f"v{k}"
         lines.append(f"const {ct} {name} = {expr};")
         current[dst] = name
@@ -476,22 +550,25 @@ def _program_lines(attrs: dict, opcodes, n_inputs: int, ct: str, f: str) -> list
 
 
 # names an expression of pointwise_ops.def may use besides a, b, c, p0, p1 and T
-EXPRESSION_NAMES = frozenset({"gk_" + name for name in _MATH1} | {
-    "gk_pow", "gk_fmod", "gk_to_int", "gk_round_f16", "gk_round_bf16", "float", "int"})
+EXPRESSION_NAMES = frozenset(
+    {"gk_" + name for name in _MATH1}
+    | {"gk_pow", "gk_fmod", "gk_to_int", "gk_round_f16", "gk_round_bf16", "float", "int"}
+)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
 def expression_text(expression: str, operands: dict) -> str:
     """A pointwise_ops.def expression with its operand names (a, b, c, p0, p1, T) replaced
     by the C text in `operands`; CodegenError for a name the prelude does not define."""
+
     def name(match):
         word = match.group(0)
         if word in operands:
             return operands[word]
         if word in EXPRESSION_NAMES:
             return word
-        raise CodegenError(f"pointwise_ops.def expression {expression!r}: unknown name "
-                           f"{word!r}")
+        raise CodegenError(f"pointwise_ops.def expression {expression!r}: unknown name {word!r}")
+
     return "(" + _IDENTIFIER.sub(name, expression) + ")"
 
 

@@ -33,13 +33,20 @@ def channels_last_conv(ctx: LoweringContext, conv: Node, out: Value, w: Value) -
     x = conv.inputs[0]
     try:
         x_dims, w_dims, y_dims = static_dims(x), static_dims(w), static_dims(out)
-    except Exception:  # dynamic dims
+    except Exception:  # noqa: BLE001 - dynamic dims
         return False
-    return (len(x_dims) == 4 and x_dims[0] >= 2 and y_dims[2] * y_dims[3] > 1
-            and out.type.dtype in HALF and x.type.dtype == out.type.dtype
-            and w.constant is not None and int(conv.attrs.get("group", 1)) == 1
-            and x_dims[1] % 8 == 0 and w_dims[0] % 8 == 0
-            and any(_is_conv(r) for r in ctx.readers.get(out, [])))
+    return (
+        len(x_dims) == 4
+        and x_dims[0] >= 2
+        and y_dims[2] * y_dims[3] > 1
+        and out.type.dtype in HALF
+        and x.type.dtype == out.type.dtype
+        and w.constant is not None
+        and int(conv.attrs.get("group", 1)) == 1
+        and x_dims[1] % 8 == 0
+        and w_dims[0] % 8 == 0
+        and any(_is_conv(r) for r in ctx.readers.get(out, []))
+    )
 
 
 def _is_conv(node: Node) -> bool:
@@ -53,8 +60,7 @@ def channels_last_weights(ctx: LoweringContext, w: Value) -> int:
     return ctx.alias(None, krsc, data.shape, layout=CHANNELS_LAST)
 
 
-def conv_slots(ctx: LoweringContext, conv: Node, out: Value, w: Value,
-               residual: Value | None):
+def conv_slots(ctx: LoweringContext, conv: Node, out: Value, w: Value, residual: Value | None):
     """(x, w, z, y) slots of a channels-last Conv step (z None without a residual)."""
     x = ctx.input_channels_last(conv.inputs[0])
     w = channels_last_weights(ctx, w)

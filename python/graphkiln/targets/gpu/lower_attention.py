@@ -36,10 +36,25 @@ def _present(ctx: LoweringContext, node: Node, past, new, heads, out_value, name
     slot = ctx.output(out_value) if out_value is not None else ctx.temp(new.type.dtype, dims)
     dst = _strides(dims)
     if past is not None:
-        emit_copy(ctx, ctx.input(past), slot, static_dims(past), _strides(static_dims(past)),
-                  dst, name=f"{name}/past")
-    emit_copy(ctx, ctx.input(new), slot, (b, h, t, d), [*strides, 1], dst,
-              dst_offset=p * d, name=f"{name}/new")
+        emit_copy(
+            ctx,
+            ctx.input(past),
+            slot,
+            static_dims(past),
+            _strides(static_dims(past)),
+            dst,
+            name=f"{name}/past",
+        )
+    emit_copy(
+        ctx,
+        ctx.input(new),
+        slot,
+        (b, h, t, d),
+        [*strides, 1],
+        dst,
+        dst_offset=p * d,
+        name=f"{name}/new",
+    )
     return slot, [h * (p + t) * d, (p + t) * d, d], p + t, p
 
 
@@ -58,23 +73,42 @@ def lower_attention(node: Node, ctx: LoweringContext) -> None:
     scale = float(scale) if scale is not None else 1.0 / math.sqrt(head_dim)
     k_slot, v_slot, offset = ctx.input(k), ctx.input(v), 0
     if past_k is not None or outs[1] is not None or outs[2] is not None:
-        k_slot, k_strides, kv_seq, offset = _present(ctx, node, past_k, k, kh, outs[1],
-                                                     f"{node.name}/present_key")
-        v_slot, v_strides, _, _ = _present(ctx, node, past_v, v, kh, outs[2],
-                                           f"{node.name}/present_value")
+        k_slot, k_strides, kv_seq, offset = _present(
+            ctx, node, past_k, k, kh, outs[1], f"{node.name}/present_key"
+        )
+        v_slot, v_strides, _, _ = _present(
+            ctx, node, past_v, v, kh, outs[2], f"{node.name}/present_value"
+        )
     inputs = [ctx.input(q), k_slot, v_slot, ctx.input(mask) if mask is not None else None]
     outputs = [ctx.output(node.outputs[0])]
     if outs[3] is not None:
         outputs.append(ctx.output(outs[3]))
-    ctx.emit("Attention", inputs, outputs,
-             {"batch": batch, "heads": heads, "kv_heads": kv_heads, "q_seq": q_seq,
-              "kv_seq": kv_seq, "head_dim": head_dim, "v_dim": v_dim, "q_strides": q_strides,
-              "k_strides": k_strides, "v_strides": v_strides, "y_strides": y_strides,
-              "scale": scale, "is_causal": int(node.attrs.get("is_causal", 0)),
-              "offset": offset, "softcap": float(node.attrs.get("softcap") or 0.0),
-              "left_window": int(_window(node, "left_window_size")),
-              "right_window": int(_window(node, "right_window_size")),
-              "qk_mode": int(node.attrs.get("qk_matmul_output_mode") or 0)}, node.name)
+    ctx.emit(
+        "Attention",
+        inputs,
+        outputs,
+        {
+            "batch": batch,
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "q_seq": q_seq,
+            "kv_seq": kv_seq,
+            "head_dim": head_dim,
+            "v_dim": v_dim,
+            "q_strides": q_strides,
+            "k_strides": k_strides,
+            "v_strides": v_strides,
+            "y_strides": y_strides,
+            "scale": scale,
+            "is_causal": int(node.attrs.get("is_causal", 0)),
+            "offset": offset,
+            "softcap": float(node.attrs.get("softcap") or 0.0),
+            "left_window": int(_window(node, "left_window_size")),
+            "right_window": int(_window(node, "right_window_size")),
+            "qk_mode": int(node.attrs.get("qk_matmul_output_mode") or 0),
+        },
+        node.name,
+    )
 
 
 def _window(node: Node, name: str) -> int:

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """Ops the float register program cannot compute exactly, on the gpu target, through the
-native layer's shared lowerings (targets/native; same kernel names and attributes; src/gpu/bytes.hip holds the
-device kernels):
+native layer's shared lowerings (targets/native; same kernel names and attributes;
+src/gpu/bytes.hip holds the device kernels):
 
 - Cast between the native types -> Pointwise (lower_pointwise.py); from or to the one-byte
   types (float8, float4, int4, int2) -> CastLookup / CastSteps / CastSubByteInt, with the
@@ -38,6 +38,9 @@ lower_cast.byte_dtypes = True
 # ops the pointwise table must leave to this module
 OWNED = ("Cast", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift")
 
-LOWERINGS = {"Cast": lower_cast, **native_bitwise.LOWERINGS,
-             "QuantizeLinear": native_quantize.LOWERINGS["QuantizeLinear"],
-             "DequantizeLinear": native_quantize.LOWERINGS["DequantizeLinear"]}
+LOWERINGS = {
+    "Cast": lower_cast,
+    **native_bitwise.LOWERINGS,
+    "QuantizeLinear": native_quantize.LOWERINGS["QuantizeLinear"],
+    "DequantizeLinear": native_quantize.LOWERINGS["DequantizeLinear"],
+}

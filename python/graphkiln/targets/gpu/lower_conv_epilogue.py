@@ -55,7 +55,7 @@ def _epilogue(body) -> tuple[Node, Value | None, bool] | None:
 def _same_tensor_type(a: Value, b: Value) -> bool:
     try:
         return a.type.dtype == b.type.dtype and static_dims(a) == static_dims(b)
-    except Exception:  # dynamic dims: leave it to the generic lowering
+    except Exception:  # noqa: BLE001 - dynamic dims: leave it to the generic lowering
         return False
 
 
@@ -85,8 +85,12 @@ def lower_conv_with_epilogue(node: Node, ctx: LoweringContext) -> bool:
         w = _as_2d(ctx, ctx.input(conv.inputs[1]), w_dims)
         z = _as_2d(ctx, ctx.input(residual), y_dims) if residual is not None else None
         y = _as_2d(ctx, ctx.output(node.outputs[0]), y_dims)
-    attrs = {"group": int(conv.attrs.get("group", 1)), "strides": strides, "pads": pads,
-             "dilations": dilations}
+    attrs = {
+        "group": int(conv.attrs.get("group", 1)),
+        "strides": strides,
+        "pads": pads,
+        "dilations": dilations,
+    }
     if relu:
         attrs["activation"] = "relu"
     inputs = [x, w, ctx.input(bias) if bias is not None else None]

@@ -24,15 +24,18 @@ def lower_pad(node: Node, ctx: LoweringContext) -> None:
     return native_data.lower_pad(node, ctx)
 
 
-lower_pad.supports = lambda node, ctx: gpu_pad.supports(node, ctx) or native_data.lower_pad.supports(node, ctx)
+lower_pad.supports = lambda node, ctx: (
+    gpu_pad.supports(node, ctx) or native_data.lower_pad.supports(node, ctx)
+)
 
 
 def lower_cumsum(node: Node, ctx: LoweringContext) -> None:
     native_data.lower_cumsum(node, ctx)
 
 
-lower_cumsum.supports = lambda node, ctx: (node.inputs[1].constant is not None
-                                      and native_data.lower_cumsum.supports(node, ctx))
+lower_cumsum.supports = lambda node, ctx: (
+    node.inputs[1].constant is not None and native_data.lower_cumsum.supports(node, ctx)
+)
 
 
 def lower_bitcast(node: Node, ctx: LoweringContext) -> None:
@@ -42,8 +45,12 @@ def lower_bitcast(node: Node, ctx: LoweringContext) -> None:
 
 def _bitcast_ok(node: Node, ctx=None) -> bool:
     src, dst = node.inputs[0].type, node.outputs[0].type
-    return (src.dtype.numpy is not None and dst.dtype.numpy is not None
-            and src.dtype.itemsize == dst.dtype.itemsize and tuple(src.dims) == tuple(dst.dims))
+    return (
+        src.dtype.numpy is not None
+        and dst.dtype.numpy is not None
+        and src.dtype.itemsize == dst.dtype.itemsize
+        and tuple(src.dims) == tuple(dst.dims)
+    )
 
 
 lower_bitcast.supports = _bitcast_ok
@@ -54,14 +61,22 @@ def lower_one_hot(node: Node, ctx: LoweringContext) -> None:
 
 
 # float indices too (the gpu kernel truncates them, as ref does)
-lower_one_hot.supports = lambda node, ctx: node.inputs[0].type.dtype in (DType.i32, DType.i64,
-                                                                    DType.f32, DType.f64)
+lower_one_hot.supports = lambda node, ctx: (
+    node.inputs[0].type.dtype in (DType.i32, DType.i64, DType.f32, DType.f64)
+)
 
 # nearest through IndexMap, linear / cubic through ResizeAxis (targets/native/lower_resize.py)
 lower_resize = native_data.lower_resize
 
-LOWERINGS = {"Resize": lower_resize, "CumSum": lower_cumsum,
-             **({"CumProd": lower_cumsum} if "CumProd" in native_data.LOWERINGS else {}),
-             "OneHot": lower_one_hot, "Range": native_data.lower_range,
-             "ScatterND": native_data.lower_scatter, "ScatterElements": native_data.lower_scatter,
-             "BitCast": lower_bitcast, "Pad": lower_pad, **native_axis.LOWERINGS}
+LOWERINGS = {
+    "Resize": lower_resize,
+    "CumSum": lower_cumsum,
+    **({"CumProd": lower_cumsum} if "CumProd" in native_data.LOWERINGS else {}),
+    "OneHot": lower_one_hot,
+    "Range": native_data.lower_range,
+    "ScatterND": native_data.lower_scatter,
+    "ScatterElements": native_data.lower_scatter,
+    "BitCast": lower_bitcast,
+    "Pad": lower_pad,
+    **native_axis.LOWERINGS,
+}

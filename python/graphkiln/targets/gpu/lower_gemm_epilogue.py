@@ -32,13 +32,12 @@ def _epilogue(body, nodes: list[Node]) -> tuple[Node, Value, bool] | None:
     relu = len(nodes) > 2 and nodes[2].op == "Relu" and nodes[2].inputs[0] is add.outputs[0]
     used = nodes[:3] if relu else nodes[:2]
     readers = [v for n in nodes for v in n.inputs]
-    if any(readers.count(n.outputs[0]) != 1 or n.outputs[0] in body.outputs
-           for n in used[:-1]):
+    if any(readers.count(n.outputs[0]) != 1 or n.outputs[0] in body.outputs for n in used[:-1]):
         return None  # an intermediate value is read elsewhere too
     try:
         a_dims, b_dims = static_dims(matmul.inputs[0]), static_dims(matmul.inputs[1])
         out_dims, bias_dims = static_dims(product), static_dims(bias)
-    except Exception:  # dynamic dims: the generic lowering
+    except Exception:  # noqa: BLE001 - dynamic dims: the generic lowering
         return None
     if len(a_dims) < 2 or len(b_dims) != 2 or len(bias_dims) > len(out_dims):
         return None

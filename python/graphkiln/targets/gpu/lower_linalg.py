@@ -70,9 +70,20 @@ def matmul_step(node: Node, ctx: LoweringContext) -> tuple[list[int], dict]:
         # one B for every batch (a weight): the batches of A and C stacked are one matrix
         # [batch * m, k] @ [k, n], one large product instead of many small ones
         m, batch, stride_a = batch * m, 1, 0
-    return [a, b], {"m": m, "n": n, "k": k, "batch": batch, "lda": k, "ldb": n, "ldc": n,
-                    "stride_a": stride_a, "stride_b": stride_b, "stride_c": m * n,
-                    "alpha": 1.0, "beta": 0.0}
+    return [a, b], {
+        "m": m,
+        "n": n,
+        "k": k,
+        "batch": batch,
+        "lda": k,
+        "ldb": n,
+        "ldc": n,
+        "stride_a": stride_a,
+        "stride_b": stride_b,
+        "stride_c": m * n,
+        "alpha": 1.0,
+        "beta": 0.0,
+    }
 
 
 def lower_gemm(node: Node, ctx: LoweringContext) -> None:
@@ -98,11 +109,25 @@ def lower_gemm(node: Node, ctx: LoweringContext) -> None:
         emit_copy(ctx, ctx.input(c), out, [m, n], src, [n, 1], name=f"{node.name}/C")
     else:
         beta = 0.0
-    ctx.emit("Gemm", inputs, [out],
-             {"trans_a": trans_a, "trans_b": trans_b, "m": m, "n": n, "k": k,
-              "lda": m if trans_a else k, "ldb": k if trans_b else n, "ldc": n,
-              "alpha": float(node.attrs.get("alpha", 1.0)), "beta": beta, **epilogue},
-             node.name)
+    ctx.emit(
+        "Gemm",
+        inputs,
+        [out],
+        {
+            "trans_a": trans_a,
+            "trans_b": trans_b,
+            "m": m,
+            "n": n,
+            "k": k,
+            "lda": m if trans_a else k,
+            "ldb": k if trans_b else n,
+            "ldc": n,
+            "alpha": float(node.attrs.get("alpha", 1.0)),
+            "beta": beta,
+            **epilogue,
+        },
+        node.name,
+    )
 
 
 def _row_vector(c_dims, n: int) -> bool:
@@ -116,8 +141,13 @@ def _spatial_pads(node: Node, in_spatial, out_spatial, kernel, strides, dilation
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         begin, end = [], []
         for i in range(rank):
-            total = max(0, (out_spatial[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i]
-                        + 1 - in_spatial[i])
+            total = max(
+                0,
+                (out_spatial[i] - 1) * strides[i]
+                + (kernel[i] - 1) * dilations[i]
+                + 1
+                - in_spatial[i],
+            )
             small, large = total // 2, total - total // 2
             begin.append(large if auto == "SAME_LOWER" else small)
             end.append(small if auto == "SAME_LOWER" else large)
@@ -156,20 +186,40 @@ def lower_conv(node: Node, ctx: LoweringContext) -> None:
         x = _as_2d(ctx, ctx.input(node.inputs[0]), x_dims)
         w = _as_2d(ctx, ctx.input(node.inputs[1]), w_dims)
         y = _as_2d(ctx, ctx.output(node.outputs[0]), y_dims)
-    ctx.emit("Conv", [x, w, ctx.input(bias) if bias is not None else None], [y],
-             {"group": int(node.attrs.get("group", 1)), "strides": strides, "pads": pads,
-              "dilations": dilations}, node.name)
+    ctx.emit(
+        "Conv",
+        [x, w, ctx.input(bias) if bias is not None else None],
+        [y],
+        {
+            "group": int(node.attrs.get("group", 1)),
+            "strides": strides,
+            "pads": pads,
+            "dilations": dilations,
+        },
+        node.name,
+    )
 
 
 def lower_pool(node: Node, ctx: LoweringContext) -> None:
     x_dims, y_dims = static_dims(node.inputs[0]), static_dims(node.outputs[0])
-    kernel, strides, dilations, pads = _window(node, x_dims, y_dims,
-                                               list(node.attrs["kernel_shape"]))
+    kernel, strides, dilations, pads = _window(
+        node, x_dims, y_dims, list(node.attrs["kernel_shape"])
+    )
     x = _as_2d(ctx, ctx.input(node.inputs[0]), x_dims)
     y = _as_2d(ctx, ctx.output(node.outputs[0]), y_dims)
-    ctx.emit(node.op, [x], [y],
-             {"kernel_shape": kernel, "strides": strides, "pads": pads, "dilations": dilations,
-              "count_include_pad": int(node.attrs.get("count_include_pad", 0))}, node.name)
+    ctx.emit(
+        node.op,
+        [x],
+        [y],
+        {
+            "kernel_shape": kernel,
+            "strides": strides,
+            "pads": pads,
+            "dilations": dilations,
+            "count_include_pad": int(node.attrs.get("count_include_pad", 0)),
+        },
+        node.name,
+    )
 
 
 def _conv_ok(node: Node, ctx=None) -> bool:
@@ -177,8 +227,11 @@ def _conv_ok(node: Node, ctx=None) -> bool:
 
 
 def _pool_ok(node: Node, ctx=None) -> bool:
-    return (_float(node) and len(static_dims(node.inputs[0])) in (3, 4)
-            and (len(node.outputs) < 2 or node.outputs[1] is None))
+    return (
+        _float(node)
+        and len(static_dims(node.inputs[0])) in (3, 4)
+        and (len(node.outputs) < 2 or node.outputs[1] is None)
+    )
 
 
 lower_matmul.supports = _float

@@ -36,10 +36,12 @@ def _emit_nll(node: Node, ctx: LoweringContext, x_slot: int) -> None:
     ignore = node.attrs.get("ignore_index")
     w = node.inputs[2] if len(node.inputs) > 2 else None
     inputs = [x_slot, ctx.input(node.inputs[1])] + ([] if w is None else [ctx.input(w)])
-    attrs = {"reduction": node.attrs.get("reduction", "mean"),
-             "has_ignore": int(ignore is not None), "ignore_index": int(ignore or 0)}
-    ctx.emit("NegativeLogLikelihoodLoss", inputs, [ctx.output(node.outputs[0])], attrs,
-             node.name)
+    attrs = {
+        "reduction": node.attrs.get("reduction", "mean"),
+        "has_ignore": int(ignore is not None),
+        "ignore_index": int(ignore or 0),
+    }
+    ctx.emit("NegativeLogLikelihoodLoss", inputs, [ctx.output(node.outputs[0])], attrs, node.name)
 
 
 def lower_nll(node: Node, ctx: LoweringContext) -> None:
@@ -52,8 +54,13 @@ def lower_sce(node: Node, ctx: LoweringContext) -> None:
     log_prob = node.outputs[1] if len(node.outputs) > 1 else None
     lp = ctx.output(log_prob) if log_prob is not None else ctx.temp(DType.f32, dims)
     prod = lambda xs: int(np.prod(xs, dtype=np.int64))  # noqa: E731
-    ctx.emit("LogSoftmax", [ctx.input(node.inputs[0])], [lp],
-             {"outer": dims[0], "len": dims[1], "inner": prod(dims[2:])}, f"{node.name}/log_prob")
+    ctx.emit(
+        "LogSoftmax",
+        [ctx.input(node.inputs[0])],
+        [lp],
+        {"outer": dims[0], "len": dims[1], "inner": prod(dims[2:])},
+        f"{node.name}/log_prob",
+    )
     _emit_nll(node, ctx, lp)
 
 

@@ -28,8 +28,9 @@ from .lower_gemm_epilogue import lower_gemm_with_epilogue
 from .lower_reduce import lower_residual_layer_norm
 
 
-def emit_program(nodes: list[Node], result: Value, ctx: LoweringContext, name: str,
-                 out_slot: int | None = None) -> int:
+def emit_program(
+    nodes: list[Node], result: Value, ctx: LoweringContext, name: str, out_slot: int | None = None
+) -> int:
     """One Pointwise step computing `result` from the nodes it needs among `nodes`."""
     produced = {v: n for n in nodes for v in n.outputs if v is not None}
     needed: set[Node] = set()
@@ -59,8 +60,12 @@ def attach_source(ctx: LoweringContext, step) -> None:
         source = pointwise_source(step.attrs, inputs, (out.dtype, out.dims))
     except CodegenError:
         return  # the interpreter runs it (e.g. an empty output)
-    step.attrs.update(jit_source=source.text, jit_entry=source.entry, jit_maps=source.maps,
-                      jit_aligned=source.aligned)
+    step.attrs.update(
+        jit_source=source.text,
+        jit_entry=source.entry,
+        jit_maps=source.maps,
+        jit_aligned=source.aligned,
+    )
     dump_source(source.text, source.entry)
     # the plan's first generated kernel lists the later ones: the device compiles them all
     # in parallel when it builds that one (attrs "jit_prefetch", "jit_prefetch_entries")
@@ -120,7 +125,7 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
         return
     nodes = [n for n in body.nodes if n.op != "Constant"]
     if kind in ("gemm", "matmul"):  # MatMul + bias (+ Relu): one Gemm step
-        nodes = nodes[lower_gemm_with_epilogue(node, nodes, ctx):]
+        nodes = nodes[lower_gemm_with_epilogue(node, nodes, ctx) :]
     # residual Add + LayerNormalization: one step
     if kind == "reduce" and lower_residual_layer_norm(node, nodes, ctx):
         nodes = nodes[2:]
@@ -154,8 +159,9 @@ def lower_fused(node: Node, ctx: LoweringContext) -> None:
         flush()
         lower = ctx.lowerings.get(n.op)
         if lower is None:
-            raise LoweringError(f"the gpu target has no kernel for {n.op} (in fused node "
-                                f"{node.name!r})")
+            raise LoweringError(
+                f"the gpu target has no kernel for {n.op} (in fused node {node.name!r})"
+            )
         lower(n, ctx)
     flush()
     if not written:  # the body ended in a non-pointwise node

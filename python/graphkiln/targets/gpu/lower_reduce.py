@@ -13,20 +13,35 @@ import numpy as np
 from ...ir import DType, Node
 from ..native.lower import LoweringContext, static_dims
 
-REDUCE_OPS = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
-              "ReduceProd": "prod", "ReduceL1": "l1", "ReduceL2": "l2",
-              "ReduceSumSquare": "sum_square", "ReduceLogSum": "log_sum",
-              "ReduceLogSumExp": "log_sum_exp", "GlobalAveragePool": "mean",
-              "GlobalMaxPool": "max"}
+REDUCE_OPS = {
+    "ReduceSum": "sum",
+    "ReduceMean": "mean",
+    "ReduceMax": "max",
+    "ReduceMin": "min",
+    "ReduceProd": "prod",
+    "ReduceL1": "l1",
+    "ReduceL2": "l2",
+    "ReduceSumSquare": "sum_square",
+    "ReduceLogSum": "log_sum",
+    "ReduceLogSumExp": "log_sum_exp",
+    "GlobalAveragePool": "mean",
+    "GlobalMaxPool": "max",
+}
 
 
 FLOATS = (DType.f32, DType.f16, DType.bf16)
 
 
+def _prod(xs) -> int:
+    return int(np.prod(xs, dtype=np.int64))
+
+
 def _float(node: Node, ctx=None) -> bool:
     """Input 0 and output 0 of one float type."""
-    return (node.inputs[0].type.dtype in FLOATS
-            and node.outputs[0].type.dtype == node.inputs[0].type.dtype)
+    return (
+        node.inputs[0].type.dtype in FLOATS
+        and node.outputs[0].type.dtype == node.inputs[0].type.dtype
+    )
 
 
 def _axes(node: Node, rank: int) -> list[int] | None:
@@ -52,8 +67,7 @@ def _sizes(dims, axes) -> tuple[int, int, int] | None:
     first, last = live[0], live[-1]
     if any(dims[i] != 1 and i not in axes for i in range(first, last + 1)):
         return None
-    prod = lambda xs: int(np.prod(xs, dtype=np.int64))
-    return prod(dims[:first]), prod([dims[a] for a in live]), prod(dims[last + 1:])
+    return _prod(dims[:first]), _prod([dims[a] for a in live]), _prod(dims[last + 1 :])
 
 
 def lower_reduce(node: Node, ctx: LoweringContext) -> None:
@@ -62,13 +76,16 @@ def lower_reduce(node: Node, ctx: LoweringContext) -> None:
     src = ctx.input(node.inputs[0])
     out = ctx.output(node.outputs[0])
     if not axes:
-        ctx.emit("Copy", [ctx.alias(None, src, static_dims(node.outputs[0]))], [out], {},
-                 node.name)
+        ctx.emit("Copy", [ctx.alias(None, src, static_dims(node.outputs[0]))], [out], {}, node.name)
         return
     outer, length, inner = _sizes(dims, axes)
-    ctx.emit("Reduce", [src], [out],
-             {"op": REDUCE_OPS[node.op], "outer": outer, "len": length, "inner": inner},
-             node.name)
+    ctx.emit(
+        "Reduce",
+        [src],
+        [out],
+        {"op": REDUCE_OPS[node.op], "outer": outer, "len": length, "inner": inner},
+        node.name,
+    )
 
 
 def _reduce_ok(node: Node, ctx=None) -> bool:
@@ -82,10 +99,13 @@ def _reduce_ok(node: Node, ctx=None) -> bool:
 def lower_softmax(node: Node, ctx: LoweringContext) -> None:
     dims = static_dims(node.inputs[0])
     axis = node.attrs.get("axis", -1) % len(dims)
-    prod = lambda xs: int(np.prod(xs, dtype=np.int64))
-    ctx.emit(node.op, [ctx.input(node.inputs[0])], [ctx.output(node.outputs[0])],
-             {"outer": prod(dims[:axis]), "len": dims[axis], "inner": prod(dims[axis + 1:])},
-             node.name)
+    ctx.emit(
+        node.op,
+        [ctx.input(node.inputs[0])],
+        [ctx.output(node.outputs[0])],
+        {"outer": _prod(dims[:axis]), "len": dims[axis], "inner": _prod(dims[axis + 1 :])},
+        node.name,
+    )
 
 
 def _full(ctx: LoweringContext, value, dims_tail):
@@ -106,9 +126,15 @@ def _layer_norm_parts(node: Node, ctx: LoweringContext) -> tuple[int, int | None
     tail = tuple(dims[axis:])
     scale = _full(ctx, node.inputs[1], tail)
     bias = _full(ctx, node.inputs[2] if len(node.inputs) > 2 else None, tail)
-    return scale, bias, {"rows": int(np.prod(dims[:axis], dtype=np.int64)),
-                         "len": int(np.prod(tail, dtype=np.int64)),
-                         "epsilon": float(node.attrs.get("epsilon", 1e-5))}
+    return (
+        scale,
+        bias,
+        {
+            "rows": int(np.prod(dims[:axis], dtype=np.int64)),
+            "len": int(np.prod(tail, dtype=np.int64)),
+            "epsilon": float(node.attrs.get("epsilon", 1e-5)),
+        },
+    )
 
 
 def lower_layer_norm(node: Node, ctx: LoweringContext) -> None:
@@ -120,8 +146,9 @@ def lower_layer_norm(node: Node, ctx: LoweringContext) -> None:
         axis = node.attrs.get("axis", -1) % len(dims)
         rows = dims[:axis] + (1,) * (len(dims) - axis)
         outputs += [ctx.output(v) if v is not None else ctx.temp(DType.f32, rows) for v in stats]
-    ctx.emit("LayerNormalization", [ctx.input(node.inputs[0]), scale, bias], outputs, attrs,
-             node.name)
+    ctx.emit(
+        "LayerNormalization", [ctx.input(node.inputs[0]), scale, bias], outputs, attrs, node.name
+    )
 
 
 def lower_residual_layer_norm(node: Node, nodes: list[Node], ctx: LoweringContext) -> bool:
@@ -150,9 +177,13 @@ def lower_residual_layer_norm(node: Node, nodes: list[Node], ctx: LoweringContex
         ctx.bind(norm.outputs[0], out)
     else:
         out = ctx.output(norm.outputs[0])
-    ctx.emit("LayerNormalization",
-             [ctx.input(add.inputs[0]), scale, bias, ctx.input(add.inputs[1])], [out], attrs,
-             node.name)
+    ctx.emit(
+        "LayerNormalization",
+        [ctx.input(add.inputs[0]), scale, bias, ctx.input(add.inputs[1])],
+        [out],
+        attrs,
+        node.name,
+    )
     return True
 
 
@@ -163,7 +194,7 @@ def _layer_norm_ok(node: Node, ctx=None) -> bool:
     if any(v is not None and v.type.dtype != DType.f32 for v in node.outputs[1:]):
         return False
     dims = static_dims(node.inputs[0])
-    tail = tuple(dims[node.attrs.get("axis", -1) % len(dims):])
+    tail = tuple(dims[node.attrs.get("axis", -1) % len(dims) :])
     for v in node.inputs[1:]:
         if v is not None and static_dims(v) != tail and v.constant is None:
             return False
@@ -176,21 +207,36 @@ def lower_rms_norm(node: Node, ctx: LoweringContext) -> None:
     dims = static_dims(node.inputs[0])
     axis = node.attrs.get("axis", -1) % len(dims)
     tail = tuple(dims[axis:])
-    ctx.emit("LayerNormalization", [ctx.input(node.inputs[0]), _full(ctx, node.inputs[1], tail),
-                                    None], [ctx.output(node.outputs[0])],
-             {"rows": int(np.prod(dims[:axis], dtype=np.int64)),
-              "len": int(np.prod(tail, dtype=np.int64)),
-              "epsilon": float(node.attrs.get("epsilon", 1e-5)), "rms": 1}, node.name)
+    ctx.emit(
+        "LayerNormalization",
+        [ctx.input(node.inputs[0]), _full(ctx, node.inputs[1], tail), None],
+        [ctx.output(node.outputs[0])],
+        {
+            "rows": int(np.prod(dims[:axis], dtype=np.int64)),
+            "len": int(np.prod(tail, dtype=np.int64)),
+            "epsilon": float(node.attrs.get("epsilon", 1e-5)),
+            "rms": 1,
+        },
+        node.name,
+    )
 
 
 def lower_arg_reduce(node: Node, ctx: LoweringContext) -> None:
     dims = static_dims(node.inputs[0])
     axis = node.attrs.get("axis", 0) % len(dims)
-    prod = lambda xs: int(np.prod(xs, dtype=np.int64))
-    ctx.emit("ArgReduce", [ctx.input(node.inputs[0])], [ctx.output(node.outputs[0])],
-             {"outer": prod(dims[:axis]), "len": dims[axis], "inner": prod(dims[axis + 1:]),
-              "is_max": int(node.op == "ArgMax"),
-              "select_last_index": int(node.attrs.get("select_last_index") or 0)}, node.name)
+    ctx.emit(
+        "ArgReduce",
+        [ctx.input(node.inputs[0])],
+        [ctx.output(node.outputs[0])],
+        {
+            "outer": _prod(dims[:axis]),
+            "len": dims[axis],
+            "inner": _prod(dims[axis + 1 :]),
+            "is_max": int(node.op == "ArgMax"),
+            "select_last_index": int(node.attrs.get("select_last_index") or 0),
+        },
+        node.name,
+    )
 
 
 def _arg_ok(node: Node, ctx=None) -> bool:
@@ -204,6 +250,13 @@ lower_softmax.supports = _float
 lower_layer_norm.supports = _layer_norm_ok
 
 LOWERINGS = {op: lower_reduce for op in REDUCE_OPS}
-LOWERINGS.update({"Softmax": lower_softmax, "LogSoftmax": lower_softmax,
-                  "LayerNormalization": lower_layer_norm, "RMSNormalization": lower_rms_norm,
-                  "ArgMax": lower_arg_reduce, "ArgMin": lower_arg_reduce})
+LOWERINGS.update(
+    {
+        "Softmax": lower_softmax,
+        "LogSoftmax": lower_softmax,
+        "LayerNormalization": lower_layer_norm,
+        "RMSNormalization": lower_rms_norm,
+        "ArgMax": lower_arg_reduce,
+        "ArgMin": lower_arg_reduce,
+    }
+)

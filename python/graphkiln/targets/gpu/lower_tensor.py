@@ -19,14 +19,32 @@ def _strides(dims) -> list[int]:
     return list(layout_strides(tuple(dims), PLAIN))
 
 
-def emit_copy(ctx: LoweringContext, src: int, dst: int, dims, src_strides, dst_strides,
-              src_offset: int = 0, dst_offset: int = 0, name: str = "") -> None:
+def emit_copy(
+    ctx: LoweringContext,
+    src: int,
+    dst: int,
+    dims,
+    src_strides,
+    dst_strides,
+    src_offset: int = 0,
+    dst_offset: int = 0,
+    name: str = "",
+) -> None:
     if int(np.prod(dims, dtype=np.int64)) == 0:
         return
-    ctx.emit("StridedCopy", [src], [dst],
-             {"dims": [int(d) for d in dims], "src_strides": [int(s) for s in src_strides],
-              "dst_strides": [int(s) for s in dst_strides], "src_offset": int(src_offset),
-              "dst_offset": int(dst_offset)}, name)
+    ctx.emit(
+        "StridedCopy",
+        [src],
+        [dst],
+        {
+            "dims": [int(d) for d in dims],
+            "src_strides": [int(s) for s in src_strides],
+            "dst_strides": [int(s) for s in dst_strides],
+            "src_offset": int(src_offset),
+            "dst_offset": int(dst_offset),
+        },
+        name,
+    )
 
 
 def lower_transpose(node: Node, ctx: LoweringContext) -> None:
@@ -37,8 +55,9 @@ def lower_transpose(node: Node, ctx: LoweringContext) -> None:
     out = ctx.output(node.outputs[0])
     in_strides = _strides(dims)
     out_dims = [dims[p] for p in perm]
-    emit_copy(ctx, src, out, out_dims, [in_strides[p] for p in perm], _strides(out_dims),
-              name=node.name)
+    emit_copy(
+        ctx, src, out, out_dims, [in_strides[p] for p in perm], _strides(out_dims), name=node.name
+    )
 
 
 def lower_concat(node: Node, ctx: LoweringContext) -> None:
@@ -51,8 +70,16 @@ def lower_concat(node: Node, ctx: LoweringContext) -> None:
         if v is None:
             continue
         dims = static_dims(v)
-        emit_copy(ctx, ctx.input(v), out, dims, _strides(dims), out_strides,
-                  dst_offset=offset * out_strides[axis], name=f"{node.name}/{i}")
+        emit_copy(
+            ctx,
+            ctx.input(v),
+            out,
+            dims,
+            _strides(dims),
+            out_strides,
+            dst_offset=offset * out_strides[axis],
+            name=f"{node.name}/{i}",
+        )
         offset += dims[axis]
 
 
@@ -66,8 +93,16 @@ def lower_split(node: Node, ctx: LoweringContext) -> None:
         if v is None:
             continue
         out_dims = static_dims(v)
-        emit_copy(ctx, src, ctx.output(v), out_dims, strides, _strides(out_dims),
-                  src_offset=offset * strides[axis], name=f"{node.name}/{i}")
+        emit_copy(
+            ctx,
+            src,
+            ctx.output(v),
+            out_dims,
+            strides,
+            _strides(out_dims),
+            src_offset=offset * strides[axis],
+            name=f"{node.name}/{i}",
+        )
         offset += out_dims[axis]
 
 
@@ -92,13 +127,23 @@ def lower_slice(node: Node, ctx: LoweringContext) -> None:
         offset += begin * strides[axis]
         src_strides[axis] = strides[axis] * step
     out_dims = static_dims(node.outputs[0])
-    emit_copy(ctx, ctx.input(node.inputs[0]), ctx.output(node.outputs[0]), out_dims,
-              src_strides, _strides(out_dims), src_offset=offset, name=node.name)
+    emit_copy(
+        ctx,
+        ctx.input(node.inputs[0]),
+        ctx.output(node.outputs[0]),
+        out_dims,
+        src_strides,
+        _strides(out_dims),
+        src_offset=offset,
+        name=node.name,
+    )
 
 
 def _slice_supported(node: Node, ctx=None) -> bool:
-    return all(i >= len(node.inputs) or node.inputs[i] is None or node.inputs[i].constant is not None
-               for i in (1, 2, 3, 4))
+    return all(
+        i >= len(node.inputs) or node.inputs[i] is None or node.inputs[i].constant is not None
+        for i in (1, 2, 3, 4)
+    )
 
 
 lower_slice.supports = _slice_supported
@@ -109,37 +154,68 @@ def lower_expand(node: Node, ctx: LoweringContext) -> None:
     out_dims = static_dims(node.outputs[0])
     strides = _strides(dims)
     shift = len(out_dims) - len(dims)
-    src_strides = [0 if i < shift or dims[i - shift] == 1 else strides[i - shift]
-                   for i in range(len(out_dims))]
-    emit_copy(ctx, ctx.input(node.inputs[0]), ctx.output(node.outputs[0]), out_dims,
-              src_strides, _strides(out_dims), name=node.name)
+    src_strides = [
+        0 if i < shift or dims[i - shift] == 1 else strides[i - shift] for i in range(len(out_dims))
+    ]
+    emit_copy(
+        ctx,
+        ctx.input(node.inputs[0]),
+        ctx.output(node.outputs[0]),
+        out_dims,
+        src_strides,
+        _strides(out_dims),
+        name=node.name,
+    )
 
 
 def lower_gather(node: Node, ctx: LoweringContext) -> None:
     rank = len(static_dims(node.inputs[0]))
-    ctx.emit("Gather", [ctx.input(node.inputs[0]), ctx.input(node.inputs[1])],
-             [ctx.output(node.outputs[0])], {"axis": node.attrs.get("axis", 0) % rank},
-             node.name)
+    ctx.emit(
+        "Gather",
+        [ctx.input(node.inputs[0]), ctx.input(node.inputs[1])],
+        [ctx.output(node.outputs[0])],
+        {"axis": node.attrs.get("axis", 0) % rank},
+        node.name,
+    )
 
 
 def lower_gather_elements(node: Node, ctx: LoweringContext) -> None:
     rank = len(static_dims(node.inputs[0]))
-    ctx.emit("GatherElements", [ctx.input(node.inputs[0]), ctx.input(node.inputs[1])],
-             [ctx.output(node.outputs[0])], {"axis": node.attrs.get("axis", 0) % rank},
-             node.name)
+    ctx.emit(
+        "GatherElements",
+        [ctx.input(node.inputs[0]), ctx.input(node.inputs[1])],
+        [ctx.output(node.outputs[0])],
+        {"axis": node.attrs.get("axis", 0) % rank},
+        node.name,
+    )
 
 
 def lower_trilu(node: Node, ctx: LoweringContext) -> None:
     k = _constant_ints(node, 1)
-    ctx.emit("Trilu", [ctx.input(node.inputs[0])], [ctx.output(node.outputs[0])],
-             {"k": k[0] if k else 0, "upper": int(node.attrs.get("upper", 1))}, node.name)
+    ctx.emit(
+        "Trilu",
+        [ctx.input(node.inputs[0])],
+        [ctx.output(node.outputs[0])],
+        {"k": k[0] if k else 0, "upper": int(node.attrs.get("upper", 1))},
+        node.name,
+    )
 
 
 def fill(ctx: LoweringContext, slot: int, value: float, name: str) -> None:
     """Every element of `slot` = value (a Pointwise program of one constant, in double)."""
-    ctx.emit("Pointwise", [], [slot],
-             {"program": [OP["Const"], 0, -1, -1, -1], "params": [float(value), 0.0],
-              "num_regs": 1, "result": 0, "compute": "f64"}, name)
+    ctx.emit(
+        "Pointwise",
+        [],
+        [slot],
+        {
+            "program": [OP["Const"], 0, -1, -1, -1],
+            "params": [float(value), 0.0],
+            "num_regs": 1,
+            "result": 0,
+            "compute": "f64",
+        },
+        name,
+    )
 
 
 def lower_pad(node: Node, ctx: LoweringContext) -> None:
@@ -154,27 +230,44 @@ def lower_pad(node: Node, ctx: LoweringContext) -> None:
         begin[axis % rank], end[axis % rank] = pads[j], pads[j + len(axes)]
     value = node.inputs[2].constant if len(node.inputs) > 2 and node.inputs[2] is not None else None
     out = ctx.output(node.outputs[0])
-    fill(ctx, out, float(np.asarray(value).reshape(-1)[0]) if value is not None and np.asarray(value).size else 0.0,
-         f"{node.name}/fill")
+    fill(
+        ctx,
+        out,
+        float(np.asarray(value).reshape(-1)[0])
+        if value is not None and np.asarray(value).size
+        else 0.0,
+        f"{node.name}/fill",
+    )
     src_strides, dst_strides = _strides(dims), _strides(out_dims)
     region = [dims[a] - max(0, -begin[a]) - max(0, -end[a]) for a in range(rank)]
     if min(region, default=1) <= 0:
         return
     src_offset = sum(max(0, -begin[a]) * src_strides[a] for a in range(rank))
     dst_offset = sum(max(0, begin[a]) * dst_strides[a] for a in range(rank))
-    emit_copy(ctx, ctx.input(node.inputs[0]), out, region, src_strides, dst_strides,
-              src_offset, dst_offset, node.name)
+    emit_copy(
+        ctx,
+        ctx.input(node.inputs[0]),
+        out,
+        region,
+        src_strides,
+        dst_strides,
+        src_offset,
+        dst_offset,
+        node.name,
+    )
 
 
 def _pad_ok(node: Node, ctx=None) -> bool:
-    return (node.attrs.get("mode", "constant") == "constant"
-            and all(i >= len(node.inputs) or node.inputs[i] is None
-                    or node.inputs[i].constant is not None for i in (1, 2, 3)))
+    return node.attrs.get("mode", "constant") == "constant" and all(
+        i >= len(node.inputs) or node.inputs[i] is None or node.inputs[i].constant is not None
+        for i in (1, 2, 3)
+    )
 
 
 lower_pad.supports = _pad_ok
-lower_trilu.supports = lambda node, ctx: (len(node.inputs) < 2 or node.inputs[1] is None
-                                     or node.inputs[1].constant is not None)
+lower_trilu.supports = lambda node, ctx: (
+    len(node.inputs) < 2 or node.inputs[1] is None or node.inputs[1].constant is not None
+)
 
 
 def lower_dropout(node: Node, ctx: LoweringContext) -> None:

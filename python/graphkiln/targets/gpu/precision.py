@@ -65,8 +65,10 @@ def half_dtype(options: dict) -> DType | None:
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"gpu option {name}={value!r}: accepted values are True and False")
     if options.get("fp16") and options.get("bf16"):
-        raise ValueError("gpu options fp16=True and bf16=True exclude each other: pick one "
-                         "half type (or neither for float32)")
+        raise ValueError(
+            "gpu options fp16=True and bf16=True exclude each other: pick one "
+            "half type (or neither for float32)"
+        )
     for name, dtype in HALF_TYPES.items():
         if options.get(name):
             return dtype
@@ -92,8 +94,7 @@ class _Rewrite:
         self.to_half: dict[Value, Value] = {}  # float32 value -> its half copy
         self.to_float: dict[Value, Value] = {}  # half value -> its float32 copy
         # values read inside subgraphs keep their types (the subgraph was typed for them)
-        self.pinned = {v for n in graph.nodes for sub in node_subgraphs(n)
-                       for v in _captured(sub)}
+        self.pinned = {v for n in graph.nodes for sub in node_subgraphs(n) for v in _captured(sub)}
 
     def run(self) -> None:
         for node in list(self.graph.nodes):
@@ -167,8 +168,10 @@ class _Rewrite:
                 if value is not None:
                     value.type = t
             return False
-        node.inputs = [self._half_of(original_inputs[i]) if i in placeholders else v
-                       for i, v in enumerate(original_inputs)]
+        node.inputs = [
+            self._half_of(original_inputs[i]) if i in placeholders else v
+            for i, v in enumerate(original_inputs)
+        ]
         return True
 
     def _is_half(self, v: Value | None) -> bool:
@@ -249,9 +252,13 @@ def _representable(array: np.ndarray, half: DType, strict: bool) -> bool:
 
 
 def _lowerable(node: Node, support: SupportContext) -> bool:
-    static = all(isinstance(v.type, TensorType) and v.type.dims is not None
-                 and all(isinstance(d, int) for d in v.type.dims)
-                 for v in node.inputs if v is not None)
+    static = all(
+        isinstance(v.type, TensorType)
+        and v.type.dims is not None
+        and all(isinstance(d, int) for d in v.type.dims)
+        for v in node.inputs
+        if v is not None
+    )
     if node.op not in support.lowerings:
         return False
     if not static:

@@ -17,14 +17,39 @@ from ...passes.context import PassContext
 from ...passes.manager import run_pipeline
 from ...passes.util import replace_many
 
-_REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-               "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
+_REDUCTIONS = (
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceSumSquare",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+)
 # op -> the input positions read as values when the plan is built
-PARAMETERS = {"Reshape": (1,), "Expand": (1,), "Unsqueeze": (1,), "Squeeze": (1,),
-              "Slice": (1, 2, 3, 4), "Split": (1,), "Tile": (1,), "Pad": (1, 2, 3),
-              "ConstantOfShape": (0,), "Range": (0, 1, 2), "TopK": (1,), "OneHot": (1,),
-              "Resize": (1, 2, 3), "CumSum": (1,), "CumProd": (1,), "CenterCropPad": (1,),
-              "Trilu": (1,), **{op: (1,) for op in _REDUCTIONS}}
+PARAMETERS = {
+    "Reshape": (1,),
+    "Expand": (1,),
+    "Unsqueeze": (1,),
+    "Squeeze": (1,),
+    "Slice": (1, 2, 3, 4),
+    "Split": (1,),
+    "Tile": (1,),
+    "Pad": (1, 2, 3),
+    "ConstantOfShape": (0,),
+    "Range": (0, 1, 2),
+    "TopK": (1,),
+    "OneHot": (1,),
+    "Resize": (1, 2, 3),
+    "CumSum": (1,),
+    "CumProd": (1,),
+    "CenterCropPad": (1,),
+    "Trilu": (1,),
+    **{op: (1,) for op in _REDUCTIONS},
+}
 require_ops(PARAMETERS, "gpu/specialize.py PARAMETERS")
 MAX_ELEMENTS = 64
 # floats too: Resize's roi / scales, OneHot's depth and Range's bounds may be float inputs
@@ -47,9 +72,13 @@ def parameter_inputs(graph: Graph) -> list[int]:
     found = []
     for index, v in enumerate(graph.inputs):
         t = v.type
-        if not (isinstance(t, TensorType) and t.dtype in _PARAMETER_DTYPES
-                and t.dims is not None and all(isinstance(d, int) for d in t.dims)
-                and int(np.prod(t.dims, dtype=np.int64)) <= MAX_ELEMENTS):
+        if not (
+            isinstance(t, TensorType)
+            and t.dtype in _PARAMETER_DTYPES
+            and t.dims is not None
+            and all(isinstance(d, int) for d in t.dims)
+            and int(np.prod(t.dims, dtype=np.int64)) <= MAX_ELEMENTS
+        ):
             continue
         readers = users.get(v, [])
         if readers and v not in graph.outputs and all(_reads_as_parameter(v, n) for n in readers):
@@ -77,8 +106,9 @@ def specialize_values(graph: Graph, shapes: tuple, values: dict[int, np.ndarray]
     fold_constants.refresh_types(copy)
     from ..ref.target import evaluate
 
-    run_pipeline(copy, [fold_constants, eliminate_dead_code], PassContext(evaluate=evaluate),
-                 trace=False)
+    run_pipeline(
+        copy, [fold_constants, eliminate_dead_code], PassContext(evaluate=evaluate), trace=False
+    )
     return copy
 
 

@@ -5,12 +5,28 @@
 from __future__ import annotations
 
 from ..native.lower_support import SupportContext
-from . import (lower_attention, lower_bytes, lower_data, lower_linalg, lower_loss, lower_pointwise, lower_reduce,
-               lower_tensor)
+from . import (
+    lower_attention,
+    lower_bytes,
+    lower_data,
+    lower_linalg,
+    lower_loss,
+    lower_pointwise,
+    lower_reduce,
+    lower_tensor,
+)
 
 LOWERINGS: dict = {}
-for _module in (lower_tensor, lower_pointwise, lower_linalg, lower_reduce, lower_attention,
-                lower_bytes, lower_loss, lower_data):
+for _module in (
+    lower_tensor,
+    lower_pointwise,
+    lower_linalg,
+    lower_reduce,
+    lower_attention,
+    lower_bytes,
+    lower_loss,
+    lower_data,
+):
     overlap = set(LOWERINGS) & set(_module.LOWERINGS)
     if overlap:
         raise RuntimeError(f"ops lowered twice: {sorted(overlap)}")

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """The gpu target: the device check first (graphkiln.device.require_gpu), the full pass
-pipeline, then a plan per input shape lowered by the native LoweringContext (targets/native) with the
-gpu lowering table (plain layouts everywhere) and run by graphkiln._core.GpuExecutor:
+pipeline, then a plan per input shape lowered by the native LoweringContext (targets/native)
+with the gpu lowering table (plain layouts everywhere) and run by graphkiln._core.GpuExecutor:
 constants uploaded once, and a pool of up to `max_concurrency` execution contexts (each its
 own arena, staging buffers, stream and graph: src/gpu/executor.hpp), so runs from several
 threads overlap; per run inputs in, kernels, outputs out, one sync of the context's stream.
@@ -34,30 +34,31 @@ MAX_PLANS = 32  # plans kept per program (least recently used dropped first), as
 
 class GpuTarget(Target):
     name = "gpu"
-    options = {"blas": "'builtin' runs matrix products on graphkiln's own kernel instead of "
-                       "the vendor BLAS (default 'vendor': cuBLAS / rocBLAS when found)",
-               "graphs": "True (default) replays each plan as one HIP/CUDA graph from its "
-                         "second run on; False launches the kernels one by one every run",
-               "fp16": "True runs the float32 work in float16 (float32 accumulation; "
-                       "normalizations, softmax and reductions stay float32; inputs and "
-                       "outputs stay float32): targets/gpu/precision.py; default False",
-               "bf16": "True: as fp16 with bfloat16 (excludes fp16); default False",
-               "fast_math": "True lets float32 matrix products and convolutions round their "
-                            "operands to TF32 on tensor cores (cuBLAS); default False",
-               # graphkiln.tuning (tuning/gpu.py)
-               "exhaustive_tune": "True times the variants of every tunable kernel "
-                                  "(attention, convolution) on this GPU and stores the "
-                                  "winners in the tuning database; default False",
-               "tuning": "False ignores the tuning database (heuristic kernel choices only); "
-                         "default True",
-               "channels_last": "True / False: half-precision convolutions at batch 2 or "
-                                "more run in NHWC on cuDNN's tensor-core kernels; default: "
-                                "where cuDNN runs Conv steps (GRAPHKILN_GPU_NHWC=0 turns it "
-                                "off)",
-               "max_concurrency": CONCURRENCY_HELP + f" (gpu default: {DEFAULT_MAX_CONCURRENCY})",
-               "plan_cache_size": CACHE_HELP,
-               "shapes": SHAPES_HELP + "; gpu plans are the device's: the file keeps "
-                                       "the shapes of the plans built, rebuilt on load"}
+    options = {
+        "blas": "'builtin' runs matrix products on graphkiln's own kernel instead of "
+        "the vendor BLAS (default 'vendor': cuBLAS / rocBLAS when found)",
+        "graphs": "True (default) replays each plan as one HIP/CUDA graph from its "
+        "second run on; False launches the kernels one by one every run",
+        "fp16": "True runs the float32 work in float16 (float32 accumulation; "
+        "normalizations, softmax and reductions stay float32; inputs and "
+        "outputs stay float32): targets/gpu/precision.py; default False",
+        "bf16": "True: as fp16 with bfloat16 (excludes fp16); default False",
+        "fast_math": "True lets float32 matrix products and convolutions round their "
+        "operands to TF32 on tensor cores (cuBLAS); default False",
+        # graphkiln.tuning (tuning/gpu.py)
+        "exhaustive_tune": "True times the variants of every tunable kernel "
+        "(attention, convolution) on this GPU and stores the "
+        "winners in the tuning database; default False",
+        "tuning": "False ignores the tuning database (heuristic kernel choices only); default True",
+        "channels_last": "True / False: half-precision convolutions at batch 2 or "
+        "more run in NHWC on cuDNN's tensor-core kernels; default: "
+        "where cuDNN runs Conv steps (GRAPHKILN_GPU_NHWC=0 turns it "
+        "off)",
+        "max_concurrency": CONCURRENCY_HELP + f" (gpu default: {DEFAULT_MAX_CONCURRENCY})",
+        "plan_cache_size": CACHE_HELP,
+        "shapes": SHAPES_HELP + "; gpu plans are the device's: the file keeps "
+        "the shapes of the plans built, rebuilt on load",
+    }
 
     def passes(self, options: dict) -> list:
         from ...passes.pipelines import pipeline
@@ -67,7 +68,7 @@ class GpuTarget(Target):
         half = precision.half_dtype(options) is not None
         return pipeline("gpu", {"before_fusion": [precision] if half else []})
 
-    def compile(self, graph: Graph, options: dict) -> "GpuExecutable":
+    def compile(self, graph: Graph, options: dict) -> GpuExecutable:
         from ...device import require_gpu
         from .precision import half_dtype
 
@@ -79,25 +80,39 @@ class GpuTarget(Target):
             raise ValueError(f"graphs={graphs!r}: accepted values are True and False")
         channels_last = options.get("channels_last")
         if channels_last not in (None, True, False):
-            raise ValueError(f"channels_last={channels_last!r}: accepted values are True, "
-                             "False and None (the default: where cuDNN runs Conv steps)")
+            raise ValueError(
+                f"channels_last={channels_last!r}: accepted values are True, "
+                "False and None (the default: where cuDNN runs Conv steps)"
+            )
         half_dtype(options)  # validates fp16 / bf16 / fast_math
         fast_math = bool(options.get("fast_math", False))
         concurrency = max_concurrency(options, DEFAULT_MAX_CONCURRENCY)
         cache_size = plan_cache_size(options)
-        shapes = ahead_shapes(options, list(graph.inputs))   # checked before the device
+        shapes = ahead_shapes(options, list(graph.inputs))  # checked before the device
         verdict = require_gpu()
         missing = unsupported_nodes(graph)
         if missing:
             raise LoweringError.missing("gpu", missing)
-        tune = ("exhaustive" if options.get("exhaustive_tune")
-                else "lookup" if options.get("tuning", True) else "off")
-        executable = GpuExecutable(graph, blas == "builtin", graphs=graphs, fast_math=fast_math,
-                                   tune=tune, channels_last=channels_last,
-                                   max_concurrency=concurrency, plan_cache_size=cache_size)
+        tune = (
+            "exhaustive"
+            if options.get("exhaustive_tune")
+            else "lookup"
+            if options.get("tuning", True)
+            else "off"
+        )
+        executable = GpuExecutable(
+            graph,
+            blas == "builtin",
+            graphs=graphs,
+            fast_math=fast_math,
+            tune=tune,
+            channels_last=channels_last,
+            max_concurrency=concurrency,
+            plan_cache_size=cache_size,
+        )
         executable.precision = next((k for k in ("fp16", "bf16") if options.get(k)), "fp32")
         executable.arch = verdict.usable[0].arch if verdict.usable else None
-        for signature in shapes:   # compile(..., shapes=[...]): built ahead
+        for signature in shapes:  # compile(..., shapes=[...]): built ahead
             executable.build_ahead(signature)
         return executable
 
@@ -111,8 +126,11 @@ def unsupported_nodes(graph: Graph) -> list[Node]:
     parameter values, only whether a lowering exists (the rest is checked per plan)."""
     static = _static(graph.inputs) and not parameter_inputs(graph)
     folded = set() if static else folded_when_specialized(graph)
-    return [n for n in graph.nodes if n.op != "Constant" and n not in folded
-            and not node_supported(n, SUPPORT, static)]
+    return [
+        n
+        for n in graph.nodes
+        if n.op != "Constant" and n not in folded and not node_supported(n, SUPPORT, static)
+    ]
 
 
 def lower_plan(graph: Graph, fast_math: bool = False, channels_last: bool = False) -> Plan:
@@ -122,10 +140,12 @@ def lower_plan(graph: Graph, fast_math: bool = False, channels_last: bool = Fals
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     for node in nodes:
         if not node_supported(node, SUPPORT):
-            raise LoweringError.missing("gpu", [node], "no kernel, or an attribute, dtype "
-                                        "or shape it refuses")
-    ctx = LoweringContext(nodes, list(graph.inputs), list(graph.outputs), LOWERINGS,
-                          channels_last=False, target="gpu")
+            raise LoweringError.missing(
+                "gpu", [node], "no kernel, or an attribute, dtype or shape it refuses"
+            )
+    ctx = LoweringContext(
+        nodes, list(graph.inputs), list(graph.outputs), LOWERINGS, channels_last=False, target="gpu"
+    )
     ctx.conv_channels_last = channels_last
     plan = ctx.lower_all()
     if fast_math:
@@ -152,23 +172,38 @@ class GpuPlan:
     """One plan built on the device for one set of input shapes; its executor runs up to
     `max_concurrency` runs at once (one execution context each)."""
 
-    def __init__(self, graph: Graph, builtin_blas: bool, graphs: bool = True,
-                 fast_math: bool = False, tune: str = "lookup",
-                 channels_last: bool | None = None, max_concurrency: int = 1):
+    def __init__(
+        self,
+        graph: Graph,
+        builtin_blas: bool,
+        graphs: bool = True,
+        fast_math: bool = False,
+        tune: str = "lookup",
+        channels_last: bool | None = None,
+        max_concurrency: int = 1,
+    ):
         from ..._native import load_core
         from ...tuning.gpu import tune_plan
 
         if channels_last is None:
             channels_last = channels_last_default()
         plan = lower_plan(graph, fast_math, channels_last)
-        specs = lambda slots: [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims))
-                               for s in slots]
+
+        def specs(slots):
+            return [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims)) for s in slots]
 
         # the tuner's trial executors run one at a time: one context each
         def build(p: Plan, use_graphs: bool = False, contexts: int = 1):
-            return load_core().GpuExecutor(p.executor_steps(), p.constants, p.arena_bytes,
-                                           specs(p.input_slots), specs(p.output_slots),
-                                           builtin_blas, use_graphs, contexts)
+            return load_core().GpuExecutor(
+                p.executor_steps(),
+                p.constants,
+                p.arena_bytes,
+                specs(p.input_slots),
+                specs(p.output_slots),
+                builtin_blas,
+                use_graphs,
+                contexts,
+            )
 
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
         self.tuning = tune_plan(plan, tune, build)  # sets tuned kernel variants on the plan
@@ -177,10 +212,18 @@ class GpuPlan:
 
 
 class GpuExecutable(Executable):
-    def __init__(self, graph: Graph, builtin_blas: bool = False, plan_factory=None,
-                 graphs: bool = True, fast_math: bool = False, tune: str = "lookup",
-                 channels_last: bool | None = None, max_concurrency: int = 1,
-                 plan_cache_size: int = MAX_PLANS):
+    def __init__(
+        self,
+        graph: Graph,
+        builtin_blas: bool = False,
+        plan_factory=None,
+        graphs: bool = True,
+        fast_math: bool = False,
+        tune: str = "lookup",
+        channels_last: bool | None = None,
+        max_concurrency: int = 1,
+        plan_cache_size: int = MAX_PLANS,
+    ):
         """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device,
         replayed as a graph when `graphs`, up to `max_concurrency` runs at once; tests pass a
         numpy model of the kernels)."""
@@ -188,8 +231,10 @@ class GpuExecutable(Executable):
         self.builtin_blas = builtin_blas
         self.max_concurrency = max_concurrency
         self.plan_factory = plan_factory or (
-            lambda g, b: GpuPlan(g, b, graphs, fast_math, tune, channels_last,
-                                 max_concurrency=max_concurrency))
+            lambda g, b: GpuPlan(
+                g, b, graphs, fast_math, tune, channels_last, max_concurrency=max_concurrency
+            )
+        )
         self.fast_math = fast_math
         self.precision = "fp32"  # or the half type of the options fp16 / bf16 (compile sets it)
         self.parameters = parameter_inputs(graph)
@@ -218,9 +263,11 @@ class GpuExecutable(Executable):
         a loaded program's saved plan shapes); one already built is only marked as used."""
         if self.parameters:
             names = [self.graph.inputs[i].name for i in self.parameters]
-            raise LoweringError(f"shapes: this program's plans depend on the values of input(s) "
-                                f"{names} (read as kernel parameters), so they are built "
-                                "when it runs; compile it without `shapes`")
+            raise LoweringError(
+                f"shapes: this program's plans depend on the values of input(s) "
+                f"{names} (read as kernel parameters), so they are built "
+                "when it runs; compile it without `shapes`"
+            )
         self._plan(tuple(tuple(int(d) for d in shape) for shape in shapes), {})
 
     def plan_shapes(self) -> list[tuple]:
@@ -249,8 +296,10 @@ class GpuExecutable(Executable):
         shapes = tuple(tuple(int(d) for d in _shape(a)) for a in rest)
         plan = self._plan(shapes, values)
         # np.asarray keeps rank 0 (np.ascontiguousarray would make it rank 1)
-        arrays = [a if _on_device(a) else np.asarray(a, dtype=dt, order="C")
-                  for a, dt in zip(rest, plan.input_dtypes)]
+        arrays = [
+            a if _on_device(a) else np.asarray(a, dtype=dt, order="C")
+            for a, dt in zip(rest, plan.input_dtypes)
+        ]
         return plan, arrays
 
     def print_plan(self, file=None) -> None:
@@ -260,8 +309,10 @@ class GpuExecutable(Executable):
 
         from ..native.plan_print import format_plan, format_plans
 
-        entries = [(shapes, bool(values), [format_plan(plan.plan)])
-                   for (shapes, values), plan in self._plans.items()]
+        entries = [
+            (shapes, bool(values), [format_plan(plan.plan)])
+            for (shapes, values), plan in self._plans.items()
+        ]
         names = [v.name for i, v in enumerate(self.graph.inputs) if i not in self.parameters]
         print(format_plans(names, entries), file=file or sys.stdout)
 
@@ -271,19 +322,29 @@ class GpuExecutable(Executable):
         `context_bytes` the device bytes of all of them together (as on cpu), `device_bytes`
         that plus the constants (held once)."""
         plans = self._plans.values()
-        out = {"plans": len(plans), "precision": self.precision,
-               "fast_math": self.fast_math, "max_concurrency": self.max_concurrency}
+        out = {
+            "plans": len(plans),
+            "precision": self.precision,
+            "fast_math": self.fast_math,
+            "max_concurrency": self.max_concurrency,
+        }
         for plan in plans:
             executor = plan.executor
-            out.update(steps=executor.num_steps, arena_bytes=executor.arena_bytes,
-                       naive_bytes=getattr(getattr(plan, "plan", None), "naive_bytes", None),
-                       device_bytes=executor.device_bytes, blas=executor.blas,
-                       device=executor.device,
-                       graph=getattr(executor, "graph_state", "n/a"),
-                       contexts=getattr(executor, "contexts_created", 1),
-                       context_bytes=(getattr(executor, "contexts_created", 1)
-                                      * getattr(executor, "bytes_per_context", 0)),
-                       tuning=getattr(plan, "tuning", None))
+            out.update(
+                steps=executor.num_steps,
+                arena_bytes=executor.arena_bytes,
+                naive_bytes=getattr(getattr(plan, "plan", None), "naive_bytes", None),
+                device_bytes=executor.device_bytes,
+                blas=executor.blas,
+                device=executor.device,
+                graph=getattr(executor, "graph_state", "n/a"),
+                contexts=getattr(executor, "contexts_created", 1),
+                context_bytes=(
+                    getattr(executor, "contexts_created", 1)
+                    * getattr(executor, "bytes_per_context", 0)
+                ),
+                tuning=getattr(plan, "tuning", None),
+            )
         if not any(hasattr(p.executor, "graph_state") for p in plans):
             return out  # no plan yet, or emulated plans (tests): no device to ask
         from ..._native import load_core
@@ -294,8 +355,9 @@ class GpuExecutable(Executable):
 
 
 def _on_device(a) -> bool:
-    return not isinstance(a, np.ndarray) and (hasattr(a, "__cuda_array_interface__")
-                                              or hasattr(a, "__dlpack_device__"))
+    return not isinstance(a, np.ndarray) and (
+        hasattr(a, "__cuda_array_interface__") or hasattr(a, "__dlpack_device__")
+    )
 
 
 def _shape(a):
@@ -303,5 +365,9 @@ def _shape(a):
 
 
 def _static(values: list[Value]) -> bool:
-    return all(isinstance(v.type, TensorType) and v.type.dims is not None
-               and all(isinstance(d, int) for d in v.type.dims) for v in values)
+    return all(
+        isinstance(v.type, TensorType)
+        and v.type.dims is not None
+        and all(isinstance(d, int) for d in v.type.dims)
+        for v in values
+    )

@@ -29,7 +29,7 @@ TYPES = ("int", "float", "str", "ints", "floats", "strs")
 class Contract:
     inputs: tuple[int, int | None]
     outputs: tuple[int, int | None]
-    attrs: dict            # name -> (type, required)
+    attrs: dict  # name -> (type, required)
 
     def describe(self) -> str:
         return " ".join(("" if req else "?") + f"{n}:{t}" for n, (t, req) in self.attrs.items())
@@ -68,33 +68,44 @@ def _merge(*parts: dict) -> dict:
     return out
 
 
-_ATTENTION_CPU = ("batch:int head:int ?is_causal:int k_strides:ints kv_heads:int kv_seq:int "
-                  "?left_window:int ?mask_len:int ?mask_strides:ints ?pos_offset:int "
-                  "q_heads:int q_seq:int q_strides:ints ?right_window:int scale:float "
-                  "?softcap:float v_head:int v_strides:ints y_strides:ints")
-_ATTENTION_GPU = ("?batch:int head_dim:int heads:int ?is_causal:int k_strides:ints "
-                  "?kv_heads:int kv_seq:int ?left_window:int ?offset:int q_seq:int "
-                  "q_strides:ints ?qk_mode:int ?right_window:int scale:float ?softcap:float "
-                  "v_dim:int v_strides:ints y_strides:ints ?variant:int")
+_ATTENTION_CPU = (
+    "batch:int head:int ?is_causal:int k_strides:ints kv_heads:int kv_seq:int "
+    "?left_window:int ?mask_len:int ?mask_strides:ints ?pos_offset:int "
+    "q_heads:int q_seq:int q_strides:ints ?right_window:int scale:float "
+    "?softcap:float v_head:int v_strides:ints y_strides:ints"
+)
+_ATTENTION_GPU = (
+    "?batch:int head_dim:int heads:int ?is_causal:int k_strides:ints "
+    "?kv_heads:int kv_seq:int ?left_window:int ?offset:int q_seq:int "
+    "q_strides:ints ?qk_mode:int ?right_window:int scale:float ?softcap:float "
+    "v_dim:int v_strides:ints y_strides:ints ?variant:int"
+)
 _POST_OPS = "?post_ops:strs ?post_arg:ints ?post_alpha:floats ?post_beta:floats"
-_ONEDNN_CONV = ("?dilations:ints ?group:int ?pads_begin:ints ?pads_end:ints ?strides:ints "
-                + _POST_OPS)
-_QUANT = ("axis_len:int ?block:int inner:int outer:int param_axis:int param_inner:int "
-          "param_outer:int")
+_ONEDNN_CONV = (
+    "?dilations:ints ?group:int ?pads_begin:ints ?pads_end:ints ?strides:ints " + _POST_OPS
+)
+_QUANT = (
+    "axis_len:int ?block:int inner:int outer:int param_axis:int param_inner:int param_outer:int"
+)
 _CAST_STEPS = "nan_code:int neg_breaks:ints neg_codes:ints pos_breaks:ints pos_codes:ints"
 _POOL_GPU = "?count_include_pad:int dilations:ints kernel_shape:ints pads:ints strides:ints"
 _POINTWISE = "?compute:str num_regs:int ?params:floats program:ints result:int"
-_JIT = ("?jit_aligned:ints ?jit_entry:str ?jit_maps:ints ?jit_prefetch:strs "
-        "?jit_prefetch_entries:strs ?jit_source:str")
-_GEMM = ("?alpha:float ?batch:int ?beta:float ?epilogue:int ?fast_math:int ?k:int lda:int "
-         "ldb:int ldc:int m:int n:int ?relu:int ?stride_a:int ?stride_b:int ?stride_c:int "
-         "?trans_a:int ?trans_b:int")
+_JIT = (
+    "?jit_aligned:ints ?jit_entry:str ?jit_maps:ints ?jit_prefetch:strs "
+    "?jit_prefetch_entries:strs ?jit_source:str"
+)
+_GEMM = (
+    "?alpha:float ?batch:int ?beta:float ?epilogue:int ?fast_math:int ?k:int lda:int "
+    "ldb:int ldc:int m:int n:int ?relu:int ?stride_a:int ?stride_b:int ?stride_c:int "
+    "?trans_a:int ?trans_b:int"
+)
 
 # kernel -> {target: Contract}
 TABLE: dict[str, dict[str, Contract]] = {
-    "ArgReduce": _merge(cpu(1, 1, "axis:int max:int ?select_last_index:int"),
-                        gpu(1, 1, "outer:int len:int inner:int is_max:int "
-                                  "?select_last_index:int")),
+    "ArgReduce": _merge(
+        cpu(1, 1, "axis:int max:int ?select_last_index:int"),
+        gpu(1, 1, "outer:int len:int inner:int is_max:int ?select_last_index:int"),
+    ),
     "Attention": _merge(cpu(4, 1, _ATTENTION_CPU), gpu(4, (1, 2), _ATTENTION_GPU)),
     "AveragePool": gpu(1, 1, _POOL_GPU),
     "BatchNormalization": cpu(5, 1, "epsilon:float"),
@@ -103,13 +114,22 @@ TABLE: dict[str, dict[str, Contract]] = {
     "CastLookup": both(2, 1),
     "CastSteps": both(1, 1, _CAST_STEPS),
     "CastSubByteInt": both(1, 1, "bits:int codes:ints"),
-    "Conv": _merge(cpu((3, None), 1, _ONEDNN_CONV + " ?impl_index:int"),
-                   gpu((3, 4), 1, "?activation:str dilations:ints ?group:int pads:ints "
-                                  "strides:ints ?fast_math:int ?variant:int")),
+    "Conv": _merge(
+        cpu((3, None), 1, _ONEDNN_CONV + " ?impl_index:int"),
+        gpu(
+            (3, 4),
+            1,
+            "?activation:str dilations:ints ?group:int pads:ints "
+            "strides:ints ?fast_math:int ?variant:int",
+        ),
+    ),
     "ConvTranspose": cpu((3, None), 1, _ONEDNN_CONV),
     "Copy": both(1, 1),
-    "CopyRegions": cpu((1, None), (1, None), "dims:ints dst_strides:ints io:ints offsets:ints "
-                                             "ranks:ints src_strides:ints"),
+    "CopyRegions": cpu(
+        (1, None),
+        (1, None),
+        "dims:ints dst_strides:ints io:ints offsets:ints ranks:ints src_strides:ints",
+    ),
     "CumSum": both((1, 2), 1, "?axis:int ?exclusive:int ?prod:int ?reverse:int"),
     "DequantizeLinear": both((2, 3), 1, _QUANT),
     "DequantizeLinearBytes": cpu(4, 1, _QUANT),
@@ -122,41 +142,59 @@ TABLE: dict[str, dict[str, Contract]] = {
     "GroupNormalization": cpu(3, 1, "epsilon:float groups:int"),
     "Hardmax": both(1, 1, "axis:int"),
     "IndexMap": both((1, 2), 1, "?fill_bits:int maps:ints"),
-    "LayerNormalization": _merge(cpu(3, (1, 3), "axis:int epsilon:float"),
-                                 gpu((3, 4), (1, 3), "rows:int len:int ?epsilon:float "
-                                                     "?rms:int")),
+    "LayerNormalization": _merge(
+        cpu(3, (1, 3), "axis:int epsilon:float"),
+        gpu((3, 4), (1, 3), "rows:int len:int ?epsilon:float ?rms:int"),
+    ),
     "LogSoftmax": gpu(1, 1, "outer:int len:int inner:int"),
     "LpNormalization": both(1, 1, "axis:int p:int"),
-    "LpPool": cpu(1, 1, "dilations:ints in_dims:ints kernel:ints out_dims:ints p:float "
-                        "pads_begin:ints strides:ints"),
-    "MatMul": cpu((2, None), 1, "a_dims:ints a_strides:ints b_dims:ints b_strides:ints "
-                                "y_dims:ints y_strides:ints ?bias_arg:int ?impl_index:int "
-                                + _POST_OPS),
+    "LpPool": cpu(
+        1,
+        1,
+        "dilations:ints in_dims:ints kernel:ints out_dims:ints p:float "
+        "pads_begin:ints strides:ints",
+    ),
+    "MatMul": cpu(
+        (2, None),
+        1,
+        "a_dims:ints a_strides:ints b_dims:ints b_strides:ints "
+        "y_dims:ints y_strides:ints ?bias_arg:int ?impl_index:int " + _POST_OPS,
+    ),
     "MaxPool": gpu(1, 1, _POOL_GPU),
-    "NegativeLogLikelihoodLoss": gpu((2, 3), 1, "?has_ignore:int ?ignore_index:int "
-                                                "?reduction:str"),
+    "NegativeLogLikelihoodLoss": gpu((2, 3), 1, "?has_ignore:int ?ignore_index:int ?reduction:str"),
     "OneHot": both(3, 1, "axis:int"),
-    "Pointwise": _merge(cpu((0, None), 1, _POINTWISE),
-                        gpu((0, None), 1, _POINTWISE + " " + _JIT)),
-    "Pool": cpu(1, 1, "algorithm:str ?dilations:ints kernel_shape:ints ?pads_begin:ints "
-                      "?pads_end:ints ?strides:ints"),
+    "Pointwise": _merge(cpu((0, None), 1, _POINTWISE), gpu((0, None), 1, _POINTWISE + " " + _JIT)),
+    "Pool": cpu(
+        1,
+        1,
+        "algorithm:str ?dilations:ints kernel_shape:ints ?pads_begin:ints "
+        "?pads_end:ints ?strides:ints",
+    ),
     "QuantizeLinear": both((2, 3), 1, _QUANT),
-    "QuantizeLinearBytes": cpu(4, 1, _QUANT + " mode:str ?codes:ints ?hi:int ?lo:int "
-                                              "?nan_code:int ?neg_breaks:ints ?neg_codes:ints "
-                                              "?pos_breaks:ints ?pos_codes:ints"),
+    "QuantizeLinearBytes": cpu(
+        4,
+        1,
+        _QUANT + " mode:str ?codes:ints ?hi:int ?lo:int "
+        "?nan_code:int ?neg_breaks:ints ?neg_codes:ints "
+        "?pos_breaks:ints ?pos_codes:ints",
+    ),
     "RMSNormalization": cpu(2, 1, "axis:int epsilon:float"),
     "Range": both(3, 1),
-    "Reduce": _merge(cpu(1, 1, "op:str axes:ints"),
-                     gpu(1, 1, "op:str outer:int len:int inner:int")),
-    "ResizeAxis": both(1, 1, "in_len:int index:ints inner:int out_len:int outer:int taps:int "
-                             "weights:floats"),
-    "RotaryEmbedding": cpu(4, 1, "batch:int dim:int head:int heads:int ?interleaved:int "
-                                 "seq:int x_strides:ints"),
+    "Reduce": _merge(
+        cpu(1, 1, "op:str axes:ints"), gpu(1, 1, "op:str outer:int len:int inner:int")
+    ),
+    "ResizeAxis": both(
+        1, 1, "in_len:int index:ints inner:int out_len:int outer:int taps:int weights:floats"
+    ),
+    "RotaryEmbedding": cpu(
+        4, 1, "batch:int dim:int head:int heads:int ?interleaved:int seq:int x_strides:ints"
+    ),
     "ScatterElements": both(3, 1, "axis:int ?reduction:str"),
     "ScatterND": both(3, 1, "?reduction:str"),
     "Softmax": _merge(cpu(1, 1, "axis:int ?log:int"), gpu(1, 1, "outer:int len:int inner:int")),
-    "StridedCopy": gpu(1, 1, "?dims:ints ?dst_offset:int ?dst_strides:ints ?src_offset:int "
-                             "?src_strides:ints"),
+    "StridedCopy": gpu(
+        1, 1, "?dims:ints ?dst_offset:int ?dst_strides:ints ?src_offset:int ?src_strides:ints"
+    ),
     "TopK": both(1, 2, "axis:int ?largest:int"),
     "Trilu": _merge(cpu((1, 2), 1, "?upper:int"), gpu(1, 1, "?k:int ?upper:int")),
 }
@@ -165,8 +203,18 @@ TABLE: dict[str, dict[str, Contract]] = {
 COMMON = {"cpu": {"num_threads": ("int", False)}, "gpu": {}}
 
 # Reduce's op names: src/cpu/reduce.cpp and src/gpu/reduce.hip take the same
-REDUCE_OPS = ("sum", "mean", "max", "min", "prod", "l1", "l2", "sum_square", "log_sum",
-              "log_sum_exp")
+REDUCE_OPS = (
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "l1",
+    "l2",
+    "sum_square",
+    "log_sum",
+    "log_sum_exp",
+)
 # string attributes with a closed set of values: (kernel, attribute) -> the values
 CHOICES = {("Reduce", "op"): REDUCE_OPS}
 
@@ -180,15 +228,15 @@ def kernels(target: str) -> list[str]:
     return sorted(k for k, by_target in TABLE.items() if target in by_target)
 
 
-def check_step(target: str, kernel: str, attrs: dict, n_inputs: int,
-               n_outputs: int) -> str | None:
+def check_step(target: str, kernel: str, attrs: dict, n_inputs: int, n_outputs: int) -> str | None:
     """What is wrong with a step against its kernel's contract (one line), or None."""
     c = contract(target, kernel)
     if c is None:
-        return (f"the {target} target has no kernel {kernel!r} (kernel_contracts.py lists "
-                f"{', '.join(kernels(target))})")
-    for what, n, (low, high) in (("inputs", n_inputs, c.inputs),
-                                 ("outputs", n_outputs, c.outputs)):
+        return (
+            f"the {target} target has no kernel {kernel!r} (kernel_contracts.py lists "
+            f"{', '.join(kernels(target))})"
+        )
+    for what, n, (low, high) in (("inputs", n_inputs, c.inputs), ("outputs", n_outputs, c.outputs)):
         if n < low or (high is not None and n > high):
             want = str(low) if low == high else f"{low} to {high if high is not None else 'any'}"
             return f"kernel {kernel!r} takes {want} {what}, not {n}"
@@ -196,19 +244,27 @@ def check_step(target: str, kernel: str, attrs: dict, n_inputs: int,
     for name, value in attrs.items():
         spec = c.attrs.get(name) or common.get(name)
         if spec is None:
-            return (f"kernel {kernel!r} has no attribute {name!r} (it accepts: "
-                    f"{c.describe() or 'none'})")
+            return (
+                f"kernel {kernel!r} has no attribute {name!r} (it accepts: "
+                f"{c.describe() or 'none'})"
+            )
         if not type_matches(spec[0], value):
-            return (f"kernel {kernel!r} attribute {name!r} must be {spec[0]}, not "
-                    f"{type(value).__name__} {_short(value)}")
+            return (
+                f"kernel {kernel!r} attribute {name!r} must be {spec[0]}, not "
+                f"{type(value).__name__} {_short(value)}"
+            )
         choices = CHOICES.get((kernel, name))
         if choices is not None and value not in choices:
-            return (f"kernel {kernel!r} attribute {name!r} is {_short(value)}; accepted: "
-                    f"{', '.join(choices)}")
+            return (
+                f"kernel {kernel!r} attribute {name!r} is {_short(value)}; accepted: "
+                f"{', '.join(choices)}"
+            )
     missing = [n for n, (_, required) in c.attrs.items() if required and n not in attrs]
     if missing:
-        return (f"kernel {kernel!r} needs attribute(s) {', '.join(missing)} (it accepts: "
-                f"{c.describe()})")
+        return (
+            f"kernel {kernel!r} needs attribute(s) {', '.join(missing)} (it accepts: "
+            f"{c.describe()})"
+        )
     return None
 
 

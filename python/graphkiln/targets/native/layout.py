@@ -18,9 +18,15 @@ PRODUCERS = frozenset({"Conv", "MaxPool", "AveragePool"})
 
 def _candidate(value: Value | None) -> bool:
     t = value.type if value is not None else None
-    return (isinstance(t, TensorType) and t.dtype == DType.f32 and t.dims is not None
-            and len(t.dims) == 4 and all(isinstance(d, int) for d in t.dims)
-            and t.dims[1] > 1 and t.dims[2] * t.dims[3] > 1)
+    return (
+        isinstance(t, TensorType)
+        and t.dtype == DType.f32
+        and t.dims is not None
+        and len(t.dims) == 4
+        and all(isinstance(d, int) for d in t.dims)
+        and t.dims[1] > 1
+        and t.dims[2] * t.dims[3] > 1
+    )
 
 
 def _is_pointwise(node: Node) -> bool:
@@ -28,8 +34,9 @@ def _is_pointwise(node: Node) -> bool:
 
 
 # Readers that take channels-last data as it is (the others get a reorder to plain).
-CHANNELS_LAST_READERS = frozenset({"Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
-                                   "GlobalMaxPool", "Concat", "Transpose"})
+CHANNELS_LAST_READERS = frozenset(
+    {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Concat", "Transpose"}
+)
 
 
 def _reads_channels_last(node: Node) -> bool:
@@ -42,8 +49,9 @@ def _is_nhwc_to_nchw(node: Node) -> bool:
     return node.op == "Transpose" and tuple(node.attrs.get("perm") or ()) == (0, 3, 1, 2)
 
 
-def channels_last_values(nodes: list[Node], outputs: set[Value],
-                         readers: dict[Value, list[Node]]) -> set[Value]:
+def channels_last_values(
+    nodes: list[Node], outputs: set[Value], readers: dict[Value, list[Node]]
+) -> set[Value]:
     chosen: set[Value] = set()
     for node in nodes:
         out = node.outputs[0] if node.outputs else None

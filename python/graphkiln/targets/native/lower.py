@@ -6,7 +6,7 @@ LoweringContext for its input and output slots and emits steps."""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -14,8 +14,19 @@ from ...errors import CompileError
 from ...ir import DType, Node, TensorType, Value
 from .kernel_contracts import check_step
 from .layout import channels_last_values
-from .plan import (ARENA, CHANNELS_LAST, CONSTANT, INPUT, OUTPUT, PLAIN, Plan, Slot, Step,
-                   Storage, itemsize)
+from .plan import (
+    ARENA,
+    CHANNELS_LAST,
+    CONSTANT,
+    INPUT,
+    OUTPUT,
+    PLAIN,
+    Plan,
+    Slot,
+    Step,
+    Storage,
+    itemsize,
+)
 
 
 class LoweringError(CompileError, ValueError):
@@ -28,26 +39,38 @@ class LoweringError(CompileError, ValueError):
     `problem` is the message without the advice; the message adds the advice as Python
     spells it (`compile(..., fallback='ref')`), the command line its own (`--fallback ref`)."""
 
-    def __init__(self, problem: str, *, target: str | None = None, ops=(),
-                 node: str | None = None, fallback: str | None = None):
+    def __init__(
+        self,
+        problem: str,
+        *,
+        target: str | None = None,
+        ops=(),
+        node: str | None = None,
+        fallback: str | None = None,
+    ):
         self.problem, self.target, self.ops = problem, target, tuple(ops)
         self.node, self.fallback = node, fallback
         message = problem
         if fallback:
-            message += (f"; compile(..., fallback={fallback!r}) runs "
-                        f"{'it' if len(self.ops) == 1 else 'them'} on {fallback}")
+            message += (
+                f"; compile(..., fallback={fallback!r}) runs "
+                f"{'it' if len(self.ops) == 1 else 'them'} on {fallback}"
+            )
         super().__init__(message)
 
     @classmethod
-    def missing(cls, target: str, nodes: Sequence[Node], detail: str = "",
-                fallback: str | None = None) -> "LoweringError":
+    def missing(
+        cls, target: str, nodes: Sequence[Node], detail: str = "", fallback: str | None = None
+    ) -> LoweringError:
         """The error for `nodes` (not empty) that `target` cannot run: "the cpu target has no
         kernel for If, LSTM (first: node 'y')", `detail` after the node's name."""
         ops = sorted({n.op for n in nodes})
         first = node_label(nodes[0])
         verb = "cannot run" if detail else "has no kernel for"
-        problem = (f"the {target} target {verb} {', '.join(ops)} (first: node {first!r}"
-                   f"{': ' + detail if detail else ''})")
+        problem = (
+            f"the {target} target {verb} {', '.join(ops)} (first: node {first!r}"
+            f"{': ' + detail if detail else ''})"
+        )
         return cls(problem, target=target, ops=ops, node=first, fallback=fallback)
 
 
@@ -63,8 +86,10 @@ def static_dims(value: Value) -> tuple[int, ...]:
     if not isinstance(t, TensorType) or t.dims is None:
         raise LoweringError(f"value {value.name!r} is not a tensor of known rank")
     if not all(isinstance(d, int) for d in t.dims):
-        raise LoweringError(f"value {value.name!r} has dynamic dims {t.dims}; the cpu target "
-                            "compiles a plan per input shape and needs every dim known")
+        raise LoweringError(
+            f"value {value.name!r} has dynamic dims {t.dims}; the cpu target "
+            "compiles a plan per input shape and needs every dim known"
+        )
     return tuple(t.dims)
 
 
@@ -96,16 +121,24 @@ def _plain(value):
         items = [_plain(v) for v in value]
         if any(i is None or isinstance(i, (list, tuple)) for i in items):
             return None
-        if any(isinstance(i, float) for i in items) and all(isinstance(i, (int, float)) for i in items):
+        if any(isinstance(i, float) for i in items) and all(
+            isinstance(i, (int, float)) for i in items
+        ):
             return [float(i) for i in items]
         return items
     return None
 
 
 class LoweringContext:
-    def __init__(self, nodes: list[Node], inputs: list[Value], outputs: list[Value],
-                 lowerings: dict[str, Callable], channels_last: bool = True,
-                 target: str = "cpu"):
+    def __init__(
+        self,
+        nodes: list[Node],
+        inputs: list[Value],
+        outputs: list[Value],
+        lowerings: dict[str, Callable],
+        channels_last: bool = True,
+        target: str = "cpu",
+    ):
         """`channels_last=False` keeps every tensor plain (the gpu target's kernels read
         NCHW); `target` names the target in errors."""
         self.plan = Plan()
@@ -125,8 +158,9 @@ class LoweringContext:
                 if v is not None:
                     readers.setdefault(v, []).append(node)
         self.readers = readers
-        self.channels_last = (channels_last_values(nodes, set(outputs), readers)
-                              if channels_last else set())
+        self.channels_last = (
+            channels_last_values(nodes, set(outputs), readers) if channels_last else set()
+        )
         for index, v in enumerate(inputs):
             storage = self._storage(INPUT, _nbytes(v), index)
             self.plan.input_slots.append(self._new_slot(v, PLAIN, storage))
@@ -136,12 +170,20 @@ class LoweringContext:
         self.plan.storages.append(Storage(kind, nbytes, index))
         return len(self.plan.storages) - 1
 
-    def _new_slot(self, value: Value | None, layout: str, storage: int,
-                  dtype: DType | None = None, dims=None, byte_offset: int = 0) -> int:
+    def _new_slot(
+        self,
+        value: Value | None,
+        layout: str,
+        storage: int,
+        dtype: DType | None = None,
+        dims=None,
+        byte_offset: int = 0,
+    ) -> int:
         if value is not None:
             dtype, dims = value.type.dtype, static_dims(value)
-        self.plan.slots.append(Slot(dtype, tuple(int(d) for d in dims), layout, storage,
-                                    byte_offset))
+        self.plan.slots.append(
+            Slot(dtype, tuple(int(d) for d in dims), layout, storage, byte_offset)
+        )
         slot = len(self.plan.slots) - 1
         if value is not None:
             self._slot[value] = slot
@@ -172,11 +214,13 @@ class LoweringContext:
         slot = self.slot_of(value)
         if self.plan.slots[slot].layout == CHANNELS_LAST:
             return slot
-        return self._copy_in(value, slot, CHANNELS_LAST, self._channels_last_copy,
-                             "to_channels_last")
+        return self._copy_in(
+            value, slot, CHANNELS_LAST, self._channels_last_copy, "to_channels_last"
+        )
 
-    def _copy_in(self, value: Value, slot: int, layout: str, copies: dict[int, int],
-                 suffix: str) -> int:
+    def _copy_in(
+        self, value: Value, slot: int, layout: str, copies: dict[int, int], suffix: str
+    ) -> int:
         """`slot`'s data copied into a new slot of `layout`, once per slot (`copies`)."""
         if slot not in copies:
             src = self.plan.slots[slot]
@@ -199,26 +243,36 @@ class LoweringContext:
         if value in self._output_index and value not in self._slot:
             storage = self._storage(OUTPUT, _nbytes(value), self._output_index[value])
             return self._new_slot(value, PLAIN, storage)
-        layout = CHANNELS_LAST if (CHANNELS_LAST in layouts and value in self.channels_last) else PLAIN
+        layout = (
+            CHANNELS_LAST if (CHANNELS_LAST in layouts and value in self.channels_last) else PLAIN
+        )
         return self._new_slot(value, layout, self._storage(ARENA, _nbytes(value)))
 
     def temp(self, dtype: DType, dims, layout: str = PLAIN) -> int:
         nbytes = int(np.prod(dims, dtype=np.int64)) * itemsize(dtype)
         return self._new_slot(None, layout, self._storage(ARENA, nbytes), dtype, dims)
 
-    def constant(self, array: np.ndarray, value: Value | None = None,
-                 dtype: DType | None = None) -> int:
+    def constant(
+        self, array: np.ndarray, value: Value | None = None, dtype: DType | None = None
+    ) -> int:
         """A constant slot holding `array` (C-contiguous); bound to `value` when given."""
         array = np.asarray(array, order="C")
         self.plan.constants.append(array)
         storage = self._storage(CONSTANT, array.nbytes, len(self.plan.constants) - 1)
         if value is not None:
             return self._new_slot(value, PLAIN, storage)
-        return self._new_slot(None, PLAIN, storage, dtype or DType.from_numpy(array.dtype),
-                              array.shape)
+        return self._new_slot(
+            None, PLAIN, storage, dtype or DType.from_numpy(array.dtype), array.shape
+        )
 
-    def alias(self, value: Value | None, slot: int, dims=None, layout: str | None = None,
-              byte_offset: int = 0) -> int:
+    def alias(
+        self,
+        value: Value | None,
+        slot: int,
+        dims=None,
+        layout: str | None = None,
+        byte_offset: int = 0,
+    ) -> int:
         """A view of `slot`'s bytes: `value`'s dims (or `dims`), the same layout unless
         `layout` says how the view reads the bytes (e.g. NHWC plain data seen as NCHW
         channels-last), starting `byte_offset` bytes after the slot's start."""
@@ -239,8 +293,14 @@ class LoweringContext:
     def slot(self, slot_id: int) -> Slot:
         return self.plan.slots[slot_id]
 
-    def emit(self, kernel: str, inputs: list[int | None], outputs: list[int],
-             attrs: dict | None = None, name: str = "") -> None:
+    def emit(
+        self,
+        kernel: str,
+        inputs: list[int | None],
+        outputs: list[int],
+        attrs: dict | None = None,
+        name: str = "",
+    ) -> None:
         """Append a step, checked against its kernel's contract (kernel_contracts.py)."""
         attrs = dict(attrs or {})
         error = check_step(self.target, kernel, attrs, len(inputs), len(outputs))
@@ -255,16 +315,22 @@ class LoweringContext:
                 continue
             lower = self.lowerings.get(node.op)
             if lower is None:
-                raise LoweringError(f"the {self.target} target has no kernel for {node.op} "
-                                    f"(node {node.name!r})")
+                raise LoweringError(
+                    f"the {self.target} target has no kernel for {node.op} (node {node.name!r})"
+                )
             lower(node, self)
         for index, value in enumerate(self.graph_outputs):
             slot = self.slot_of(value)
             storage = self.plan.storages[self.plan.slots[slot].storage]
             if storage.kind == OUTPUT and storage.index == index:
                 continue
-            target = self._new_slot(None, PLAIN, self._storage(OUTPUT, _nbytes(value), index),
-                                    value.type.dtype, static_dims(value))
+            target = self._new_slot(
+                None,
+                PLAIN,
+                self._storage(OUTPUT, _nbytes(value), index),
+                value.type.dtype,
+                static_dims(value),
+            )
             self.emit("Copy", [slot], [target], {}, f"{value.name}/output")
         self.plan.output_slots = [self._output_slot(i) for i in range(len(self.graph_outputs))]
         self.plan.place_arena()

@@ -14,8 +14,9 @@ from .lower import LoweringContext, static_dims
 from .lower_support import supports
 
 _FLOATS = frozenset({DType.f32, DType.f64})
-_TOPK = _FLOATS | frozenset({DType.i8, DType.i16, DType.i32, DType.i64, DType.u8, DType.u16,
-                             DType.u32, DType.u64})
+_TOPK = _FLOATS | frozenset(
+    {DType.i8, DType.i16, DType.i32, DType.i64, DType.u8, DType.u16, DType.u32, DType.u64}
+)
 
 
 def _dtype(v):
@@ -32,8 +33,11 @@ def _ranked(node: Node) -> bool:
 
 
 def _topk_ok(node: Node, ctx=None) -> bool:
-    return (_ranked(node) and _dtype(node.inputs[0]) in _TOPK
-            and all(o is None or o.type is not None for o in node.outputs))
+    return (
+        _ranked(node)
+        and _dtype(node.inputs[0]) in _TOPK
+        and all(o is None or o.type is not None for o in node.outputs)
+    )
 
 
 @supports(_topk_ok)
@@ -47,8 +51,13 @@ def lower_topk(node: Node, ctx: LoweringContext) -> None:
         else:
             other = node.outputs[1 - i]
             outs.append(ctx.temp((_dtype(x), DType.i64)[i], static_dims(other)))
-    ctx.emit("TopK", [ctx.input(x)], outs,
-             {"axis": axis, "largest": int(node.attrs.get("largest", 1))}, node.name)
+    ctx.emit(
+        "TopK",
+        [ctx.input(x)],
+        outs,
+        {"axis": axis, "largest": int(node.attrs.get("largest", 1))},
+        node.name,
+    )
 
 
 def _float_ok(node: Node, ctx=None) -> bool:
@@ -62,8 +71,7 @@ def lower_axis_unary(node: Node, ctx: LoweringContext) -> None:
     attrs = {"axis": _axis(node, -1)}
     if node.op == "LpNormalization":
         attrs["p"] = int(node.attrs.get("p", 2))
-    ctx.emit(node.op, [ctx.input(node.inputs[0])], [ctx.output(node.outputs[0])], attrs,
-             node.name)
+    ctx.emit(node.op, [ctx.input(node.inputs[0])], [ctx.output(node.outputs[0])], attrs, node.name)
 
 
 def _eye_ok(node: Node, ctx=None) -> bool:
@@ -81,5 +89,9 @@ def lower_eye_like(node: Node, ctx: LoweringContext) -> None:
         ctx.constant(eye, value=out)
 
 
-LOWERINGS = {"TopK": lower_topk, "Hardmax": lower_axis_unary,
-             "LpNormalization": lower_axis_unary, "EyeLike": lower_eye_like}
+LOWERINGS = {
+    "TopK": lower_topk,
+    "Hardmax": lower_axis_unary,
+    "LpNormalization": lower_axis_unary,
+    "EyeLike": lower_eye_like,
+}

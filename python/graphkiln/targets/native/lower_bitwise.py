@@ -10,8 +10,9 @@ from ...ir import DType, Node
 from .lower import LoweringContext
 from .lower_support import supports
 
-_INTS = frozenset({DType.i8, DType.i16, DType.i32, DType.i64,
-                   DType.u8, DType.u16, DType.u32, DType.u64})
+_INTS = frozenset(
+    {DType.i8, DType.i16, DType.i32, DType.i64, DType.u8, DType.u16, DType.u32, DType.u64}
+)
 _OPS = {"BitwiseAnd": "and", "BitwiseOr": "or", "BitwiseXor": "xor"}
 
 
@@ -37,10 +38,15 @@ def lower_bitwise(node: Node, ctx: LoweringContext) -> None:
 
 @supports(_same_int)
 def lower_bitwise_not(node: Node, ctx: LoweringContext) -> None:
-    ctx.emit("BitwiseNot", [ctx.input(node.inputs[0])], [ctx.output(node.outputs[0])], {},
-             node.name)
+    ctx.emit(
+        "BitwiseNot", [ctx.input(node.inputs[0])], [ctx.output(node.outputs[0])], {}, node.name
+    )
 
 
-LOWERINGS = {"BitwiseAnd": lower_bitwise, "BitwiseOr": lower_bitwise,
-             "BitwiseXor": lower_bitwise, "BitShift": lower_bitwise,
-             "BitwiseNot": lower_bitwise_not}
+LOWERINGS = {
+    "BitwiseAnd": lower_bitwise,
+    "BitwiseOr": lower_bitwise,
+    "BitwiseXor": lower_bitwise,
+    "BitShift": lower_bitwise,
+    "BitwiseNot": lower_bitwise_not,
+}

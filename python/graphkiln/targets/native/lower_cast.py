@@ -25,10 +25,16 @@ from .lower_pointwise import lower_pointwise_op, node_supported as pointwise_nod
 from .lower_support import supports
 from .plan import BYTE_DTYPES
 
-_SUB_BYTE_INTS = {DType.i4: (4, True), DType.u4: (4, False), DType.i2: (2, True),
-                  DType.u2: (2, False)}
-_LOOKUP_SOURCES = frozenset({DType.f16, DType.bf16, DType.i16, DType.u16, DType.i8, DType.u8,
-                             DType.bool}) | BYTE_DTYPES
+_SUB_BYTE_INTS = {
+    DType.i4: (4, True),
+    DType.u4: (4, False),
+    DType.i2: (2, True),
+    DType.u2: (2, False),
+}
+_LOOKUP_SOURCES = (
+    frozenset({DType.f16, DType.bf16, DType.i16, DType.u16, DType.i8, DType.u8, DType.bool})
+    | BYTE_DTYPES
+)
 _STEP_SOURCES = {DType.f32: (np.uint32, 0x7F800000), DType.f64: (np.uint64, 0x7FF0000000000000)}
 _INT_SOURCES = frozenset({DType.f32, DType.f64, DType.i32, DType.i64, DType.u32, DType.u64})
 
@@ -41,7 +47,7 @@ def _as_bytes(array: np.ndarray, to: DType) -> np.ndarray:
     return array.view(np.uint8) if to in BYTE_DTYPES else array
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _table(source: DType, to: DType, saturate: bool, round_mode: str) -> np.ndarray:
     count = 256 if np.dtype(source.numpy).itemsize == 1 else 65536
     patterns = np.arange(count, dtype=np.uint8 if count == 256 else np.uint16)
@@ -50,7 +56,7 @@ def _table(source: DType, to: DType, saturate: bool, round_mode: str) -> np.ndar
     return _as_bytes(out, to)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _steps(source: DType, to: DType, saturate: bool, round_mode: str):
     return step_function(source, to, lambda v: convert(v, to, saturate, round_mode))
 
@@ -67,6 +73,7 @@ def step_function(source: DType, to: DType, fn):
         values = np.asarray(bits, np.uint64).astype(uint).view(source.numpy)
         with np.errstate(all="ignore"):
             return _as_bytes(np.ascontiguousarray(fn(values)), to)
+
     # candidates: every representable magnitude of the target, the midpoints between them
     # and their neighbours in the source type, 0, inf
     decoded = np.unique(np.abs(convert(np.arange(256, dtype=np.uint8).view(to.numpy), source)))
@@ -85,8 +92,8 @@ def step_function(source: DType, to: DType, fn):
         cand_codes = code(cand + offset)
         breaks, codes = [], [int(cand_codes[0])]
         change = np.nonzero(cand_codes[1:] != cand_codes[:-1])[0]
-        lo = cand[change].copy()          # code(lo) is the old code
-        hi = cand[change + 1].copy()      # code(hi) is the new code
+        lo = cand[change].copy()  # code(lo) is the old code
+        hi = cand[change + 1].copy()  # code(hi) is the new code
         old = cand_codes[change]
         while True:
             gap = hi - lo > 1
@@ -110,8 +117,10 @@ def _steps_match(source: DType, steps, nan_code, code) -> bool:
     uint, inf_bits = _STEP_SOURCES[source]
     width = np.dtype(uint).itemsize * 8
     rng = np.random.default_rng(0)
-    samples = [rng.integers(0, 1 << (width - 1), size=20000, dtype=np.uint64),
-               rng.integers(0, inf_bits + 1, size=20000, dtype=np.uint64)]
+    samples = [
+        rng.integers(0, 1 << (width - 1), size=20000, dtype=np.uint64),
+        rng.integers(0, inf_bits + 1, size=20000, dtype=np.uint64),
+    ]
     pos_breaks, pos_codes, neg_breaks, neg_codes = steps
     for b in (pos_breaks, neg_breaks):
         arr = np.asarray(b, np.uint64)
@@ -120,8 +129,9 @@ def _steps_match(source: DType, steps, nan_code, code) -> bool:
     mags = mags[mags <= np.uint64(inf_bits)]
     for negative, breaks, codes in ((False, pos_breaks, pos_codes), (True, neg_breaks, neg_codes)):
         expected = code(mags + ((1 << (width - 1)) if negative else 0))
-        got = np.asarray(codes, np.uint8)[np.searchsorted(np.asarray(breaks, np.uint64), mags,
-                                                          side="right")]
+        got = np.asarray(codes, np.uint8)[
+            np.searchsorted(np.asarray(breaks, np.uint64), mags, side="right")
+        ]
         if not np.array_equal(expected.view(np.uint8), got):
             return False
     nans = np.array([inf_bits + 1, inf_bits | (1 << (width - 2)) | 5], np.uint64)

@@ -12,7 +12,8 @@ constants; ConstantOfShape a "Fill"; Range, Trilu, CumSum, OneHot, ScatterND and
 ScatterElements have small kernels. Views: a Slice / Split / Transpose / Gather (constant
 consecutive indices) whose result is a contiguous run of its input's bytes becomes a
 zero-copy alias (not for graph outputs).
-Slice starts/ends/axes/steps, Pad pads/axes and Resize roi/scales/sizes must be constants (they are after the plan's specialization folds shape computations); nodes with
+Slice starts/ends/axes/steps, Pad pads/axes and Resize roi/scales/sizes must be constants (they
+are after the plan's specialization folds shape computations); nodes with
 them computed at run time are refused (@supports), as are Resize modes other than nearest,
 linear and cubic (lower_resize.py: float32 data) and tf_crop_and_resize, Pad with
 reflect/edge/wrap of an axis cropped to nothing, and index dtypes other than i32/i64."""
@@ -43,12 +44,12 @@ def _is_const(value) -> bool:
     return value is None or value.constant is not None
 
 
-def _emit_regions(ctx: LoweringContext, node: Node, ins: list[int], outs: list[int],
-                  regions: list[tuple]) -> None:
+def _emit_regions(
+    ctx: LoweringContext, node: Node, ins: list[int], outs: list[int], regions: list[tuple]
+) -> None:
     """regions: (input index, output index, dims, src strides, dst strides, src offset,
     dst offset), strides and offsets in elements."""
-    attrs = {"ranks": [], "io": [], "offsets": [], "dims": [], "src_strides": [],
-             "dst_strides": []}
+    attrs = {"ranks": [], "io": [], "offsets": [], "dims": [], "src_strides": [], "dst_strides": []}
     for i, o, dims, ss, ds, so, do in regions:
         if not dims:  # a scalar: one element
             dims, ss, ds = [1], [1], [1]
@@ -84,8 +85,7 @@ def _alias(ctx: LoweringContext, value, src: int, dims, strides, offset: int) ->
     layouts = ([CHANNELS_LAST] if value in ctx.channels_last else []) + [PLAIN]
     for layout in layouts:
         if _matches(dims, strides, layout_strides(tuple(dims), layout)):
-            ctx.alias(value, src, layout=layout,
-                      byte_offset=offset * itemsize(ctx.slot(src).dtype))
+            ctx.alias(value, src, layout=layout, byte_offset=offset * itemsize(ctx.slot(src).dtype))
             return True
     return False
 
@@ -96,8 +96,13 @@ def _copy_or_alias(ctx, node, src: int, dims, strides, offset: int = 0) -> None:
     if _alias(ctx, out_v, src, dims, strides, offset):
         return
     out = ctx.output(out_v, layouts=ANY)
-    _emit_regions(ctx, node, [src], [out],
-                  [(0, 0, list(dims), list(strides), list(ctx.slot(out).strides), offset, 0)])
+    _emit_regions(
+        ctx,
+        node,
+        [src],
+        [out],
+        [(0, 0, list(dims), list(strides), list(ctx.slot(out).strides), offset, 0)],
+    )
 
 
 # -- Transpose -----------------------------------------------------------------------------
@@ -130,8 +135,9 @@ def lower_slice(node: Node, ctx: LoweringContext) -> None:
     src = ctx.input(node.inputs[0], layouts=ANY)
     s = ctx.slot(src).strides
     offset = sum(b * st for b, st in zip(begin, s))
-    _copy_or_alias(ctx, node, src, static_dims(node.outputs[0]),
-                   [a * b for a, b in zip(step, s)], offset)
+    _copy_or_alias(
+        ctx, node, src, static_dims(node.outputs[0]), [a * b for a, b in zip(step, s)], offset
+    )
 
 
 # -- Concat / Split ------------------------------------------------------------------------
@@ -142,7 +148,7 @@ def lower_concat(node: Node, ctx: LoweringContext) -> None:
     values = [v for v in node.inputs if v is not None]
     ins = [ctx.input(v, layouts=ANY) for v in values]
     if len(values) == 1 and not ctx.is_graph_output(out_v):
-        ctx.alias(out_v, ins[0])   # a one-input Concat is its input (same layout)
+        ctx.alias(out_v, ins[0])  # a one-input Concat is its input (same layout)
         return
     out = ctx.output(out_v, layouts=ANY)
     ds = ctx.slot(out).strides
@@ -182,11 +188,11 @@ def lower_expand(node: Node, ctx: LoweringContext) -> None:
     src = ctx.input(node.inputs[0], layouts=ANY)
     s = ctx.slot(src).strides
     lead = len(odims) - len(idims)
-    strides = [0] * lead + [0 if (d == 1 and o != 1) else st
-                            for d, o, st in zip(idims, odims[lead:], s)]
+    strides = [0] * lead + [
+        0 if (d == 1 and o != 1) else st for d, o, st in zip(idims, odims[lead:], s)
+    ]
     out = ctx.output(node.outputs[0], layouts=ANY)
-    _emit_regions(ctx, node, [src], [out],
-                  [(0, 0, odims, strides, ctx.slot(out).strides, 0, 0)])
+    _emit_regions(ctx, node, [src], [out], [(0, 0, odims, strides, ctx.slot(out).strides, 0, 0)])
 
 
 def lower_tile(node: Node, ctx: LoweringContext) -> None:
@@ -202,8 +208,20 @@ def lower_tile(node: Node, ctx: LoweringContext) -> None:
         ss += [0, st]
         ds += [d * ost, ost]
     if int(np.prod(odims, dtype=np.int64)) == 0:
-        ctx.emit("CopyRegions", [src], [out], {"ranks": [], "io": [], "offsets": [], "dims": [],
-                                               "src_strides": [], "dst_strides": []}, node.name)
+        ctx.emit(
+            "CopyRegions",
+            [src],
+            [out],
+            {
+                "ranks": [],
+                "io": [],
+                "offsets": [],
+                "dims": [],
+                "src_strides": [],
+                "dst_strides": [],
+            },
+            node.name,
+        )
         return
     _emit_regions(ctx, node, [src], [out], [(0, 0, dims, ss, ds, 0, 0)])
 
@@ -324,17 +342,28 @@ def lower_gather(node: Node, ctx: LoweringContext) -> None:
         axis = _axis(node.attrs["axis"], rank)
         index = np.asarray(node.inputs[1].constant).reshape(-1).astype(np.int64)
         index = np.where(index < 0, index + dims[axis], index)
-        if (index.size and all(d == 1 for d in dims[:axis]) and np.all(index >= 0)
-                and np.all(index < dims[axis]) and np.all(np.diff(index) == 1)):
+        if (
+            index.size
+            and all(d == 1 for d in dims[:axis])
+            and np.all(index >= 0)
+            and np.all(index < dims[axis])
+            and np.all(np.diff(index) == 1)
+        ):
             src = ctx.input(node.inputs[0])
             out_dims = static_dims(node.outputs[0])
             st = ctx.slot(src).strides
-            if _alias(ctx, node.outputs[0], src, out_dims, _row_major(out_dims),
-                      int(index[0]) * st[axis]):
+            if _alias(
+                ctx, node.outputs[0], src, out_dims, _row_major(out_dims), int(index[0]) * st[axis]
+            ):
                 return
     ins = [ctx.input(node.inputs[0]), ctx.input(node.inputs[1])]
-    ctx.emit(node.op, ins, [ctx.output(node.outputs[0])],
-             {"axis": _axis(node.attrs["axis"], rank)}, node.name)
+    ctx.emit(
+        node.op,
+        ins,
+        [ctx.output(node.outputs[0])],
+        {"axis": _axis(node.attrs["axis"], rank)},
+        node.name,
+    )
 
 
 # -- shape-like ----------------------------------------------------------------------------
@@ -373,16 +402,19 @@ def _trilu_ok(node: Node, ctx=None) -> bool:
 @supports(_trilu_ok)
 def lower_trilu(node: Node, ctx: LoweringContext) -> None:
     ins = [ctx.input(v) for v in node.inputs]
-    ctx.emit("Trilu", ins, [ctx.output(node.outputs[0])],
-             {"upper": int(node.attrs["upper"])}, node.name)
+    ctx.emit(
+        "Trilu", ins, [ctx.output(node.outputs[0])], {"upper": int(node.attrs["upper"])}, node.name
+    )
 
 
 _CUMSUM_DTYPES = (DType.f32, DType.f64, DType.i32, DType.i64, DType.u32, DType.u64)
 
 
 def _cumsum_ok(node: Node, ctx=None) -> bool:
-    return (node.inputs[0].type.dtype in _CUMSUM_DTYPES
-            and node.inputs[1].type.dtype in (DType.i32, DType.i64))
+    return node.inputs[0].type.dtype in _CUMSUM_DTYPES and node.inputs[1].type.dtype in (
+        DType.i32,
+        DType.i64,
+    )
 
 
 @supports(_cumsum_ok)
@@ -407,15 +439,22 @@ def lower_cumsum(node: Node, ctx: LoweringContext) -> None:
 def lower_one_hot(node: Node, ctx: LoweringContext) -> None:
     rank = len(static_dims(node.outputs[0]))
     ins = [ctx.input(node.inputs[0]), None, ctx.input(node.inputs[2])]
-    ctx.emit("OneHot", ins, [ctx.output(node.outputs[0])],
-             {"axis": _axis(node.attrs["axis"], rank)}, node.name)
+    ctx.emit(
+        "OneHot",
+        ins,
+        [ctx.output(node.outputs[0])],
+        {"axis": _axis(node.attrs["axis"], rank)},
+        node.name,
+    )
 
 
 # -- Resize (nearest) -----------------------------------------------------------------------
 def _resize_ok(node: Node) -> bool:
-    return (node.attrs.get("mode") == "nearest"
-            and node.attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize"
-            and all(_is_const(v) for v in node.inputs[1:]))
+    return (
+        node.attrs.get("mode") == "nearest"
+        and node.attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize"
+        and all(_is_const(v) for v in node.inputs[1:])
+    )
 
 
 def _resize_any_ok(node: Node, ctx=None) -> bool:
@@ -442,8 +481,9 @@ def lower_resize(node: Node, ctx: LoweringContext) -> None:
     consts += [None] * (3 - len(consts))
     roi, scales, sizes = [None if c is None or c.size == 0 else c for c in consts]
     a = node.attrs
-    out_dims, scale = resize_plan(dims, scales, sizes, a.get("axes"),
-                                  a.get("keep_aspect_ratio_policy", "stretch"))
+    out_dims, scale = resize_plan(
+        dims, scales, sizes, a.get("axes"), a.get("keep_aspect_ratio_policy", "stretch")
+    )
     if tuple(int(d) for d in out_dims) != static_dims(node.outputs[0]):
         raise LoweringError(f"Resize {node.name!r}: output dims disagree with the plan")
     axes = resize_axes(a.get("axes"), rank)
@@ -464,12 +504,14 @@ def lower_resize(node: Node, ctx: LoweringContext) -> None:
         elif in_len == 0 or out_len == 0:
             index = np.zeros(out_len, np.int64)
         else:
-            coords = _source_coordinates(mode, out_len, in_len, scale[ax], roi_full[ax],
-                                         roi_full[rank + ax])
+            coords = _source_coordinates(
+                mode, out_len, in_len, scale[ax], roi_full[ax], roi_full[rank + ax]
+            )
             index = np.clip(_nearest_index(coords, a["nearest_mode"]), 0, in_len - 1)
         maps += [int(i) * strides[ax] for i in index]
-    ctx.emit("IndexMap", [src], [ctx.output(node.outputs[0])], {"maps": maps, "fill_bits": 0},
-             node.name)
+    ctx.emit(
+        "IndexMap", [src], [ctx.output(node.outputs[0])], {"maps": maps, "fill_bits": 0}, node.name
+    )
 
 
 # -- ScatterND / ScatterElements -----------------------------------------------------------

@@ -26,27 +26,52 @@ OPCODE_TABLE = pointwise_table()  # src/core/pointwise_ops.def, through _core
 OPCODES = tuple(row.name for row in OPCODE_TABLE)
 OP = {name: index for index, name in enumerate(OPCODES)}
 
-SUPPORTED_DTYPES = frozenset({DType.f32, DType.f64, DType.f16, DType.bf16, DType.i8, DType.i16,
-                              DType.i32, DType.i64, DType.u8, DType.u16, DType.u32, DType.bool})
+SUPPORTED_DTYPES = frozenset(
+    {
+        DType.f32,
+        DType.f64,
+        DType.f16,
+        DType.bf16,
+        DType.i8,
+        DType.i16,
+        DType.i32,
+        DType.i64,
+        DType.u8,
+        DType.u16,
+        DType.u32,
+        DType.bool,
+    }
+)
 _WIDE = frozenset({DType.f64, DType.i16, DType.u16, DType.i32, DType.u32, DType.i64})
-_INT_BITS = {DType.i8: (8, 1), DType.i16: (16, 1), DType.i32: (32, 1), DType.i64: (64, 1),
-             DType.u8: (8, 0), DType.u16: (16, 0), DType.u32: (32, 0)}
+_INT_BITS = {
+    DType.i8: (8, 1),
+    DType.i16: (16, 1),
+    DType.i32: (32, 1),
+    DType.i64: (64, 1),
+    DType.u8: (8, 0),
+    DType.u16: (16, 0),
+    DType.u32: (32, 0),
+}
 
 # IR ops mapping straight to one opcode (the table's ir_op column): one input, with their
 # attrs as the instruction's constants (IR attribute names), or two inputs
 _DIRECT = [row for row in OPCODE_TABLE if row.ir_op]
 _UNARY = {row.ir_op: row.name for row in _DIRECT if row.arity == 1 and not row.attrs}
-_UNARY_ATTRS = {row.ir_op: (row.name, row.attrs) for row in _DIRECT
-                if row.arity == 1 and row.attrs}
+_UNARY_ATTRS = {row.ir_op: (row.name, row.attrs) for row in _DIRECT if row.arity == 1 and row.attrs}
 _BINARY = {row.ir_op: row.name for row in _DIRECT if row.arity == 2}
 _VARIADIC = {"Sum": "Add", "Max": "Max", "Min": "Min", "Mean": "Add"}
 _OTHER = {"Div", "Pow", "Mod", "Where", "Clip", "Gelu", "Cast"}
-HANDLED = frozenset(_UNARY) | frozenset(_UNARY_ATTRS) | frozenset(_BINARY) | frozenset(
-    _VARIADIC) | _OTHER
+HANDLED = (
+    frozenset(_UNARY) | frozenset(_UNARY_ATTRS) | frozenset(_BINARY) | frozenset(_VARIADIC) | _OTHER
+)
 # ops whose integer results need no truncation / wrap-around: the direct ones the table says
 # are exact or give 0 / 1, and those composed of such opcodes here
-_INT_EXACT = {row.ir_op for row in _DIRECT if row.result == "exact"} | {"Max", "Min", "Where",
-                                                                          "Clip"}
+_INT_EXACT = {row.ir_op for row in _DIRECT if row.result == "exact"} | {
+    "Max",
+    "Min",
+    "Where",
+    "Clip",
+}
 _INT_OUT_BOOL = {row.ir_op for row in _DIRECT if row.result == "bool"}
 
 
@@ -103,8 +128,9 @@ class _Program:
         if reg >= self.num_inputs and reg not in self.free:
             self.free.append(reg)
 
-    def emit(self, op: str, a: int = -1, b: int = -1, c: int = -1, p0: float = 0.0,
-             p1: float = 0.0) -> int:
+    def emit(
+        self, op: str, a: int = -1, b: int = -1, c: int = -1, p0: float = 0.0, p1: float = 0.0
+    ) -> int:
         dst = self.alloc()
         self.code += [OP[op], dst, a, b, c]
         self.params += [float(p0), float(p1)]
@@ -117,8 +143,9 @@ class _Program:
         return out
 
 
-def emit_pointwise(ctx: LoweringContext, nodes, bindings: dict, result: Value, out_slot: int,
-                   name: str) -> None:
+def emit_pointwise(
+    ctx: LoweringContext, nodes, bindings: dict, result: Value, out_slot: int, name: str
+) -> None:
     """Emit ONE "Pointwise" step computing IR value `result` from `nodes` (pointwise IR nodes
     in order; Constant nodes allowed among them); every value read by `nodes` and not
     produced by them is either a key of `bindings` (IR Value -> slot id already holding it)
@@ -127,13 +154,15 @@ def emit_pointwise(ctx: LoweringContext, nodes, bindings: dict, result: Value, o
     nodes = [n for n in nodes if n.op != "Constant"]
     for n in nodes:
         if not node_supported(n):
-            raise LoweringError(f"the Pointwise kernel cannot run {n.op} (node {n.name!r}) "
-                                "with these types or attributes")
+            raise LoweringError(
+                f"the Pointwise kernel cannot run {n.op} (node {n.name!r}) "
+                "with these types or attributes"
+            )
     produced = {v for n in nodes for v in n.outputs if v is not None}
     # inputs: slots in first-use order; small constants become Const instructions
     input_slots: list[int] = []
     slot_reg: dict[int, int] = {}
-    external: dict[Value, object] = {}   # value -> input slot or ("const", scalar)
+    external: dict[Value, object] = {}  # value -> input slot or ("const", scalar)
     dtypes: set = set()
     uses: dict[Value, int] = {}
     for n in nodes:
@@ -203,10 +232,19 @@ def emit_pointwise(ctx: LoweringContext, nodes, bindings: dict, result: Value, o
     final = reg_of(result)
     if final < prog.num_inputs:
         final = prog.emit("Mov", final)
-    ctx.emit("Pointwise", input_slots, [out_slot],
-             {"program": list(prog.code), "params": list(prog.params),
-              "num_regs": prog.num_regs, "result": final,
-              "compute": "f64" if prog.f64 else "f32"}, name)
+    ctx.emit(
+        "Pointwise",
+        input_slots,
+        [out_slot],
+        {
+            "program": list(prog.code),
+            "params": list(prog.params),
+            "num_regs": prog.num_regs,
+            "result": final,
+            "compute": "f64" if prog.f64 else "f32",
+        },
+        name,
+    )
 
 
 def _round_to(prog: _Program, node: Node, reg: int, dtype: DType) -> int:
@@ -318,8 +356,11 @@ _LAYOUTS = (PLAIN, CHANNELS_LAST)
 
 @supports(node_supported)
 def lower_pointwise_op(node: Node, ctx: LoweringContext) -> None:
-    bindings = {v: ctx.input(v, layouts=_LAYOUTS) for v in node.inputs
-                if v is not None and v.constant is None}
+    bindings = {
+        v: ctx.input(v, layouts=_LAYOUTS)
+        for v in node.inputs
+        if v is not None and v.constant is None
+    }
     out = ctx.output(node.outputs[0], layouts=_LAYOUTS)
     emit_pointwise(ctx, [node], bindings, node.outputs[0], out, node.name)
 
@@ -330,8 +371,9 @@ def fused_pointwise_supported(node: Node) -> bool:
 
 def lower_fused_pointwise(node: Node, ctx: LoweringContext) -> None:
     body = node.attrs["body"]
-    bindings = {inner: ctx.input(outer, layouts=_LAYOUTS)
-                for inner, outer in zip(body.inputs, node.inputs)}
+    bindings = {
+        inner: ctx.input(outer, layouts=_LAYOUTS) for inner, outer in zip(body.inputs, node.inputs)
+    }
     out = ctx.output(node.outputs[0], layouts=_LAYOUTS)
     emit_pointwise(ctx, body.nodes, bindings, body.outputs[0], out, node.name)
 

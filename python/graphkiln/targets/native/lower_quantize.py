@@ -41,14 +41,21 @@ def _param_map(node: Node) -> dict | None:
     block = int(node.attrs.get("block_size", 0) or 0)
     numel = int(np.prod(x_dims, dtype=np.int64))
     if rank == 0 or (size == 1 and block <= 0):
-        return {"outer": 1, "axis_len": 1, "inner": numel, "block": 1,
-                "param_outer": 0, "param_axis": 0, "param_inner": 0}
+        return {
+            "outer": 1,
+            "axis_len": 1,
+            "inner": numel,
+            "block": 1,
+            "param_outer": 0,
+            "param_axis": 0,
+            "param_inner": 0,
+        }
     axis = int(node.attrs.get("axis", 1))
     if not -rank <= axis < rank:
         return None
     axis %= rank
     outer = int(np.prod(x_dims[:axis], dtype=np.int64))
-    inner = int(np.prod(x_dims[axis + 1:], dtype=np.int64))
+    inner = int(np.prod(x_dims[axis + 1 :], dtype=np.int64))
     length = x_dims[axis]
     base = {"outer": outer, "axis_len": length, "inner": inner}
     if block <= 0:
@@ -56,11 +63,16 @@ def _param_map(node: Node) -> dict | None:
             return None
         return {**base, "block": 1, "param_outer": 0, "param_axis": 1, "param_inner": 0}
     blocks = -(-length // block)
-    expected = x_dims[:axis] + (blocks,) + x_dims[axis + 1:]
+    expected = x_dims[:axis] + (blocks,) + x_dims[axis + 1 :]
     if s_dims != expected:
         return None
-    return {**base, "block": block, "param_outer": blocks * inner, "param_axis": inner,
-            "param_inner": 1}
+    return {
+        **base,
+        "block": block,
+        "param_outer": blocks * inner,
+        "param_axis": inner,
+        "param_inner": 1,
+    }
 
 
 def _quantize_ok(node: Node, ctx=None) -> bool:
@@ -90,11 +102,16 @@ def _byte_quantize_attrs(node: Node) -> dict | None:
     to = _dtype(node.outputs[0])
     if to in _SUB_BYTE:
         import ml_dtypes
+
         info = ml_dtypes.iinfo(to.numpy)
         values = np.arange(int(info.min), int(info.max) + 1)
         codes = values.astype(to.numpy).view(np.uint8)
-        return {"mode": "int", "lo": int(info.min), "hi": int(info.max),
-                "codes": [int(c) for c in codes]}
+        return {
+            "mode": "int",
+            "lo": int(info.min),
+            "hi": int(info.max),
+            "codes": [int(c) for c in codes],
+        }
     saturate = bool(node.attrs.get("saturate", 1))
     steps = _quantize_steps(to, saturate)
     if steps is None:
@@ -111,7 +128,8 @@ def _quantize_steps(to: DType, saturate: bool):
     if key not in _STEPS_CACHE:
         try:
             _STEPS_CACHE[key] = step_function(
-                DType.f32, to, lambda v: to_quantized(v, None, to.numpy, saturate))
+                DType.f32, to, lambda v: to_quantized(v, None, to.numpy, saturate)
+            )
         except (ValueError, TypeError):
             _STEPS_CACHE[key] = None
     return _STEPS_CACHE[key]
@@ -130,8 +148,11 @@ def _dequantize_ok(node: Node, ctx=None) -> bool:
 def _lower(node: Node, ctx: LoweringContext) -> None:
     static_dims(node.inputs[0])
     zp = node.inputs[2] if len(node.inputs) > 2 else None
-    inputs = [ctx.input(node.inputs[0]), ctx.input(node.inputs[1]),
-              None if zp is None else ctx.input(zp)]
+    inputs = [
+        ctx.input(node.inputs[0]),
+        ctx.input(node.inputs[1]),
+        None if zp is None else ctx.input(zp),
+    ]
     attrs = _param_map(node)
     kernel = node.op
     if node.op == "QuantizeLinear" and _dtype(node.outputs[0]) in BYTE_DTYPES:
@@ -161,10 +182,14 @@ def lower_dynamic_quantize(node: Node, ctx: LoweringContext) -> None:
     outs = [ctx.output(v) if v is not None else None for v in node.outputs]
     for i, v in enumerate(node.outputs):
         if v is None:
-            outs[i] = ctx.temp((DType.u8, DType.f32, DType.u8)[i],
-                               static_dims(node.inputs[0]) if i == 0 else ())
+            outs[i] = ctx.temp(
+                (DType.u8, DType.f32, DType.u8)[i], static_dims(node.inputs[0]) if i == 0 else ()
+            )
     ctx.emit("DynamicQuantizeLinear", [ctx.input(node.inputs[0])], outs, {}, node.name)
 
 
-LOWERINGS = {"QuantizeLinear": lower_quantize, "DequantizeLinear": lower_dequantize,
-             "DynamicQuantizeLinear": lower_dynamic_quantize}
+LOWERINGS = {
+    "QuantizeLinear": lower_quantize,
+    "DequantizeLinear": lower_dequantize,
+    "DynamicQuantizeLinear": lower_dynamic_quantize,
+}

@@ -34,8 +34,9 @@ def resize_steps(node: Node):
     consts = [None if v is None else np.asarray(v.constant) for v in node.inputs[1:4]]
     consts += [None] * (3 - len(consts))
     roi, scales, sizes = [None if c is None or c.size == 0 else c for c in consts]
-    out_dims, scale = resize_plan(dims, scales, sizes, a.get("axes"),
-                                  a.get("keep_aspect_ratio_policy", "stretch"))
+    out_dims, scale = resize_plan(
+        dims, scales, sizes, a.get("axes"), a.get("keep_aspect_ratio_policy", "stretch")
+    )
     out_dims = tuple(int(d) for d in out_dims)
     if 0 in dims or 0 in out_dims or out_dims != static_dims(node.outputs[0]):
         return None
@@ -50,11 +51,18 @@ def resize_steps(node: Node):
         in_len, out_len = dims[ax], out_dims[ax]
         if ax not in axes or (in_len == out_len and scale[ax] == 1):
             continue
-        coords = _source_coordinates(mode, out_len, in_len, scale[ax], roi_full[ax],
-                                     roi_full[rank + ax])
-        index, weights = _filter_taps(coords, in_len, scale[ax], a["mode"],
-                                      a.get("cubic_coeff_a", -0.75), a.get("antialias", 0),
-                                      a.get("exclude_outside", 0))
+        coords = _source_coordinates(
+            mode, out_len, in_len, scale[ax], roi_full[ax], roi_full[rank + ax]
+        )
+        index, weights = _filter_taps(
+            coords,
+            in_len,
+            scale[ax],
+            a["mode"],
+            a.get("cubic_coeff_a", -0.75),
+            a.get("antialias", 0),
+            a.get("exclude_outside", 0),
+        )
         steps.append((ax, index, weights.astype(np.float32)))
     return dims, out_dims, steps
 
@@ -78,11 +86,21 @@ def lower_resize_taps(node: Node, ctx: LoweringContext) -> None:
         new_dims[ax] = out_dims[ax]
         last = k == len(steps) - 1
         dst = ctx.output(node.outputs[0]) if last else ctx.temp(DType.f32, tuple(new_dims))
-        ctx.emit("ResizeAxis", [cur], [dst],
-                 {"outer": prod(cur_dims[:ax]), "in_len": cur_dims[ax], "out_len": out_dims[ax],
-                  "inner": prod(cur_dims[ax + 1:]), "taps": int(index.shape[1]),
-                  "index": [int(i) for i in index.reshape(-1)],
-                  "weights": [float(w) for w in weights.reshape(-1)]}, f"{node.name}/axis{ax}")
+        ctx.emit(
+            "ResizeAxis",
+            [cur],
+            [dst],
+            {
+                "outer": prod(cur_dims[:ax]),
+                "in_len": cur_dims[ax],
+                "out_len": out_dims[ax],
+                "inner": prod(cur_dims[ax + 1 :]),
+                "taps": int(index.shape[1]),
+                "index": [int(i) for i in index.reshape(-1)],
+                "weights": [float(w) for w in weights.reshape(-1)],
+            },
+            f"{node.name}/axis{ax}",
+        )
         cur, cur_dims = dst, new_dims
 
 

@@ -11,20 +11,35 @@ a Fused node's support can ask about its body's ops without importing a table.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from ...ir import DType, Node, TensorType
 from .plan import BYTE_DTYPES
 
-KERNEL_DTYPES = frozenset({DType.f32, DType.f64, DType.f16, DType.bf16, DType.i8, DType.i16,
-                           DType.i32, DType.i64, DType.u8, DType.u16, DType.u32, DType.u64,
-                           DType.bool})
+KERNEL_DTYPES = frozenset(
+    {
+        DType.f32,
+        DType.f64,
+        DType.f16,
+        DType.bf16,
+        DType.i8,
+        DType.i16,
+        DType.i32,
+        DType.i64,
+        DType.u8,
+        DType.u16,
+        DType.u32,
+        DType.u64,
+        DType.bool,
+    }
+)
 
 
 def _static_tensor(value, byte_dtypes: bool = False) -> bool:
     t = value.type
     dtype_ok = isinstance(t, TensorType) and (
-        t.dtype in KERNEL_DTYPES or (byte_dtypes and t.dtype in BYTE_DTYPES))
+        t.dtype in KERNEL_DTYPES or (byte_dtypes and t.dtype in BYTE_DTYPES)
+    )
     return dtype_ok and t.dims is not None and all(isinstance(d, int) for d in t.dims)
 
 
@@ -59,9 +74,11 @@ def node_supported(node: Node, ctx, static: bool = True) -> bool:
 
 def supports(predicate):
     """Decorator: attach `predicate(node, ctx) -> bool` to a lowering function."""
+
     def attach(lower):
         lower.supports = predicate
         return lower
+
     return attach
 
 
@@ -87,8 +104,9 @@ def folded_when_specialized(graph) -> set:
         if node.op in NONDETERMINISTIC or node_subgraphs(node):
             continue
         inputs = [v for v in node.inputs if v is not None]
-        if node.op in SHAPE_READERS or (inputs and all(
-                v in known or v.constant is not None for v in inputs)):
+        if node.op in SHAPE_READERS or (
+            inputs and all(v in known or v.constant is not None for v in inputs)
+        ):
             folded.add(node)
             known.update(outputs)
     return folded

@@ -18,16 +18,28 @@ ARENA, CONSTANT, INPUT, OUTPUT = 0, 1, 2, 3  # _core's Storage enum
 PLAIN, CHANNELS_LAST = "plain", "channels_last"
 # one-byte types the C++ core has no name for: kernels see their bytes as u8
 ALIGN = 64  # arena buffers start at multiples of this
-BYTE_DTYPES = frozenset({DType.f8e4m3fn, DType.f8e4m3fnuz, DType.f8e5m2, DType.f8e5m2fnuz,
-                         DType.f8e8m0, DType.f4e2m1, DType.i4, DType.u4, DType.i2, DType.u2})
+BYTE_DTYPES = frozenset(
+    {
+        DType.f8e4m3fn,
+        DType.f8e4m3fnuz,
+        DType.f8e5m2,
+        DType.f8e5m2fnuz,
+        DType.f8e8m0,
+        DType.f4e2m1,
+        DType.i4,
+        DType.u4,
+        DType.i2,
+        DType.u2,
+    }
+)
 
 
 @dataclass
 class Storage:
     kind: int
     nbytes: int
-    index: int = 0        # constant / input / output number
-    offset: int = 0       # arena offset, once placed
+    index: int = 0  # constant / input / output number
+    offset: int = 0  # arena offset, once placed
 
 
 @dataclass
@@ -65,7 +77,7 @@ class Plan:
     input_slots: list[int] = field(default_factory=list)
     output_slots: list[int] = field(default_factory=list)
     arena_bytes: int = 0
-    naive_bytes: int = 0   # the arena buffers' bytes if none shared space (place_arena)
+    naive_bytes: int = 0  # the arena buffers' bytes if none shared space (place_arena)
 
     def place_arena(self) -> None:
         """Give every arena storage an offset: live from the first step touching it to the
@@ -82,7 +94,8 @@ class Plan:
                     last[storage] = index
         order = sorted(first, key=lambda k: (-self.storages[k].nbytes, first[k]))
         offsets, self.arena_bytes = place_buffers(
-            [(k, self.storages[k].nbytes, first[k], last[k]) for k in order])
+            [(k, self.storages[k].nbytes, first[k], last[k]) for k in order]
+        )
         self.naive_bytes = sum(aligned(max(self.storages[k].nbytes, 1)) for k in order)
         for k, offset in offsets.items():
             self.storages[k].offset = offset
@@ -92,14 +105,24 @@ class Plan:
         storage = self.storages[slot.storage]
         offset = slot.byte_offset + (storage.offset if storage.kind == ARENA else 0)
         dtype = "u8" if slot.dtype in BYTE_DTYPES else slot.dtype.value
-        return {"dtype": dtype, "dims": list(slot.dims),
-                "strides": list(slot.strides), "ref": (storage.kind, storage.index, offset)}
+        return {
+            "dtype": dtype,
+            "dims": list(slot.dims),
+            "strides": list(slot.strides),
+            "ref": (storage.kind, storage.index, offset),
+        }
 
     def executor_steps(self) -> list[dict]:
-        return [{"kernel": step.kernel, "name": step.name, "attrs": step.attrs,
-                 "inputs": [None if s is None else self.tensor_arg(s) for s in step.inputs],
-                 "outputs": [self.tensor_arg(s) for s in step.outputs]}
-                for step in self.steps]
+        return [
+            {
+                "kernel": step.kernel,
+                "name": step.name,
+                "attrs": step.attrs,
+                "inputs": [None if s is None else self.tensor_arg(s) for s in step.inputs],
+                "outputs": [self.tensor_arg(s) for s in step.outputs],
+            }
+            for step in self.steps
+        ]
 
 
 def aligned(n: int) -> int:

@@ -20,8 +20,8 @@ from ...ir import DType
 from .plan import ARENA, CHANNELS_LAST, CONSTANT, INPUT, OUTPUT, Plan
 
 KIND = {ARENA: "arena", CONSTANT: "constant", INPUT: "input", OUTPUT: "output"}
-MAX_ITEMS = 8     # list attributes longer than this show their first items only
-MAX_CHARS = 48    # so do strings (generated kernel sources)
+MAX_ITEMS = 8  # list attributes longer than this show their first items only
+MAX_CHARS = 48  # so do strings (generated kernel sources)
 
 
 def print_plan(plan: Plan, file=None) -> None:
@@ -30,8 +30,10 @@ def print_plan(plan: Plan, file=None) -> None:
 
 def format_plan(plan: Plan) -> str:
     const_bytes = sum(int(c.nbytes) for c in plan.constants)
-    lines = [f"plan: {len(plan.steps)} steps, arena {plan.arena_bytes} bytes (naive "
-             f"{plan.naive_bytes}), {len(plan.constants)} constants ({const_bytes} bytes)"]
+    lines = [
+        f"plan: {len(plan.steps)} steps, arena {plan.arena_bytes} bytes (naive "
+        f"{plan.naive_bytes}), {len(plan.constants)} constants ({const_bytes} bytes)"
+    ]
     lines.append("inputs: " + (", ".join(_slot(plan, s) for s in plan.input_slots) or "none"))
     lines.append("outputs: " + (", ".join(_slot(plan, s) for s in plan.output_slots) or "none"))
     lines += _constants(plan.constants)
@@ -45,9 +47,11 @@ def format_plan(plan: Plan) -> str:
 def format_saved(saved) -> str:
     """A saved cpu plan segment (targets/cpu/saved_plan.py's SavedPlan)."""
     const_bytes = sum(int(c.nbytes) for c in saved.constants)
-    lines = [f"plan (loaded from a saved program): {len(saved.steps)} steps, arena "
-             f"{saved.arena_bytes} bytes, {len(saved.constants)} constants ({const_bytes} "
-             "bytes)"]
+    lines = [
+        f"plan (loaded from a saved program): {len(saved.steps)} steps, arena "
+        f"{saved.arena_bytes} bytes, {len(saved.constants)} constants ({const_bytes} "
+        "bytes)"
+    ]
     lines += _constants(saved.constants)
     for index, step in enumerate(saved.steps):
         name = step.get("name")
@@ -57,8 +61,10 @@ def format_saved(saved) -> str:
     return "\n".join(lines)
 
 
-NO_PLAN = ("no plan is built yet: a plan is built per input shape signature on the first "
-           "run with it (or while compiling, with compile(..., shapes=[...]))")
+NO_PLAN = (
+    "no plan is built yet: a plan is built per input shape signature on the first "
+    "run with it (or while compiling, with compile(..., shapes=[...]))"
+)
 
 
 def format_plans(input_names: list[str], plans: list[tuple]) -> str:
@@ -68,8 +74,11 @@ def format_plans(input_names: list[str], plans: list[tuple]) -> str:
         return NO_PLAN
     out = []
     for n, (shapes, by_values, texts) in enumerate(plans):
-        names = input_names if len(input_names) == len(shapes) else [f"#{i}" for i in
-                                                                      range(len(shapes))]
+        names = (
+            input_names
+            if len(input_names) == len(shapes)
+            else [f"#{i}" for i in range(len(shapes))]
+        )
         sig = ", ".join(f"{name}={list(dims)}" for name, dims in zip(names, shapes))
         extra = " and the values of its parameter inputs" if by_values else ""
         out.append(f"== plan {n + 1} of {len(plans)}: inputs {sig or 'none'}{extra}")
@@ -81,9 +90,10 @@ def format_plans(input_names: list[str], plans: list[tuple]) -> str:
 def _constants(constants) -> list[str]:
     if not constants:
         return []
-    items = [f"c{i} {_dtype(c.dtype)}{list(c.shape)} {int(c.nbytes)} B"
-             for i, c in enumerate(constants)]
-    shown = items[:MAX_ITEMS * 2]
+    items = [
+        f"c{i} {_dtype(c.dtype)}{list(c.shape)} {int(c.nbytes)} B" for i, c in enumerate(constants)
+    ]
+    shown = items[: MAX_ITEMS * 2]
     more = f", ... ({len(items)} constants)" if len(items) > len(shown) else ""
     return ["constants: " + ", ".join(shown) + more]
 
@@ -99,16 +109,20 @@ def _io(ins: list[str], outs: list[str], attrs: dict) -> list[str]:
     lines = [f"        in:  {t}" if i == 0 else f"             {t}" for i, t in enumerate(ins)]
     lines += [f"        out: {t}" if i == 0 else f"             {t}" for i, t in enumerate(outs)]
     if attrs:
-        lines.append("        attrs: " + " ".join(f"{k}={format_value(v)}"
-                                                  for k, v in sorted(attrs.items())))
+        lines.append(
+            "        attrs: " + " ".join(f"{k}={format_value(v)}" for k, v in sorted(attrs.items()))
+        )
     return lines
 
 
 def _slot(plan: Plan, slot_id: int) -> str:
     slot = plan.slots[slot_id]
     storage = plan.storages[slot.storage]
-    where = _where(storage.kind, storage.index,
-                   storage.offset + slot.byte_offset if storage.kind == ARENA else slot.byte_offset)
+    where = _where(
+        storage.kind,
+        storage.index,
+        storage.offset + slot.byte_offset if storage.kind == ARENA else slot.byte_offset,
+    )
     layout = " nhwc" if slot.layout == CHANNELS_LAST else ""
     return f"s{slot_id} {slot.dtype.value}{list(slot.dims)}{layout} {where}"
 
@@ -155,30 +169,37 @@ def verify_plan(plan: Plan, target: str | None = None) -> None:
     for i, storage in enumerate(plan.storages):
         if storage.kind == ARENA and storage.offset + storage.nbytes > plan.arena_bytes:
             if _used(plan, i):
-                problems.append(f"storage {i}: arena bytes [{storage.offset}, "
-                                f"{storage.offset + storage.nbytes}) past the arena's "
-                                f"{plan.arena_bytes}")
-        if storage.kind == CONSTANT and (storage.index >= len(plan.constants) or
-                                         plan.constants[storage.index].nbytes != storage.nbytes):
+                problems.append(
+                    f"storage {i}: arena bytes [{storage.offset}, "
+                    f"{storage.offset + storage.nbytes}) past the arena's "
+                    f"{plan.arena_bytes}"
+                )
+        if storage.kind == CONSTANT and (
+            storage.index >= len(plan.constants)
+            or plan.constants[storage.index].nbytes != storage.nbytes
+        ):
             problems.append(f"storage {i}: constant {storage.index} missing or of another size")
     for i, slot in enumerate(plan.slots):
         if not 0 <= slot.storage < n_storages:
             problems.append(f"slot {i}: storage {slot.storage} does not exist")
         elif slot.byte_offset + slot.nbytes > plan.storages[slot.storage].nbytes:
             end = slot.byte_offset + slot.nbytes
-            problems.append(f"slot {i}: bytes [{slot.byte_offset}, {end}) past its storage's "
-                            f"{plan.storages[slot.storage].nbytes}")
+            problems.append(
+                f"slot {i}: bytes [{slot.byte_offset}, {end}) past its storage's "
+                f"{plan.storages[slot.storage].nbytes}"
+            )
     for index, step in enumerate(plan.steps):
         bad = [s for s in [*step.inputs, *step.outputs] if s is not None and not 0 <= s < n_slots]
         if bad:
             problems.append(f"step {index} ({step.kernel} '{step.name}'): slots {bad} do not exist")
         if target is not None:
-            error = check_step(target, step.kernel, step.attrs, len(step.inputs),
-                               len(step.outputs))
+            error = check_step(target, step.kernel, step.attrs, len(step.inputs), len(step.outputs))
             if error:
                 problems.append(f"step {index} '{step.name}': {error}")
-    for name, slots, kind in (("input", plan.input_slots, INPUT),
-                              ("output", plan.output_slots, OUTPUT)):
+    for name, slots, kind in (
+        ("input", plan.input_slots, INPUT),
+        ("output", plan.output_slots, OUTPUT),
+    ):
         for i, s in enumerate(slots):
             if not 0 <= s < n_slots or plan.storages[plan.slots[s].storage].kind != kind:
                 problems.append(f"{name} {i}: slot {s} is not an {name} buffer")
@@ -188,5 +209,8 @@ def verify_plan(plan: Plan, target: str | None = None) -> None:
 
 def _used(plan: Plan, storage: int) -> bool:
     """Whether a step touches the storage (place_arena leaves unused ones unplaced)."""
-    return any(s is not None and plan.slots[s].storage == storage
-               for step in plan.steps for s in [*step.inputs, *step.outputs])
+    return any(
+        s is not None and plan.slots[s].storage == storage
+        for step in plan.steps
+        for s in [*step.inputs, *step.outputs]
+    )

@@ -41,8 +41,10 @@ def pointwise_table() -> tuple[PointwiseOpcode, ...]:
     rows = []
     for name, arity, ir_op, p0, p1, result, expression in load_core().pointwise_ops():
         if result not in RESULT_KINDS or not 0 <= arity <= 3:
-            raise RuntimeError(f"pointwise_ops.def: opcode {name}: result {result!r} / arity "
-                               f"{arity} (accepted: {RESULT_KINDS}, 0 to 3)")
+            raise RuntimeError(
+                f"pointwise_ops.def: opcode {name}: result {result!r} / arity "
+                f"{arity} (accepted: {RESULT_KINDS}, 0 to 3)"
+            )
         attrs = tuple(a for a in (_none(p0), _none(p1)) if a)
         rows.append(PointwiseOpcode(name, int(arity), _none(ir_op), attrs, result, expression))
     return tuple(rows)

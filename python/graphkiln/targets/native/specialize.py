@@ -28,8 +28,10 @@ def specialize(graph: Graph, shapes: tuple, values: dict | None = None) -> Graph
             raise ValueError(f"input {value.name!r} has rank {len(t.dims)}, got shape {shape}")
         value.type = TensorType(t.dtype, tuple(int(d) for d in shape))
     if values:
-        replace = {copy.inputs[i]: copy.constant(np.asarray(a), copy.inputs[i].name + "_value")
-                   for i, a in values.items()}
+        replace = {
+            copy.inputs[i]: copy.constant(np.asarray(a), copy.inputs[i].name + "_value")
+            for i, a in values.items()
+        }
         constants = [copy.nodes.pop() for _ in replace]  # Graph.constant appends at the end
         copy.nodes[:0] = constants[::-1]
         for node in copy.nodes:
@@ -41,9 +43,13 @@ def specialize(graph: Graph, shapes: tuple, values: dict | None = None) -> Graph
     from ..ref.target import evaluate
 
     # verified once, after both passes (not after each: this runs per input shape)
-    run_pipeline(copy, [fold_constants, eliminate_dead_code],
-                 PassContext(evaluate=evaluate, types_refreshed=True), trace=False,
-                 verify_each=False)
+    run_pipeline(
+        copy,
+        [fold_constants, eliminate_dead_code],
+        PassContext(evaluate=evaluate, types_refreshed=True),
+        trace=False,
+        verify_each=False,
+    )
     return copy
 
 
@@ -82,9 +88,16 @@ FLOAT_PARAMETERS = {"Resize": (1, 2), "Upsample": (1,), "Range": (0, 1, 2)}
 
 def _float_parameter(graph: Graph, value) -> bool:
     readers = graph.users().get(value, [])
-    return bool(readers) and value not in graph.outputs and all(
-        i in FLOAT_PARAMETERS.get(n.op, ()) for n in readers
-        for i, v in enumerate(n.inputs) if v is value)
+    return (
+        bool(readers)
+        and value not in graph.outputs
+        and all(
+            i in FLOAT_PARAMETERS.get(n.op, ())
+            for n in readers
+            for i, v in enumerate(n.inputs)
+            if v is value
+        )
+    )
 
 
 def shape_deciding_inputs(graph: Graph, unsupported: list) -> list[int]:
@@ -102,11 +115,16 @@ def shape_deciding_inputs(graph: Graph, unsupported: list) -> list[int]:
         seen.add(v)
         if v in index:
             t = v.type
-            if (isinstance(t, TensorType) and t.dims is not None
-                    and all(isinstance(d, int) for d in t.dims)
-                    and int(np.prod(t.dims, dtype=np.int64)) <= SMALL_VALUE_ELEMENTS
-                    and (np.dtype(t.dtype.numpy).kind in "iu"
-                         or (np.dtype(t.dtype.numpy).kind == "f" and _float_parameter(graph, v)))):
+            if (
+                isinstance(t, TensorType)
+                and t.dims is not None
+                and all(isinstance(d, int) for d in t.dims)
+                and int(np.prod(t.dims, dtype=np.int64)) <= SMALL_VALUE_ELEMENTS
+                and (
+                    np.dtype(t.dtype.numpy).kind in "iu"
+                    or (np.dtype(t.dtype.numpy).kind == "f" and _float_parameter(graph, v))
+                )
+            ):
                 found.add(index[v])
         elif v.producer is not None:
             stack.extend(w for w in v.producer.inputs if w is not None)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""numpy kernels of activations: Relu, LeakyRelu, Elu, Selu, Celu, Sigmoid, HardSigmoid, HardSwish, Gelu, Mish, ..."""
+"""numpy kernels of activations: Relu, LeakyRelu, Elu, Selu, Celu, Sigmoid, HardSigmoid, HardSwish,
+Gelu, Mish, ..."""
 
 import functools
 import math
@@ -112,7 +113,7 @@ def Mish(x):
 @_float_kernel
 def Gelu(x, *, approximate="none"):
     if approximate == "tanh":
-        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
         return 0.5 * x * (1 + np.tanh(inner))
     if approximate != "none":
         raise ValueError(f"Gelu approximate must be 'none' or 'tanh', got {approximate!r}")

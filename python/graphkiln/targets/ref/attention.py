@@ -47,10 +47,25 @@ def _allowed_keys(q_seq, total, offset, is_causal, left, right, nonpad):
     return allowed
 
 
-def Attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None,
-              *, is_causal=0, kv_num_heads=None, q_num_heads=None, qk_matmul_output_mode=0,
-              scale=None, softcap=0.0, softmax_precision=None, left_window_size=-1,
-              right_window_size=-1):
+def Attention(
+    q,
+    k,
+    v,
+    attn_mask=None,
+    past_key=None,
+    past_value=None,
+    nonpad_kv_seqlen=None,
+    *,
+    is_causal=0,
+    kv_num_heads=None,
+    q_num_heads=None,
+    qk_matmul_output_mode=0,
+    scale=None,
+    softcap=0.0,
+    softmax_precision=None,
+    left_window_size=-1,
+    right_window_size=-1,
+):
     # computed in float32 (float64 for float64) and rounded once to T1 at the end
     work = _work_dtype(q.dtype)
     q4, k4, v4 = _heads(q, q_num_heads), _heads(k, kv_num_heads), _heads(v, kv_num_heads)
@@ -80,8 +95,9 @@ def Attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv
     offset = past
     if nonpad_kv_seqlen is not None and past_key is None:
         offset = np.asarray(nonpad_kv_seqlen, np.int64) - q_seq
-    allowed = _allowed_keys(q_seq, total, offset, is_causal, left_window_size,
-                            right_window_size, nonpad_kv_seqlen)
+    allowed = _allowed_keys(
+        q_seq, total, offset, is_causal, left_window_size, right_window_size, nonpad_kv_seqlen
+    )
     bias = np.where(allowed, bias, -np.inf)
     scores = scores + bias
     biased = scores
@@ -97,12 +113,24 @@ def Attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv
     if q.ndim == 3:
         y = y.transpose(0, 2, 1, 3).reshape(batch, q_seq, -1)
     qk_out = (raw, capped, biased, probs)[qk_matmul_output_mode]
-    return (y.astype(q.dtype), present_k.astype(k.dtype), present_v.astype(v.dtype),
-            qk_out.astype(q.dtype))
+    return (
+        y.astype(q.dtype),
+        present_k.astype(k.dtype),
+        present_v.astype(v.dtype),
+        qk_out.astype(q.dtype),
+    )
 
 
-def RotaryEmbedding(x, cos_cache, sin_cache, position_ids=None, *, interleaved=0,
-                    num_heads=None, rotary_embedding_dim=0):
+def RotaryEmbedding(
+    x,
+    cos_cache,
+    sin_cache,
+    position_ids=None,
+    *,
+    interleaved=0,
+    num_heads=None,
+    rotary_embedding_dim=0,
+):
     work = _work_dtype(x.dtype)
     # bring the input to [batch, seq, heads, head_size]
     if x.ndim == 4:
@@ -120,14 +148,14 @@ def RotaryEmbedding(x, cos_cache, sin_cache, position_ids=None, *, interleaved=0
     if interleaved:
         first, second = rotated[..., 0::2], rotated[..., 1::2]
     else:
-        first, second = rotated[..., : dim // 2], rotated[..., dim // 2:]
+        first, second = rotated[..., : dim // 2], rotated[..., dim // 2 :]
     new_first = first * cos - second * sin
     new_second = first * sin + second * cos
     out = seq_first.copy()
     if interleaved:
         out[..., 0:dim:2], out[..., 1:dim:2] = new_first, new_second
     else:
-        out[..., : dim // 2], out[..., dim // 2: dim] = new_first, new_second
+        out[..., : dim // 2], out[..., dim // 2 : dim] = new_first, new_second
     out = np.transpose(out, (0, 2, 1, 3)) if x.ndim == 4 else out.reshape(x.shape)
     return out.astype(x.dtype)
 
@@ -138,16 +166,31 @@ def SwiGLU(a, b, *, alpha=1.0):
     return (gate / (1 + np.exp(-alpha * gate)) * b.astype(work)).astype(a.dtype)
 
 
-def LinearAttention(query, key, value, past_state=None, decay=None, beta=None, *, chunk_size=64,
-                    kv_num_heads, q_num_heads, scale=0.0, update_rule="gated_delta"):
+def LinearAttention(
+    query,
+    key,
+    value,
+    past_state=None,
+    decay=None,
+    beta=None,
+    *,
+    chunk_size=64,
+    kv_num_heads,
+    q_num_heads,
+    scale=0.0,
+    update_rule="gated_delta",
+):
     work = _work_dtype(query.dtype)
     q = _heads(query.astype(work), q_num_heads)  # [B, Hq, T, dk]
     k = _heads(key.astype(work), kv_num_heads)
     v = _heads(value.astype(work), kv_num_heads)  # [B, Hkv, T, dv]
     batch, _, steps, dk = q.shape
     dv = v.shape[-1]
-    state = (np.zeros((batch, kv_num_heads, dk, dv), work) if past_state is None
-             else past_state.astype(work))
+    state = (
+        np.zeros((batch, kv_num_heads, dk, dv), work)
+        if past_state is None
+        else past_state.astype(work)
+    )
     if not scale:
         scale = 1.0 / np.sqrt(dk)
     gated, delta = update_rule in ("gated", "gated_delta"), update_rule in ("delta", "gated_delta")
@@ -156,8 +199,11 @@ def LinearAttention(query, key, value, past_state=None, decay=None, beta=None, *
     if gated:
         # per-key-dimension decay [B, Hkv, T, dk, 1] or per-head scalar [B, Hkv, T, 1, 1]
         per_dim = decay.shape[-1] == kv_num_heads * dk
-        g = _heads(decay.astype(work), kv_num_heads) if per_dim else \
-            np.transpose(decay.astype(work), (0, 2, 1))[..., None]
+        g = (
+            _heads(decay.astype(work), kv_num_heads)
+            if per_dim
+            else np.transpose(decay.astype(work), (0, 2, 1))[..., None]
+        )
         g = np.exp(g)[..., None]
     if delta:
         b = np.transpose(beta.astype(work), (0, 2, 1))  # [B, Hkv or 1, T]

@@ -10,8 +10,12 @@ from ...ir import DType
 # float8 types whose `saturate` clamps out-of-range values to the largest finite value
 _FLOAT8 = {DType.f8e4m3fn, DType.f8e4m3fnuz, DType.f8e5m2, DType.f8e5m2fnuz}
 # integer types numpy keeps in one byte each: their width in bits and signedness
-_SUB_BYTE_INTS = {DType.i4: (4, True), DType.u4: (4, False), DType.i2: (2, True),
-                  DType.u2: (2, False)}
+_SUB_BYTE_INTS = {
+    DType.i4: (4, True),
+    DType.u4: (4, False),
+    DType.i2: (2, True),
+    DType.u2: (2, False),
+}
 _NATIVE = {np.dtype(t) for t in (np.float16, np.float32, np.float64)}
 
 
@@ -56,7 +60,9 @@ def convert(x: np.ndarray, to: DType, saturate: bool = True, round_mode: str = "
             return np.where(np.isfinite(wide), wide, 0).astype(np.int64).astype(to.numpy)
         if to.is_float and to.numpy not in _NATIVE:
             wide = _widen(x, source)
-            return _narrow_float(wide if wide.dtype.kind == "f" else wide.astype(np.float64), to.numpy)
+            return _narrow_float(
+                wide if wide.dtype.kind == "f" else wide.astype(np.float64), to.numpy
+            )
         return _widen(x, source).astype(to.numpy)
 
 
@@ -70,8 +76,11 @@ def _narrow_float(x: np.ndarray, target: np.dtype) -> np.ndarray:
         return x.astype(target)
     nearest = x.astype(np.float32)
     inexact = np.isfinite(nearest) & (nearest.astype(np.float64) != x)
-    toward_x = np.where(nearest > x, np.nextafter(nearest, np.float32(-np.inf)),
-                        np.nextafter(nearest, np.float32(np.inf)))
+    toward_x = np.where(
+        nearest > x,
+        np.nextafter(nearest, np.float32(-np.inf)),
+        np.nextafter(nearest, np.float32(np.inf)),
+    )
     even = (nearest.view(np.uint32) & 1) == 0
     return np.where(inexact & even, toward_x, nearest).astype(target)
 
@@ -109,7 +118,9 @@ def _to_e8m0(x: np.ndarray, saturate: bool, round_mode: str) -> np.ndarray:
     if round_mode not in ("up", "down", "nearest"):
         raise ValueError(f"Cast round_mode must be up, down or nearest, got {round_mode!r}")
     magnitude = np.abs(x)
-    mantissa, exponent = np.frexp(magnitude)  # magnitude = mantissa * 2**exponent, mantissa in [0.5, 1)
+    mantissa, exponent = np.frexp(
+        magnitude
+    )  # magnitude = mantissa * 2**exponent, mantissa in [0.5, 1)
     exponent = exponent.astype(np.int64) - 1  # magnitude in [2**exponent, 2**(exponent + 1))
     if round_mode == "up":
         exponent += mantissa > 0.5
@@ -127,6 +138,7 @@ def _to_e8m0(x: np.ndarray, saturate: bool, round_mode: str) -> np.ndarray:
 
 
 # -- strings ---------------------------------------------------------------------------------
+
 
 def _to_strings(x: np.ndarray) -> np.ndarray:
     if x.dtype.kind in "OUS":
@@ -194,10 +206,16 @@ def _parse_int(s) -> int:
 
 # -- BitCast ---------------------------------------------------------------------------------
 
+
 def BitCast(x, *, to):
     x = np.asarray(x)
     source = DType.from_numpy(x.dtype)
-    if source in _SUB_BYTE_INTS or source is DType.f4e2m1 or to in _SUB_BYTE_INTS or to is DType.f4e2m1:
+    if (
+        source in _SUB_BYTE_INTS
+        or source is DType.f4e2m1
+        or to in _SUB_BYTE_INTS
+        or to is DType.f4e2m1
+    ):
         return _bitcast_sub_byte(x, source, to)
     # view needs C-contiguous data; ascontiguousarray would turn a scalar into shape (1,)
     return (x if x.flags.c_contiguous else x.copy(order="C")).view(to.numpy)

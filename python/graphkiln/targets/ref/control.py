@@ -38,23 +38,30 @@ def Loop(max_trip_count=None, keep_going=None, *initial, body):
     limit = None if max_trip_count is None else int(np.asarray(max_trip_count).reshape(-1)[0])
     going = True if keep_going is None else _truth(keep_going, "Loop's cond")
     carried = list(initial)
-    body_scan_outputs = body.graph.outputs[1 + len(carried):]
+    body_scan_outputs = body.graph.outputs[1 + len(carried) :]
     scans = [[] for _ in body_scan_outputs]
     i = 0
     while going and (limit is None or i < limit):
         outs = body(np.array(i, dtype=np.int64), np.array(going), *carried)
         if keep_going is not None:  # without a cond input the body's cond is ignored
             going = _truth(outs[0], "Loop body's cond output")
-        carried = list(outs[1:1 + len(carried)])
-        for items, x in zip(scans, outs[1 + len(carried):]):
+        carried = list(outs[1 : 1 + len(carried)])
+        for items, x in zip(scans, outs[1 + len(carried) :]):
             items.append(x)
         i += 1
     stacked = [_stack(items, 0, v.type) for items, v in zip(scans, body_scan_outputs)]
     return tuple(carried + stacked)
 
 
-def Scan(*states_and_inputs, body, num_scan_inputs, scan_input_axes=None,
-         scan_input_directions=None, scan_output_axes=None, scan_output_directions=None):
+def Scan(
+    *states_and_inputs,
+    body,
+    num_scan_inputs,
+    scan_input_axes=None,
+    scan_input_directions=None,
+    scan_output_axes=None,
+    scan_output_directions=None,
+):
     num_states = len(states_and_inputs) - num_scan_inputs
     states = list(states_and_inputs[:num_states])
     xs = [np.asarray(x) for x in states_and_inputs[num_states:]]
@@ -67,16 +74,20 @@ def Scan(*states_and_inputs, body, num_scan_inputs, scan_input_axes=None,
     body_scan_outputs = body.graph.outputs[num_states:]
     scans = [[] for _ in body_scan_outputs]
     for t in range(length):
-        slices = [np.take(x, length - 1 - t if rev else t, axis=a)
-                  for x, a, rev in zip(xs, in_axes, in_reverse)]
+        slices = [
+            np.take(x, length - 1 - t if rev else t, axis=a)
+            for x, a, rev in zip(xs, in_axes, in_reverse)
+        ]
         outs = body(*states, *slices)
         states = list(outs[:num_states])
         for items, y in zip(scans, outs[num_states:]):
             items.append(y)
     out_axes = scan_output_axes or (0,) * len(scans)
     out_reverse = scan_output_directions or (0,) * len(scans)
-    stacked = [_stack(items[::-1] if rev else items, axis, v.type)
-               for items, axis, rev, v in zip(scans, out_axes, out_reverse, body_scan_outputs)]
+    stacked = [
+        _stack(items[::-1] if rev else items, axis, v.type)
+        for items, axis, rev, v in zip(scans, out_axes, out_reverse, body_scan_outputs)
+    ]
     return tuple(states + stacked)
 
 

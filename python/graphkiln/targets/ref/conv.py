@@ -38,17 +38,24 @@ def _defaults(n, strides, dilations):
 def tap_slices(kernel, strides, dilations, out):
     """For each kernel tap: its index tuple and the slices of the padded input it reads."""
     for tap in itertools.product(*(range(k) for k in kernel)):
-        yield tap, tuple(slice(t * d, t * d + (o - 1) * s + 1, s)
-                         for t, d, s, o in zip(tap, dilations, strides, out))
+        yield (
+            tap,
+            tuple(
+                slice(t * d, t * d + (o - 1) * s + 1, s)
+                for t, d, s, o in zip(tap, dilations, strides, out)
+            ),
+        )
 
 
 def conv_core(x, w, group, strides, dilations, pads, auto_pad, compute):
-    """Y (N, M, *out) = grouped correlation of x (N, C, *S) with w (M, C/group, *k), in `compute`."""
+    """Y (N, M, *out) = grouped correlation of x (N, C, *S) with w (M, C/group, *k), in
+    `compute`."""
     n_batch, channels = x.shape[:2]
     kernel = w.shape[2:]
     strides, dilations = _defaults(len(kernel), strides, dilations)
-    begin, end, out = window_geometry(x.shape[2:], kernel, strides, dilations, pads,
-                                      auto_pad or "NOTSET")
+    begin, end, out = window_geometry(
+        x.shape[2:], kernel, strides, dilations, pads, auto_pad or "NOTSET"
+    )
     xp = pad_spatial(x.astype(compute, copy=False), begin, end)
     per_group, m_total = channels // group, w.shape[0]
     weights = w.astype(compute, copy=False).reshape(group, m_total // group, -1)
@@ -91,17 +98,48 @@ def _zero_point_shape(zp, ndim):
     return zp.reshape((-1,) + (1,) * (ndim - 1)) if zp.ndim == 1 and zp.size > 1 else zp
 
 
-def ConvInteger(x, w, x_zero_point=None, w_zero_point=None, *, auto_pad, dilations, group,
-                kernel_shape, pads, strides):
+def ConvInteger(
+    x,
+    w,
+    x_zero_point=None,
+    w_zero_point=None,
+    *,
+    auto_pad,
+    dilations,
+    group,
+    kernel_shape,
+    pads,
+    strides,
+):
     # Integers are exact in float64 far beyond any realistic accumulation, and BLAS is fast.
-    xs = x.astype(np.float64) - (0 if x_zero_point is None else np.float64(x_zero_point.reshape(-1)[0]))
-    ws = w.astype(np.float64) - (0 if w_zero_point is None else _zero_point_shape(w_zero_point, w.ndim))
+    xs = x.astype(np.float64) - (
+        0 if x_zero_point is None else np.float64(x_zero_point.reshape(-1)[0])
+    )
+    ws = w.astype(np.float64) - (
+        0 if w_zero_point is None else _zero_point_shape(w_zero_point, w.ndim)
+    )
     y = conv_core(xs, ws, group, strides, dilations, pads, auto_pad, np.float64)
     return np.rint(y).astype(np.int64).astype(np.int32)
 
 
-def QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
-                b=None, *, auto_pad, dilations, group, kernel_shape, pads, strides):
+def QLinearConv(
+    x,
+    x_scale,
+    x_zero_point,
+    w,
+    w_scale,
+    w_zero_point,
+    y_scale,
+    y_zero_point,
+    b=None,
+    *,
+    auto_pad,
+    dilations,
+    group,
+    kernel_shape,
+    pads,
+    strides,
+):
     xs = x.astype(np.float64) - np.float64(x_zero_point.reshape(-1)[0])
     ws = w.astype(np.float64) - _zero_point_shape(w_zero_point, w.ndim)
     acc = conv_core(xs, ws, group, strides, dilations, pads, auto_pad, np.float64)
@@ -121,15 +159,21 @@ def scatter_taps(cols, kernel, counts, strides, dilations, starts, size):
     buf = np.zeros(tuple(lead) + tuple(size), dtype=cols.dtype)
     head = (slice(None),) * len(lead)
     for tap in itertools.product(*(range(k) for k in kernel)):
-        where = tuple(slice(starts[i] + tap[i] * dilations[i],
-                            starts[i] + tap[i] * dilations[i] + (counts[i] - 1) * strides[i] + 1,
-                            strides[i]) for i in range(n))
+        where = tuple(
+            slice(
+                starts[i] + tap[i] * dilations[i],
+                starts[i] + tap[i] * dilations[i] + (counts[i] - 1) * strides[i] + 1,
+                strides[i],
+            )
+            for i in range(n)
+        )
         buf[head + where] += cols[head + tap]
     return buf
 
 
-def transpose_geometry(sizes, kernel, strides, dilations, pads, auto_pad, output_padding,
-                       output_shape):
+def transpose_geometry(
+    sizes, kernel, strides, dilations, pads, auto_pad, output_padding, output_shape
+):
     """Pad-at-begin and output size per axis of a ConvTranspose (pads may come out negative
     when output_shape asks for more than the full result: the extra is zeros)."""
     n = len(sizes)
@@ -152,15 +196,28 @@ def transpose_geometry(sizes, kernel, strides, dilations, pads, auto_pad, output
     return begin, out
 
 
-def ConvTranspose(x, w, b=None, *, auto_pad, dilations, group, kernel_shape, output_padding,
-                  output_shape, pads, strides):
+def ConvTranspose(
+    x,
+    w,
+    b=None,
+    *,
+    auto_pad,
+    dilations,
+    group,
+    kernel_shape,
+    output_padding,
+    output_shape,
+    pads,
+    strides,
+):
     compute = compute_dtype(x.dtype)
     n_batch, channels = x.shape[:2]
     sizes, kernel = x.shape[2:], w.shape[2:]
     n = len(sizes)
     strides, dilations = _defaults(n, strides, dilations)
-    begin, out = transpose_geometry(sizes, kernel, strides, dilations, pads, auto_pad or "NOTSET",
-                                    output_padding, output_shape)
+    begin, out = transpose_geometry(
+        sizes, kernel, strides, dilations, pads, auto_pad or "NOTSET", output_padding, output_shape
+    )
     per_group, m_per_group = channels // group, w.shape[1]
     taps = m_per_group * math.prod(kernel)
     xs = x.astype(compute, copy=False).reshape(n_batch, group, per_group, -1)
@@ -183,8 +240,10 @@ def Col2Im(x, image_shape, block_shape, *, dilations, pads, strides):
     n = len(image)
     strides, dilations = _defaults(n, strides, dilations)
     pads = tuple(pads or (0,) * (2 * n))
-    counts = [(image[i] + pads[i] + pads[i + n] - (block[i] - 1) * dilations[i] - 1) // strides[i] + 1
-              for i in range(n)]
+    counts = [
+        (image[i] + pads[i] + pads[i + n] - (block[i] - 1) * dilations[i] - 1) // strides[i] + 1
+        for i in range(n)
+    ]
     n_batch = x.shape[0]
     compute = compute_dtype(x.dtype)
     cols = x.astype(compute, copy=False).reshape(n_batch, -1, *block, *counts)
@@ -217,17 +276,22 @@ def _bilinear_gather(x, positions):
     return result
 
 
-def DeformConv(x, w, offset, b=None, mask=None, *, dilations, group, kernel_shape, offset_group,
-               pads, strides):
+def DeformConv(
+    x, w, offset, b=None, mask=None, *, dilations, group, kernel_shape, offset_group, pads, strides
+):
     n_batch, channels = x.shape[:2]
     sizes, kernel = x.shape[2:], w.shape[2:]
     n = len(sizes)
     strides, dilations = _defaults(n, strides, dilations)
     begin, _, out = window_geometry(sizes, kernel, strides, dilations, pads)
     taps, pixels = math.prod(kernel), math.prod(out)
-    grids = np.meshgrid(*(np.arange(k) for k in kernel), *(np.arange(o) for o in out), indexing="ij")
-    base = [(grids[n + i] * strides[i] - begin[i] + grids[i] * dilations[i]).reshape(taps, pixels)
-            for i in range(n)]
+    grids = np.meshgrid(
+        *(np.arange(k) for k in kernel), *(np.arange(o) for o in out), indexing="ij"
+    )
+    base = [
+        (grids[n + i] * strides[i] - begin[i] + grids[i] * dilations[i]).reshape(taps, pixels)
+        for i in range(n)
+    ]
     shifts = offset.astype(np.float64).reshape(n_batch, offset_group, taps, n, pixels)
     positions = np.stack([base[i] + shifts[:, :, :, i] for i in range(n)])
     positions = positions.reshape(n, n_batch, offset_group, taps * pixels)
@@ -250,19 +314,20 @@ def CausalConvWithState(x, weight, bias=None, past_state=None, *, activation):
     k = weight.shape[-1]
     if past_state is None:
         past_state = np.zeros((n_batch, channels, k - 1), dtype=compute)
-    sequence = np.concatenate([past_state.astype(compute, copy=False),
-                               x.astype(compute, copy=False)], axis=2)
+    sequence = np.concatenate(
+        [past_state.astype(compute, copy=False), x.astype(compute, copy=False)], axis=2
+    )
     taps = weight.astype(compute, copy=False).reshape(channels, k)
     y = np.zeros((n_batch, channels, length), dtype=compute)
     for j in range(k):
-        y += taps[:, j:j + 1] * sequence[:, :, j:j + length]
+        y += taps[:, j : j + 1] * sequence[:, :, j : j + length]
     if bias is not None:
         y = y + bias.astype(compute, copy=False)[:, None]
     if activation in ("silu", "swish"):
         y = y * (0.5 + 0.5 * np.tanh(0.5 * y))  # y * sigmoid(y), without exp overflow
     elif activation not in ("none", "", None):
         raise ValueError(f"CausalConvWithState: unknown activation {activation!r}")
-    state = sequence[:, :, sequence.shape[2] - (k - 1):]
+    state = sequence[:, :, sequence.shape[2] - (k - 1) :]
     return y.astype(x.dtype, copy=False), state.astype(x.dtype, copy=False)
 
 

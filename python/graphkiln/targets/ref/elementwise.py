@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""numpy kernels of unary and binary math, comparisons, logic, bitwise, variadic (Sum/Max/...), Where, Clip."""
+"""numpy kernels of unary and binary math, comparisons, logic, bitwise, variadic (Sum/Max/...),
+Where, Clip."""
 
 import functools
 import math
@@ -44,6 +45,7 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 # -- unary -----------------------------------------------------------------------------------
+
 
 def Abs(x):
     return np.abs(x) if _is_int(x.dtype) or x.dtype.kind == "f" else float_math(np.abs)(x)
@@ -99,6 +101,7 @@ def BitwiseNot(x):
 
 
 # -- binary ----------------------------------------------------------------------------------
+
 
 def _arith(fn):
     """A binary kernel: integers and native floats computed as they are, other floats widened."""
@@ -228,6 +231,7 @@ GreaterOrEqual = _compare(np.greater_equal)
 
 # -- variadic --------------------------------------------------------------------------------
 
+
 def Sum(*data):
     return functools.reduce(Add, data)
 
@@ -269,12 +273,56 @@ def Clip(x, min=None, max=None):  # noqa: A002 - the ONNX input names
 
 
 _NAMES = (
-    "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin",
-    "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf",
-    "IsNaN", "IsInf", "Not", "BitwiseNot",
-    "Add", "Sub", "Mul", "Div", "Pow", "Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
-    "And", "Or", "Xor", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-    "Sum", "Mean", "Max", "Min", "Where", "Clip",
+    "Abs",
+    "Neg",
+    "Exp",
+    "Log",
+    "Sqrt",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sign",
+    "Sin",
+    "Cos",
+    "Tan",
+    "Asin",
+    "Acos",
+    "Atan",
+    "Sinh",
+    "Cosh",
+    "Asinh",
+    "Acosh",
+    "Atanh",
+    "Erf",
+    "IsNaN",
+    "IsInf",
+    "Not",
+    "BitwiseNot",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Mod",
+    "BitShift",
+    "BitwiseAnd",
+    "BitwiseOr",
+    "BitwiseXor",
+    "And",
+    "Or",
+    "Xor",
+    "Equal",
+    "Less",
+    "LessOrEqual",
+    "Greater",
+    "GreaterOrEqual",
+    "Sum",
+    "Mean",
+    "Max",
+    "Min",
+    "Where",
+    "Clip",
 )
 
 KERNELS = {name: globals()[name] for name in _NAMES}

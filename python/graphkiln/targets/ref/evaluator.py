@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 from collections import ChainMap
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -48,8 +49,9 @@ def run_graph(graph: Graph, inputs: list, kernels: dict[str, Callable], outer=No
 def _run_node(node: Node, env, kernels: dict[str, Callable]) -> None:
     fn = kernels[node.op]
     args = [None if v is None else env[v] for v in node.inputs]
-    attrs = {k: (Subgraph(v, kernels, env) if isinstance(v, Graph) else v)
-             for k, v in node.attrs.items()}
+    attrs = {
+        k: (Subgraph(v, kernels, env) if isinstance(v, Graph) else v) for k, v in node.attrs.items()
+    }
     try:
         results = as_outputs(fn(*args, **attrs))
     except GraphkilnError:
@@ -101,8 +103,9 @@ class RefExecutable(Executable):
 
     def run(self, inputs) -> list:
         outputs = run_graph(self.graph, list(inputs), self.kernels)
-        return [x.copy() if isinstance(x, np.ndarray) and not x.flags.writeable else x
-                for x in outputs]
+        return [
+            x.copy() if isinstance(x, np.ndarray) and not x.flags.writeable else x for x in outputs
+        ]
 
 
 def _freeze_constants(graph: Graph) -> None:
@@ -113,8 +116,9 @@ def _freeze_constants(graph: Graph) -> None:
             _freeze_constants(sub)
 
 
-def evaluate_node(node: Node, inputs: list, kernels: dict[str, Callable],
-                  captured: dict | None = None) -> list:
+def evaluate_node(
+    node: Node, inputs: list, kernels: dict[str, Callable], captured: dict | None = None
+) -> list:
     """Run one node on numpy arrays (constant folding uses this). `captured`: the values of
     the enclosing graph its subgraphs read (ir.graph.captured_values), Value -> data."""
     env = ChainMap({}, dict(captured)) if captured else ChainMap({})

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""numpy kernels of tensors from nothing or from shapes: Constant, ConstantOfShape, Range, EyeLike, random ops."""
+"""numpy kernels of tensors from nothing or from shapes: Constant, ConstantOfShape, Range, EyeLike,
+random ops."""
 
 import numpy as np
 

@@ -13,7 +13,9 @@ from ...ir.ops.image import resize_axes, resize_plan
 
 
 def _compute_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dtype == np.float32 or dtype.itemsize < 4 else np.dtype(np.float64)
+    return (
+        np.dtype(np.float32) if dtype == np.float32 or dtype.itemsize < 4 else np.dtype(np.float64)
+    )
 
 
 def _cast_back(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -52,7 +54,9 @@ def _source_coordinates(mode, out_len, in_len, scale, roi_start, roi_end):
         return (x + 0.5) / scale
     if mode == "tf_crop_and_resize":
         if out_len > 1:
-            return roi_start * (in_len - 1) + x * (roi_end - roi_start) * (in_len - 1) / (out_len - 1)
+            return roi_start * (in_len - 1) + x * (roi_end - roi_start) * (in_len - 1) / (
+                out_len - 1
+            )
         return np.full_like(x, 0.5 * (roi_start + roi_end) * (in_len - 1))
     raise ValueError(f"Resize: unknown coordinate_transformation_mode {mode!r}")
 
@@ -106,9 +110,22 @@ def _apply_axis(data, axis, index, weights, compute_dtype):
     return acc
 
 
-def Resize(x, roi=None, scales=None, sizes=None, *, mode, coordinate_transformation_mode,
-           nearest_mode, cubic_coeff_a, exclude_outside, extrapolation_value, antialias,
-           axes, keep_aspect_ratio_policy):
+def Resize(
+    x,
+    roi=None,
+    scales=None,
+    sizes=None,
+    *,
+    mode,
+    coordinate_transformation_mode,
+    nearest_mode,
+    cubic_coeff_a,
+    exclude_outside,
+    extrapolation_value,
+    antialias,
+    axes,
+    keep_aspect_ratio_policy,
+):
     if mode not in ("nearest", "linear", "cubic"):
         raise ValueError(f"Resize: unknown mode {mode!r}")
     if scales is not None and scales.size == 0:
@@ -134,11 +151,15 @@ def Resize(x, roi=None, scales=None, sizes=None, *, mode, coordinate_transformat
         if a not in ax or (in_len == out_len and scale[a] == 1 and not shifts):
             continue  # an identity along this axis
         if in_len == 0 or out_len == 0:
-            y = np.take(y, np.zeros(out_len, np.int64), axis=a) if in_len else \
-                np.zeros(y.shape[:a] + (out_len,) + y.shape[a + 1:], y.dtype)
+            y = (
+                np.take(y, np.zeros(out_len, np.int64), axis=a)
+                if in_len
+                else np.zeros(y.shape[:a] + (out_len,) + y.shape[a + 1 :], y.dtype)
+            )
             continue
-        coords = _source_coordinates(coord_mode, out_len, in_len, scale[a], roi_full[a],
-                                     roi_full[x.ndim + a])
+        coords = _source_coordinates(
+            coord_mode, out_len, in_len, scale[a], roi_full[a], roi_full[x.ndim + a]
+        )
         if coord_mode == "tf_crop_and_resize":
             outside = (coords < 0) | (coords > in_len - 1)
             if outside.any():
@@ -146,8 +167,9 @@ def Resize(x, roi=None, scales=None, sizes=None, *, mode, coordinate_transformat
                 shape[a] = out_len
                 outside_masks.append(outside.reshape(shape))
         if interpolate:
-            index, weights = _filter_taps(coords, in_len, scale[a], mode, cubic_coeff_a,
-                                          antialias, exclude_outside)
+            index, weights = _filter_taps(
+                coords, in_len, scale[a], mode, cubic_coeff_a, antialias, exclude_outside
+            )
         else:
             index = np.clip(_nearest_index(coords, nearest_mode), 0, in_len - 1)
             index, weights = index.astype(np.int64)[:, None], None
@@ -207,10 +229,12 @@ def GridSample(x, grid, *, mode, padding_mode, align_corners):
     g = grid.reshape(n, points, r).astype(np.float64)
     compute_dtype = _compute_dtype(x.dtype)
     flat = x.reshape(n, c, -1).astype(compute_dtype, copy=False)
-    strides = [int(np.prod(spatial[j + 1:], dtype=np.int64)) for j in range(r)]
+    strides = [int(np.prod(spatial[j + 1 :], dtype=np.int64)) for j in range(r)]
     # grid's last axis lists coordinates innermost first: grid[..., 0] indexes the last axis
-    taps = [_grid_taps(g[..., r - 1 - j], spatial[j], mode, padding_mode, align_corners)
-            for j in range(r)]
+    taps = [
+        _grid_taps(g[..., r - 1 - j], spatial[j], mode, padding_mode, align_corners)
+        for j in range(r)
+    ]
     acc = np.zeros((n, c, points), compute_dtype)
     for combo in itertools.product(*(range(t[0].shape[-1]) for t in taps)):
         flat_index = sum(taps[j][0][..., k] * strides[j] for j, k in enumerate(combo))
@@ -264,8 +288,15 @@ def _corners(boxes: np.ndarray, center_point_box: int) -> np.ndarray:
     if center_point_box:
         xc, yc, w, h = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
         return np.stack([yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2], axis=-1)
-    return np.stack([np.minimum(b[..., 0], b[..., 2]), np.minimum(b[..., 1], b[..., 3]),
-                     np.maximum(b[..., 0], b[..., 2]), np.maximum(b[..., 1], b[..., 3])], axis=-1)
+    return np.stack(
+        [
+            np.minimum(b[..., 0], b[..., 2]),
+            np.minimum(b[..., 1], b[..., 3]),
+            np.maximum(b[..., 0], b[..., 2]),
+            np.maximum(b[..., 1], b[..., 3]),
+        ],
+        axis=-1,
+    )
 
 
 def _iou_matrix(c: np.ndarray) -> np.ndarray:
@@ -279,9 +310,20 @@ def _iou_matrix(c: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
 
 
-def NonMaxSuppression(boxes, scores, max_output_boxes_per_class=None, iou_threshold=None,
-                      score_threshold=None, *, center_point_box):
-    limit = 0 if max_output_boxes_per_class is None else int(np.asarray(max_output_boxes_per_class).reshape(-1)[0])
+def NonMaxSuppression(
+    boxes,
+    scores,
+    max_output_boxes_per_class=None,
+    iou_threshold=None,
+    score_threshold=None,
+    *,
+    center_point_box,
+):
+    limit = (
+        0
+        if max_output_boxes_per_class is None
+        else int(np.asarray(max_output_boxes_per_class).reshape(-1)[0])
+    )
     iou_max = 0.0 if iou_threshold is None else float(np.asarray(iou_threshold).reshape(-1)[0])
     selected = []
     for b in range(scores.shape[0]):

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""numpy kernels of indexing: Slice, Gather*, Scatter*, OneHot, NonZero, Compress, Trilu, Unique, ReverseSequence, ...."""
+"""numpy kernels of indexing: Slice, Gather*, Scatter*, OneHot, NonZero, Compress, Trilu, Unique,
+ReverseSequence, ...."""
 
 import numpy as np
 
@@ -43,9 +44,9 @@ def GatherND(data, indices, *, batch_dims):
     depth = indices.shape[-1]
     batch = int(np.prod(data.shape[:b], dtype=np.int64))
     inner = data.reshape((batch,) + data.shape[b:])
-    points = _wrap(indices.reshape(batch, -1, depth), np.array(data.shape[b:b + depth]))
+    points = _wrap(indices.reshape(batch, -1, depth), np.array(data.shape[b : b + depth]))
     parts = [inner[i][tuple(points[i].T)] for i in range(batch)]
-    out_shape = indices.shape[:-1] + data.shape[b + depth:]
+    out_shape = indices.shape[:-1] + data.shape[b + depth :]
     if not parts:
         return np.zeros(out_shape, dtype=data.dtype)
     return np.stack(parts).reshape(out_shape)
@@ -110,8 +111,9 @@ def Trilu(x, k=None, *, upper):
 def Unique(x, *, axis, sorted):
     data = x.reshape(-1) if axis is None else x
     ax = None if axis is None else _axis(axis, x.ndim)
-    y, first, inverse, counts = np.unique(data, return_index=True, return_inverse=True,
-                                          return_counts=True, axis=ax)
+    y, first, inverse, counts = np.unique(
+        data, return_index=True, return_inverse=True, return_counts=True, axis=ax
+    )
     inverse = inverse.reshape(-1)
     if not sorted:
         # order of first occurrence: renumber the sorted groups

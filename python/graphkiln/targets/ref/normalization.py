@@ -103,8 +103,11 @@ def LRN(x, *, alpha, beta, bias, size):
     widths = [(0, 0), (before, after)] + [(0, 0)] * (x.ndim - 2)
     padded = np.pad(squares, widths)
     channels = x.shape[1]
-    square_sum = sum(padded[:, i:i + channels] for i in range(size))
-    y = x.astype(compute, copy=False) / (compute.type(bias) + compute.type(alpha / size) * square_sum) ** beta
+    square_sum = sum(padded[:, i : i + channels] for i in range(size))
+    y = (
+        x.astype(compute, copy=False)
+        / (compute.type(bias) + compute.type(alpha / size) * square_sum) ** beta
+    )
     return y.astype(x.dtype, copy=False)
 
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""numpy kernels of pooling: AveragePool, MaxPool, LpPool, Global*Pool, MaxUnpool, MaxRoiPool, RoiAlign.
+"""numpy kernels of pooling: AveragePool, MaxPool, LpPool, Global*Pool, MaxUnpool, MaxRoiPool,
+RoiAlign.
 
 Windowed pools reduce the padded input tap by tap, one strided slice per kernel tap (a loop over
 the kernel's taps, never over output pixels)."""
@@ -19,8 +20,9 @@ def _geometry(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
     n = len(kernel_shape)
     strides = tuple(strides or (1,) * n)
     dilations = tuple(dilations or (1,) * n)
-    begin, end, out = window_geometry(x.shape[2:], kernel_shape, strides, dilations, pads,
-                                      auto_pad or "NOTSET", bool(ceil_mode))
+    begin, end, out = window_geometry(
+        x.shape[2:], kernel_shape, strides, dilations, pads, auto_pad or "NOTSET", bool(ceil_mode)
+    )
     return strides, dilations, begin, end, out
 
 
@@ -38,11 +40,13 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" or dtype.kind == "V" else np.iinfo(dtype).min
 
 
-def AveragePool(x, *, auto_pad, ceil_mode, count_include_pad, dilations, kernel_shape, pads,
-                strides):
+def AveragePool(
+    x, *, auto_pad, ceil_mode, count_include_pad, dilations, kernel_shape, pads, strides
+):
     compute = compute_dtype(x.dtype)
-    strides, dilations, begin, end, out = _geometry(x, kernel_shape, strides, dilations, pads,
-                                                    auto_pad, ceil_mode)
+    strides, dilations, begin, end, out = _geometry(
+        x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode
+    )
     xp = pad_spatial(x.astype(compute, copy=False), begin, end)
     total = _fold(xp, kernel_shape, strides, dilations, out, np.add)
     # The divisor per window: how many of its taps fall on counted cells (the input, plus the
@@ -63,8 +67,9 @@ def AveragePool(x, *, auto_pad, ceil_mode, count_include_pad, dilations, kernel_
 
 
 def MaxPool(x, *, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides):
-    strides, dilations, begin, end, out = _geometry(x, kernel_shape, strides, dilations, pads,
-                                                    auto_pad, ceil_mode)
+    strides, dilations, begin, end, out = _geometry(
+        x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode
+    )
     xp = pad_spatial(x, begin, end, _lowest(x.dtype))
     y = _fold(xp, kernel_shape, strides, dilations, out, np.maximum)
     return y, _max_indices(x, xp, y, kernel_shape, strides, dilations, begin, out, storage_order)
@@ -96,8 +101,9 @@ def _max_indices(x, xp, y, kernel, strides, dilations, begin, out, storage_order
 
 def LpPool(x, *, auto_pad, ceil_mode, dilations, kernel_shape, p, pads, strides):
     compute = compute_dtype(x.dtype)
-    strides, dilations, begin, end, out = _geometry(x, kernel_shape, strides, dilations, pads,
-                                                    auto_pad, ceil_mode)
+    strides, dilations, begin, end, out = _geometry(
+        x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode
+    )
     powered = np.abs(x.astype(compute, copy=False)) ** p
     total = _fold(pad_spatial(powered, begin, end), kernel_shape, strides, dilations, out, np.add)
     return (total ** (1.0 / p)).astype(x.dtype, copy=False)
@@ -128,8 +134,10 @@ def MaxUnpool(x, indices, output_shape=None, *, kernel_shape, pads, strides):
     # output_shape of other sizes keeps each value at the same coordinates.
     strides = tuple(strides or (1,) * n)
     pads = tuple(pads or (0,) * (2 * n))
-    source = x.shape[:2] + tuple((x.shape[2 + i] - 1) * strides[i] + kernel_shape[i]
-                                 - pads[i] - pads[i + n] for i in range(n))
+    source = x.shape[:2] + tuple(
+        (x.shape[2 + i] - 1) * strides[i] + kernel_shape[i] - pads[i] - pads[i + n]
+        for i in range(n)
+    )
     if output_shape is None:
         shape = source
     else:
@@ -180,8 +188,18 @@ def _bilinear_axis(coords, size):
     return low, high, 1.0 - frac, frac, inside
 
 
-def RoiAlign(x, rois, batch_indices, *, coordinate_transformation_mode, mode, output_height,
-             output_width, sampling_ratio, spatial_scale):
+def RoiAlign(
+    x,
+    rois,
+    batch_indices,
+    *,
+    coordinate_transformation_mode,
+    mode,
+    output_height,
+    output_width,
+    sampling_ratio,
+    spatial_scale,
+):
     compute = np.float64
     n_rois, channels = rois.shape[0], x.shape[1]
     height, width = x.shape[2:]
@@ -197,8 +215,16 @@ def RoiAlign(x, rois, batch_indices, *, coordinate_transformation_mode, mode, ou
         bin_h, bin_w = roi_h / output_height, roi_w / output_width
         grid_h = sampling_ratio if sampling_ratio > 0 else max(1, math.ceil(roi_h / output_height))
         grid_w = sampling_ratio if sampling_ratio > 0 else max(1, math.ceil(roi_w / output_width))
-        ys = y1 + np.arange(output_height)[:, None] * bin_h + (np.arange(grid_h) + 0.5) * bin_h / grid_h
-        xs = x1 + np.arange(output_width)[:, None] * bin_w + (np.arange(grid_w) + 0.5) * bin_w / grid_w
+        ys = (
+            y1
+            + np.arange(output_height)[:, None] * bin_h
+            + (np.arange(grid_h) + 0.5) * bin_h / grid_h
+        )
+        xs = (
+            x1
+            + np.arange(output_width)[:, None] * bin_w
+            + (np.arange(grid_w) + 0.5) * bin_w / grid_w
+        )
         y_lo, y_hi, wy_lo, wy_hi, y_in = _bilinear_axis(ys, height)  # (out_h, grid_h)
         x_lo, x_hi, wx_lo, wx_hi, x_in = _bilinear_axis(xs, width)  # (out_w, grid_w)
         inside = y_in[:, :, None, None] & x_in[None, None]

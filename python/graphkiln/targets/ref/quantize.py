@@ -42,8 +42,12 @@ def is_integer(dtype) -> bool:
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
         return True
-    return dtype in (np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4),
-                     np.dtype(ml_dtypes.int2), np.dtype(ml_dtypes.uint2))
+    return dtype in (
+        np.dtype(ml_dtypes.int4),
+        np.dtype(ml_dtypes.uint4),
+        np.dtype(ml_dtypes.int2),
+        np.dtype(ml_dtypes.uint2),
+    )
 
 
 def to_quantized(values, zero_point, dtype, saturate: bool = True):
@@ -81,8 +85,9 @@ def _division_dtype(x, scale, precision):
     return np.dtype(np.float32), np.float32
 
 
-def QuantizeLinear(x, y_scale, y_zero_point=None, *, axis, saturate, block_size, output_dtype,
-                   precision):
+def QuantizeLinear(
+    x, y_scale, y_zero_point=None, *, axis, saturate, block_size, output_dtype, precision
+):
     if y_zero_point is not None:
         target = y_zero_point.dtype
     else:
@@ -90,8 +95,9 @@ def QuantizeLinear(x, y_scale, y_zero_point=None, *, axis, saturate, block_size,
     scale = _crop_blocks(expand_param(y_scale, x.ndim, axis, block_size), x.shape, axis, block_size)
     zero = None
     if y_zero_point is not None:
-        zero = _crop_blocks(expand_param(y_zero_point, x.ndim, axis, block_size), x.shape, axis,
-                            block_size)
+        zero = _crop_blocks(
+            expand_param(y_zero_point, x.ndim, axis, block_size), x.shape, axis, block_size
+        )
     rounded_to, compute = _division_dtype(x, y_scale, precision)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         quotient = (x.astype(compute) / scale.astype(compute)).astype(rounded_to)
@@ -103,14 +109,16 @@ def DequantizeLinear(x, x_scale, x_zero_point=None, *, axis, block_size, output_
     # float64 holds (x - zero) * scale exactly for 8/16-bit x, so the final cast rounds once
     values = x.astype(np.float64)
     if x_zero_point is not None:
-        zero = _crop_blocks(expand_param(x_zero_point, x.ndim, axis, block_size), x.shape, axis,
-                            block_size)
+        zero = _crop_blocks(
+            expand_param(x_zero_point, x.ndim, axis, block_size), x.shape, axis, block_size
+        )
         values = values - zero.astype(np.float64)
     result = values * scale.astype(np.float64)
     if output_dtype is not None:
         return result.astype(output_dtype.numpy)
-    return result.astype(x_scale.dtype if x_scale.dtype.kind == "f" or x_scale.dtype in _HALF
-                         else np.float32)
+    return result.astype(
+        x_scale.dtype if x_scale.dtype.kind == "f" or x_scale.dtype in _HALF else np.float32
+    )
 
 
 def DynamicQuantizeLinear(x):

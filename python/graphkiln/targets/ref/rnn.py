@@ -40,11 +40,23 @@ def _activations(names, alphas, betas, defaults, num_dirs):
             beta = betas.pop(0)
         funcs.append(lambda x, fn=fn, a=alpha, b=beta: fn(x, a, b))
     per_dir = len(defaults)
-    return [funcs[d * per_dir:(d + 1) * per_dir] for d in range(num_dirs)]
+    return [funcs[d * per_dir : (d + 1) * per_dir] for d in range(num_dirs)]
 
 
-def _run(cell, x, states, sequence_lens, layout, direction, params, act_names, alphas, betas,
-         defaults, clip):
+def _run(
+    cell,
+    x,
+    states,
+    sequence_lens,
+    layout,
+    direction,
+    params,
+    act_names,
+    alphas,
+    betas,
+    defaults,
+    clip,
+):
     """Shared driver: `cell(x_t, states, params_of_dir, acts, clip) -> new states`; the
     first state is the hidden state that forms Y. Returns (Y, final states...)."""
     out_dtype = x.dtype
@@ -55,8 +67,11 @@ def _run(cell, x, states, sequence_lens, layout, direction, params, act_names, a
     seq_len, batch = x.shape[0], x.shape[1]
     num_dirs = 2 if direction == "bidirectional" else 1
     acts = _activations(act_names, alphas, betas, defaults, num_dirs)
-    lens = (np.full(batch, seq_len, np.int64) if sequence_lens is None
-            else np.asarray(sequence_lens).astype(np.int64))
+    lens = (
+        np.full(batch, seq_len, np.int64)
+        if sequence_lens is None
+        else np.asarray(sequence_lens).astype(np.int64)
+    )
     hidden = states[0].shape[-1]
     y = np.zeros((seq_len, num_dirs, batch, hidden), work)
     finals = [np.empty_like(s) for s in states]
@@ -98,13 +113,26 @@ def _setup(x, w, r, b, gates, layout):
     batch = x.shape[0] if layout == 1 else x.shape[1]
     if b is None:
         b = np.zeros((num_dirs, 2 * gates * hidden), x.dtype)
-    bias = b[:, : gates * hidden] + b[:, gates * hidden:].astype(np.float64)
+    bias = b[:, : gates * hidden] + b[:, gates * hidden :].astype(np.float64)
     return num_dirs, hidden, batch, b, bias
 
 
-def RNN(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None,
-        activation_beta=None, activations=None, clip=None, direction="forward",
-        hidden_size=None, layout=0):
+def RNN(
+    x,
+    w,
+    r,
+    b=None,
+    sequence_lens=None,
+    initial_h=None,
+    *,
+    activation_alpha=None,
+    activation_beta=None,
+    activations=None,
+    clip=None,
+    direction="forward",
+    hidden_size=None,
+    layout=0,
+):
     num_dirs, hidden, batch, _, bias = _setup(x, w, r, b, 1, layout)
     h0 = _initial(initial_h, num_dirs, batch, hidden, layout, x.dtype)
 
@@ -112,16 +140,42 @@ def RNN(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha
         wd, rd, bd = p
         return [acts[0](_clip(x_t @ wd.T + states[0] @ rd.T + bd, clip))]
 
-    return _run(cell, x, [h0], sequence_lens, layout, direction, [w, r, bias],
-                activations, activation_alpha, activation_beta, ["Tanh"], clip)
+    return _run(
+        cell,
+        x,
+        [h0],
+        sequence_lens,
+        layout,
+        direction,
+        [w, r, bias],
+        activations,
+        activation_alpha,
+        activation_beta,
+        ["Tanh"],
+        clip,
+    )
 
 
-def GRU(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha=None,
-        activation_beta=None, activations=None, clip=None, direction="forward",
-        hidden_size=None, layout=0, linear_before_reset=0):
+def GRU(
+    x,
+    w,
+    r,
+    b=None,
+    sequence_lens=None,
+    initial_h=None,
+    *,
+    activation_alpha=None,
+    activation_beta=None,
+    activations=None,
+    clip=None,
+    direction="forward",
+    hidden_size=None,
+    layout=0,
+    linear_before_reset=0,
+):
     num_dirs, hidden, batch, b, _ = _setup(x, w, r, b, 3, layout)
     h0 = _initial(initial_h, num_dirs, batch, hidden, layout, x.dtype)
-    wb, rb = b[:, : 3 * hidden], b[:, 3 * hidden:]
+    wb, rb = b[:, : 3 * hidden], b[:, 3 * hidden :]
     H = hidden
 
     def cell(x_t, states, p, acts, clip):
@@ -131,21 +185,49 @@ def GRU(x, w, r, b=None, sequence_lens=None, initial_h=None, *, activation_alpha
         xw = x_t @ wd.T + wbd  # gate order z, r, h
         hr = h_prev @ rd[: 2 * H].T + rbd[: 2 * H]
         z = f(_clip(xw[:, :H] + hr[:, :H], clip))
-        reset = f(_clip(xw[:, H:2 * H] + hr[:, H:], clip))
+        reset = f(_clip(xw[:, H : 2 * H] + hr[:, H:], clip))
         if linear_before_reset:
-            cand = xw[:, 2 * H:] + reset * (h_prev @ rd[2 * H:].T + rbd[2 * H:])
+            cand = xw[:, 2 * H :] + reset * (h_prev @ rd[2 * H :].T + rbd[2 * H :])
         else:
-            cand = xw[:, 2 * H:] + (reset * h_prev) @ rd[2 * H:].T + rbd[2 * H:]
+            cand = xw[:, 2 * H :] + (reset * h_prev) @ rd[2 * H :].T + rbd[2 * H :]
         h_new = g(_clip(cand, clip))
         return [(1 - z) * h_new + z * h_prev]
 
-    return _run(cell, x, [h0], sequence_lens, layout, direction, [w, r, wb, rb],
-                activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh"], clip)
+    return _run(
+        cell,
+        x,
+        [h0],
+        sequence_lens,
+        layout,
+        direction,
+        [w, r, wb, rb],
+        activations,
+        activation_alpha,
+        activation_beta,
+        ["Sigmoid", "Tanh"],
+        clip,
+    )
 
 
-def LSTM(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=None, *,
-         activation_alpha=None, activation_beta=None, activations=None, clip=None,
-         direction="forward", hidden_size=None, layout=0, input_forget=0):
+def LSTM(
+    x,
+    w,
+    r,
+    b=None,
+    sequence_lens=None,
+    initial_h=None,
+    initial_c=None,
+    p=None,
+    *,
+    activation_alpha=None,
+    activation_beta=None,
+    activations=None,
+    clip=None,
+    direction="forward",
+    hidden_size=None,
+    layout=0,
+    input_forget=0,
+):
     num_dirs, hidden, batch, _, bias = _setup(x, w, r, b, 4, layout)
     h0 = _initial(initial_h, num_dirs, batch, hidden, layout, x.dtype)
     c0 = _initial(initial_c, num_dirs, batch, hidden, layout, x.dtype)
@@ -162,14 +244,25 @@ def LSTM(x, w, r, b=None, sequence_lens=None, initial_h=None, initial_c=None, p=
         if input_forget:
             forget = 1 - i  # coupled input and forget gates
         else:
-            forget = f(_clip(gates[:, 2 * H:3 * H] + pd[2 * H:] * c_prev, clip))
-        c_new = forget * c_prev + i * g(_clip(gates[:, 3 * H:], clip))
-        o = f(_clip(gates[:, H:2 * H] + pd[H:2 * H] * c_new, clip))
+            forget = f(_clip(gates[:, 2 * H : 3 * H] + pd[2 * H :] * c_prev, clip))
+        c_new = forget * c_prev + i * g(_clip(gates[:, 3 * H :], clip))
+        o = f(_clip(gates[:, H : 2 * H] + pd[H : 2 * H] * c_new, clip))
         return [o * h(c_new), c_new]
 
-    return _run(cell, x, [h0, c0], sequence_lens, layout, direction, [w, r, bias, p],
-                activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh", "Tanh"],
-                clip)
+    return _run(
+        cell,
+        x,
+        [h0, c0],
+        sequence_lens,
+        layout,
+        direction,
+        [w, r, bias, p],
+        activations,
+        activation_alpha,
+        activation_beta,
+        ["Sigmoid", "Tanh", "Tanh"],
+        clip,
+    )
 
 
 KERNELS = {

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""numpy kernels of sequence and optional values: Sequence*, SplitToSequence, ConcatFromSequence, Optional*.
+"""numpy kernels of sequence and optional values: Sequence*, SplitToSequence, ConcatFromSequence,
+Optional*.
 
 A sequence is a Python list of arrays and an empty optional is None. A kernel returning a
 sequence returns it inside a 1-tuple, since a bare list would read as several outputs; kernels
@@ -54,8 +55,10 @@ def SplitToSequence(x, split=None, *, axis, keepdims):
     axis = axis % x.ndim
     length = x.shape[axis]
     if split is None:
-        parts = [np.take(x, [i], axis=axis) if keepdims else np.take(x, i, axis=axis)
-                 for i in range(length)]
+        parts = [
+            np.take(x, [i], axis=axis) if keepdims else np.take(x, i, axis=axis)
+            for i in range(length)
+        ]
         return (parts,)
     split = np.asarray(split).astype(np.int64)
     if split.ndim == 0:

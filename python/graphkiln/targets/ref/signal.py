@@ -101,8 +101,9 @@ def _mel_to_hertz(m):
     return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
 
 
-def MelWeightMatrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz,
-                    *, output_datatype):
+def MelWeightMatrix(
+    num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, *, output_datatype
+):
     bands, n_fft, rate = _scalar(num_mel_bins), _scalar(dft_length), _scalar(sample_rate)
     spectrum_bins = n_fft // 2 + 1
     low = _hertz_to_mel(float(np.asarray(lower_edge_hertz).reshape(-1)[0]))

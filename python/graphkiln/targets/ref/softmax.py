@@ -78,8 +78,9 @@ def NegativeLogLikelihoodLoss(input, target, weight=None, *, ignore_index, reduc
 
 def SoftmaxCrossEntropyLoss(scores, labels, weights=None, *, ignore_index, reduction):
     log_prob = log_softmax(scores, 1)
-    loss = NegativeLogLikelihoodLoss(log_prob, labels, weights, ignore_index=ignore_index,
-                                     reduction=reduction)
+    loss = NegativeLogLikelihoodLoss(
+        log_prob, labels, weights, ignore_index=ignore_index, reduction=reduction
+    )
     return loss, log_prob
 
 

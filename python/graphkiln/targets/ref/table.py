@@ -7,8 +7,9 @@ from importlib import import_module
 
 from ...ir.ops import COMPILER_FAMILIES, MODEL_FAMILIES
 
-FAMILIES = tuple(import_module(f".{name}", __package__)
-                 for name in MODEL_FAMILIES + COMPILER_FAMILIES)
+FAMILIES = tuple(
+    import_module(f".{name}", __package__) for name in MODEL_FAMILIES + COMPILER_FAMILIES
+)
 
 
 def build_kernels() -> dict:

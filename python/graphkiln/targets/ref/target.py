@@ -17,10 +17,12 @@ from .table import KERNELS
 
 class RefTarget(Target):
     name = "ref"
-    options = {"optimize": "run the full optimization pipeline first (default False)",
-               "shapes": "a list of {input name: shape}, as for cpu and gpu, e.g. [{'x': [1, "
-                         "3, 224, 224]}]: checked against the inputs (rank, static dims, "
-                         "symbols); ref has no plans, so nothing is built ahead or saved"}
+    options = {
+        "optimize": "run the full optimization pipeline first (default False)",
+        "shapes": "a list of {input name: shape}, as for cpu and gpu, e.g. [{'x': [1, "
+        "3, 224, 224]}]: checked against the inputs (rank, static dims, "
+        "symbols); ref has no plans, so nothing is built ahead or saved",
+    }
 
     def passes(self, options: dict) -> list:
         from ...passes.pipelines import pipeline
@@ -28,7 +30,7 @@ class RefTarget(Target):
         return pipeline("full") if options.get("optimize") else []
 
     def compile(self, graph: Graph, options: dict) -> RefExecutable:
-        ahead_shapes(options, list(graph.inputs))   # checked only: no plans to build
+        ahead_shapes(options, list(graph.inputs))  # checked only: no plans to build
         check_kernels(graph, KERNELS, self.name)
         return RefExecutable(graph, KERNELS)
 

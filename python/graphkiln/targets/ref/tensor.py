@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""numpy kernels of shape and layout: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Expand, Tile, Pad, Shape, Size, ..."""
+"""numpy kernels of shape and layout: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
+Concat, Split, Expand, Tile, Pad, Shape, Size, ..."""
 
 import numpy as np
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""numpy kernels of string ops: StringNormalizer, StringSplit, StringConcat, RegexFullMatch, TfIdfVectorizer."""
+"""numpy kernels of string ops: StringNormalizer, StringSplit, StringConcat, RegexFullMatch,
+TfIdfVectorizer."""
 
 import operator
 import re
@@ -24,8 +25,9 @@ def StringNormalizer(x, *, case_change_action, is_case_sensitive, locale, stopwo
         kept = [s for s in x.reshape(-1) if s.lower() not in stop]
     change = {"LOWER": str.lower, "UPPER": str.upper, "NONE": None}.get(case_change_action, ...)
     if change is ...:
-        raise ValueError(f"case_change_action must be LOWER, UPPER or NONE, "
-                         f"got {case_change_action!r}")
+        raise ValueError(
+            f"case_change_action must be LOWER, UPPER or NONE, got {case_change_action!r}"
+        )
     if change is not None:
         kept = [change(s) for s in kept]
     if not kept:  # all dropped: one empty string, as the spec asks
@@ -43,7 +45,7 @@ def StringSplit(x, *, delimiter, maxsplit):
     width = max((len(p) for p in pieces), default=0)
     substrings = np.full((len(pieces), width), "", dtype=object)
     for row, parts in enumerate(pieces):
-        substrings[row, :len(parts)] = parts
+        substrings[row, : len(parts)] = parts
     counts = np.array([len(p) for p in pieces], dtype=np.int64)
     return substrings.reshape(x.shape + (width,)), counts.reshape(x.shape)
 
@@ -73,12 +75,23 @@ def _pool_ngrams(ngram_counts, pool: list) -> dict:
     for k in range(len(ngram_counts)):
         n = k + 1
         for at in range(starts[k], starts[k + 1], n):
-            ngrams[tuple(pool[at:at + n])] = len(ngrams)
+            ngrams[tuple(pool[at : at + n])] = len(ngrams)
     return ngrams
 
 
-def TfIdfVectorizer(x, *, max_gram_length, max_skip_count, min_gram_length, mode, ngram_counts,
-                    ngram_indexes, pool_int64s, pool_strings, weights):
+def TfIdfVectorizer(
+    x,
+    *,
+    max_gram_length,
+    max_skip_count,
+    min_gram_length,
+    mode,
+    ngram_counts,
+    ngram_indexes,
+    pool_int64s,
+    pool_strings,
+    weights,
+):
     if (pool_int64s is None) == (pool_strings is None):
         raise ValueError("TfIdfVectorizer needs exactly one of pool_int64s and pool_strings")
     if mode not in ("TF", "IDF", "TFIDF"):
@@ -96,7 +109,7 @@ def TfIdfVectorizer(x, *, max_gram_length, max_skip_count, min_gram_length, mode
             for skip in range(max_skip_count + 1 if n > 1 else 1):
                 step = skip + 1
                 for start in range(len(tokens) - (n - 1) * step):
-                    gram_id = ngrams.get(tuple(tokens[start:start + (n - 1) * step + 1:step]))
+                    gram_id = ngrams.get(tuple(tokens[start : start + (n - 1) * step + 1 : step]))
                     if gram_id is not None:
                         counts[r, gram_id] += 1
     if mode == "IDF":
@@ -104,7 +117,7 @@ def TfIdfVectorizer(x, *, max_gram_length, max_skip_count, min_gram_length, mode
     if mode != "TF" and weights is not None:
         counts = counts * np.asarray(weights, dtype=np.float64)
     y = np.zeros((rows.shape[0], width), dtype=np.float32)
-    for gram_id, column in enumerate(ngram_indexes[:len(ngrams)]):
+    for gram_id, column in enumerate(ngram_indexes[: len(ngrams)]):
         y[:, column] += counts[:, gram_id]
     return y.reshape(width) if x.ndim <= 1 else y.reshape(x.shape[:-1] + (width,))
 
