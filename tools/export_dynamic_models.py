@@ -8,10 +8,13 @@ Two steps, in two environments (the product never imports torch or onnxruntime):
     PYTHONPATH=/tmp/ortsite python tools/export_dynamic_models.py record   # onnxruntime
 
 `export` writes NAME.onnx (torch.onnx.export, the TorchScript exporter at opset 17: the
-Shape -> Gather -> Concat -> Reshape chains real exports carry) and NAME.npz with seeded
-inputs at 2-3 shapes (`input:<shape#>:<name>`); `record` adds onnxruntime's outputs for
-them (`output:<shape#>:<name>`, graph optimizations off). Models (seeded weights, a few
-hundred KB at most):
+Shape -> Gather -> Concat -> Reshape chains real exports carry; if_gate is torch.jit.script-ed
+first, so its data-dependent branch becomes an If) and NAME.npz with seeded inputs at 2-3
+shapes (`input:<case#>:<name>`; seeds from the model's place in SHAPES, so exporting a subset
+gives the same files); `record` adds onnxruntime's outputs for them (`output:<case#>:<name>`,
+graph optimizations off) and, for the streaming models (STREAM_STATE), first overwrites each
+call's state inputs with the state outputs onnxruntime returned for the call before. Models
+(seeded weights, well under 1 MB each):
 
 - swin: patch embedding, window partition / reverse (reshape + permute), a shifted block
   (torch.roll) with its attention mask, relative position bias read from a table; fixed
@@ -22,6 +25,26 @@ hundred KB at most):
   dynamic batch, height and width.
 - encoder: token and position embeddings (positions from arange(sequence)), two
   pre-norm transformer layers; dynamic batch and sequence.
+- crnn: a CRNN text-line recognizer over [N, 1, 32, W]: conv / batchnorm / relu / pool down
+  to height 1 (squeezed), a 2-layer bidirectional LSTM (hidden 48) over the W/4 steps, a
+  linear classifier and log_softmax per step ([T, N, 20], CTC-style); dynamic batch, width.
+- if_gate: a conv stem, then `If mean(x**2) > 1.0` (an If in the main graph) picks a "loud"
+  sub-network (strided conv, relu, conv, tanh, + 1) or a "quiet" one (1x1 conv, sigmoid,
+  average pool, conv, * 2), a pooled classifier; dynamic batch. Inputs scaled to energies
+  far on either side of the threshold; batches 1 and 2 are recorded on both branches.
+- vad_stream: a Silero-style voice activity detector, one 512-sample chunk per call: reflect
+  pad, a Hann-windowed DFT as a fixed Conv1d, log magnitude, a conv encoder, a 2-layer LSTM
+  (hidden 64) whose state h / c [2, 1, 64] is an input and an output, sigmoid, mean over
+  frames ([1, 1]). Four consecutive calls of one stream (noise, then voiced harmonics), the
+  first from a zero state.
+- einsum_attn: a MaxViT-style block after a patch-embedding conv (32x32 -> 8x8): MBConv
+  (expand, depthwise, squeeze-excite, project), block attention over 4x4 windows and grid
+  attention over a 4x4 grid, both multi-head attention written with torch.einsum
+  (bhid,bhjd->bhij, softmax, bhij,bhjd->bhid), each with an MLP; dynamic batch.
+- instnorm_feat: wav2vec2's conv feature encoder over raw audio [N, 1, T]: conv (kernel 10,
+  stride 5), GroupNorm with a group per channel (exported as InstanceNormalization between
+  Reshapes, then the affine Mul / Add), GELU, four more strided convs with GELU, then the
+  feature projection (LayerNorm, Linear); dynamic batch and samples.
 """
 
 from __future__ import annotations
@@ -35,14 +58,30 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DIR = os.path.join(HERE, "..", "tests", "models", "dynamic")
 
+VAD_CHUNK = 512
+VAD_STATE = (2, 1, 64)  # (layers, batch, hidden) of the 2-layer LSTM
 # name -> list of {input name: shape} (the shapes recorded), first one used for export
 SHAPES = {
     "swin": [{"x": (1, 3, 32, 32)}, {"x": (3, 3, 32, 32)}],
     "segment": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 48, 40)}, {"x": (1, 3, 24, 56)}],
     "cnn": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 40, 48)}, {"x": (3, 3, 24, 24)}],
     "encoder": [{"ids": (1, 8)}, {"ids": (2, 13)}, {"ids": (3, 32)}],
+    "crnn": [{"image": (1, 1, 32, 64)}, {"image": (2, 1, 32, 100)}, {"image": (3, 1, 32, 40)}],
+    # batch 1 and 2 each take both branches (one plan per shape must serve either)
+    "if_gate": [{"x": (b, 3, 24, 24)} for b in (1, 2, 3, 2, 1)],
+    # one stream: call k+1 gets the state call k returned (`record` chains them)
+    "vad_stream": [{"audio": (1, VAD_CHUNK), "h": VAD_STATE, "c": VAD_STATE}] * 4,
+    "einsum_attn": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 32, 32)}, {"x": (4, 3, 32, 32)}],
+    "instnorm_feat": [{"audio": (1, 1, 1600)}, {"audio": (2, 1, 2000)}, {"audio": (3, 1, 1203)}],
 }
 VOCAB = 50
+# if_gate: the "loud" branch runs when mean(x**2) > IF_GATE_THRESHOLD; the recorded inputs
+# are standard normal times these gains (energies about 4, 0.25, 2.6, 3.2, 0.36: loud, quiet,
+# loud, loud, quiet, all far from the threshold)
+IF_GATE_THRESHOLD = 1.0
+IF_GATE_GAINS = [2.0, 0.5, 1.6, 1.8, 0.6]
+# streaming models: {state input: the output that feeds it on the next call}
+STREAM_STATE = {"vad_stream": {"h": "h_out", "c": "c_out"}}
 
 
 def build(name: str):
@@ -209,6 +248,193 @@ def build(name: str):
             x = self.tokens(ids) + self.positions(positions)[None]
             return self.norm(self.layers(x))
 
+    class Crnn(nn.Module):
+        """Text-line recognizer: conv stack to height 1, 2-layer BiLSTM over width, CTC logits."""
+
+        def __init__(self, classes=20, hidden=48):
+            super().__init__()
+
+            def block(cin, cout, pool):
+                return [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU()] + (
+                    [nn.MaxPool2d(pool)] if pool else []
+                )
+
+            self.features = nn.Sequential(
+                *block(1, 16, 2),  # 16 x W/2
+                *block(16, 32, 2),  # 8 x W/4
+                *block(32, 48, None),
+                *block(48, 48, (2, 1)),  # 4 x W/4
+                nn.Conv2d(48, 64, (4, 1)),  # 1 x W/4
+                nn.BatchNorm2d(64),
+                nn.ReLU(),
+            )
+            self.rnn = nn.LSTM(64, hidden, num_layers=2, bidirectional=True)
+            self.fc = nn.Linear(2 * hidden, classes)
+
+        def forward(self, image):
+            f = self.features(image).squeeze(2).permute(2, 0, 1)  # [T, N, C]
+            y, _ = self.rnn(f)
+            return self.fc(y).log_softmax(-1)  # [T, N, classes]
+
+    class IfGate(nn.Module):
+        """Scripted: the input's energy picks one of two sub-networks (an If in the main graph)."""
+
+        def __init__(self, classes=10):
+            super().__init__()
+            self.threshold = IF_GATE_THRESHOLD
+            self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU())
+            self.loud = nn.Sequential(
+                nn.Conv2d(16, 32, 3, stride=2, padding=1),
+                nn.ReLU(),
+                nn.Conv2d(32, 32, 3, padding=1),
+                nn.Tanh(),
+            )
+            self.quiet = nn.Sequential(
+                nn.Conv2d(16, 32, 1), nn.Sigmoid(), nn.AvgPool2d(2), nn.Conv2d(32, 32, 3, padding=1)
+            )
+            self.fc = nn.Linear(32, classes)
+
+        def forward(self, x):
+            h = self.stem(x)
+            if bool((x * x).mean() > self.threshold):
+                y = self.loud(h) + 1.0
+            else:
+                y = self.quiet(h) * 2.0
+            return self.fc(y.mean([2, 3]))
+
+    class VadStream(nn.Module):
+        """Streaming VAD (Silero-like): reflect pad, a Hann-windowed DFT as a fixed Conv1d, log
+        magnitude, a conv encoder, a 2-layer LSTM whose state goes in and out, a sigmoid."""
+
+        def __init__(self, window=128, hop=64):
+            super().__init__()
+            self.pad = window // 2 - hop // 2
+            bins = window // 2 + 1
+            t = torch.arange(window, dtype=torch.float64)
+            f = torch.arange(bins, dtype=torch.float64)[:, None]
+            hann = 0.5 - 0.5 * torch.cos(2 * torch.pi * t / window)
+            basis = torch.cat(
+                [
+                    torch.cos(2 * torch.pi * f * t / window),
+                    -torch.sin(2 * torch.pi * f * t / window),
+                ]
+            )
+            self.register_buffer("basis", (basis * hann).float()[:, None, :])  # [2*bins, 1, window]
+            self.hop, self.bins = hop, bins
+            self.encoder = nn.Sequential(
+                nn.Conv1d(bins, 64, 3, padding=1),
+                nn.ReLU(),
+                nn.Conv1d(64, 64, 3, stride=2, padding=1),
+                nn.ReLU(),
+            )
+            self.rnn = nn.LSTM(64, VAD_STATE[2], num_layers=VAD_STATE[0], batch_first=True)
+            self.out = nn.Linear(VAD_STATE[2], 1)
+
+        def forward(self, audio, h, c):
+            x = F.pad(audio.unsqueeze(1), (self.pad, self.pad), mode="reflect")
+            spec = F.conv1d(x, self.basis, stride=self.hop)
+            re, im = spec[:, : self.bins], spec[:, self.bins :]
+            mag = torch.log(torch.sqrt(re * re + im * im) + 1e-3)
+            y, (h, c) = self.rnn(self.encoder(mag).transpose(1, 2), (h, c))
+            return torch.sigmoid(self.out(y)).mean(1), h, c  # [1, 1]
+
+    class EinsumAttention(nn.Module):
+        def __init__(self, dim, heads):
+            super().__init__()
+            self.heads, self.scale = heads, (dim // heads) ** -0.5
+            self.norm = nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+
+        def forward(self, x):  # [B, N, C] -> residual
+            b, n, c = x.shape
+            qkv = self.qkv(self.norm(x)).view(b, n, 3, self.heads, c // self.heads)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)
+            attn = torch.einsum("bhid,bhjd->bhij", q * self.scale, k).softmax(-1)
+            out = torch.einsum("bhij,bhjd->bhid", attn, v)
+            return x + self.proj(out.transpose(1, 2).reshape(b, n, c))
+
+    class MaxVitBlock(nn.Module):
+        """MBConv (expand, depthwise, squeeze-excite, project), block attention over p x p
+        windows, grid attention over a g x g grid; each attention followed by an MLP."""
+
+        def __init__(self, dim, heads, part):
+            super().__init__()
+            self.part = part
+            self.mbconv = nn.Sequential(
+                nn.Conv2d(dim, 2 * dim, 1),
+                nn.BatchNorm2d(2 * dim),
+                nn.GELU(),
+                nn.Conv2d(2 * dim, 2 * dim, 3, padding=1, groups=2 * dim),
+                nn.BatchNorm2d(2 * dim),
+                nn.GELU(),
+            )
+            self.se = nn.Sequential(
+                nn.AdaptiveAvgPool2d(1),
+                nn.Conv2d(2 * dim, dim // 4, 1),
+                nn.SiLU(),
+                nn.Conv2d(dim // 4, 2 * dim, 1),
+                nn.Sigmoid(),
+            )
+            self.project = nn.Conv2d(2 * dim, dim, 1)
+            self.block_attn, self.grid_attn = (
+                EinsumAttention(dim, heads),
+                EinsumAttention(dim, heads),
+            )
+            self.mlps = nn.ModuleList(
+                nn.Sequential(
+                    nn.LayerNorm(dim), nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim)
+                )
+                for _ in range(2)
+            )
+
+        def forward(self, x):  # [B, C, H, W]
+            y = self.mbconv(x)
+            x = x + self.project(y * self.se(y))
+            b, c, h, w = x.shape
+            p = self.part
+            # block: windows of p x p neighbours
+            t = x.view(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1).reshape(-1, p * p, c)
+            t = self.block_attn(t)
+            t = t + self.mlps[0](t)
+            x = t.view(b, h // p, w // p, p, p, c).permute(0, 5, 1, 3, 2, 4).reshape(b, c, h, w)
+            # grid: p x p tokens strided by h/p, w/p across the whole image
+            t = x.view(b, c, p, h // p, p, w // p).permute(0, 3, 5, 2, 4, 1).reshape(-1, p * p, c)
+            t = self.grid_attn(t)
+            t = t + self.mlps[1](t)
+            return t.view(b, h // p, w // p, p, p, c).permute(0, 5, 3, 1, 4, 2).reshape(b, c, h, w)
+
+    class EinsumAttn(nn.Module):
+        def __init__(self, dim=32, heads=2, classes=10):
+            super().__init__()
+            self.embed = nn.Conv2d(3, dim, 4, stride=4)  # 32x32 -> 8x8 patches
+            self.block = MaxVitBlock(dim, heads, part=4)
+            self.norm = nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, classes)
+
+        def forward(self, x):
+            x = self.block(self.embed(x))
+            return self.head(self.norm(x.mean([2, 3])))
+
+    class FeatureExtractor(nn.Module):
+        """wav2vec2's conv feature encoder ("group" norm: GroupNorm with a group per channel
+        after the first conv), GELU, then its feature projection (LayerNorm, Linear)."""
+
+        def __init__(self, dim=64, out=48):
+            super().__init__()
+            self.conv0 = nn.Conv1d(1, dim, 10, stride=5, bias=False)
+            self.norm0 = nn.GroupNorm(dim, dim)
+            self.convs = nn.ModuleList(
+                nn.Conv1d(dim, dim, k, stride=s, bias=False) for k, s in [(3, 2)] * 3 + [(2, 2)]
+            )
+            self.proj_norm = nn.LayerNorm(dim)
+            self.proj = nn.Linear(dim, out)
+
+        def forward(self, audio):
+            x = F.gelu(self.norm0(self.conv0(audio)))
+            for conv in self.convs:
+                x = F.gelu(conv(x))
+            return self.proj(self.proj_norm(x.transpose(1, 2)))  # [N, frames, out]
+
     spatial = {0: "batch", 2: "height", 3: "width"}
     if name == "swin":
         return Swin(), ["x"], ["logits"], {"x": {0: "batch"}, "logits": {0: "batch"}}
@@ -219,34 +445,56 @@ def build(name: str):
     if name == "encoder":
         axes = {0: "batch", 1: "sequence"}
         return Encoder(), ["ids"], ["hidden"], {"ids": axes, "hidden": axes}
+    if name == "crnn":
+        axes = {"image": {0: "batch", 3: "width"}, "logits": {0: "time", 1: "batch"}}
+        return Crnn(), ["image"], ["logits"], axes
+    if name == "if_gate":
+        return IfGate(), ["x"], ["logits"], {"x": {0: "batch"}, "logits": {0: "batch"}}
+    if name == "vad_stream":
+        return VadStream(), ["audio", "h", "c"], ["prob", "h_out", "c_out"], {}
+    if name == "einsum_attn":
+        return EinsumAttn(), ["x"], ["logits"], {"x": {0: "batch"}, "logits": {0: "batch"}}
+    if name == "instnorm_feat":
+        axes = {"audio": {0: "batch", 2: "samples"}, "features": {0: "batch", 1: "frames"}}
+        return FeatureExtractor(), ["audio"], ["features"], axes
     raise ValueError(f"unknown model {name!r}: accepted are {', '.join(SHAPES)}")
 
 
-def make_inputs(name: str, shapes: dict, rng: np.random.Generator) -> dict:
+def make_inputs(name: str, shapes: dict, rng: np.random.Generator, case: int) -> dict:
     if name == "encoder":
         return {k: rng.integers(0, VOCAB, size=s).astype(np.int64) for k, s in shapes.items()}
-    return {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+    if name == "vad_stream":  # a stream from silence: noise, then voiced harmonics in noise
+        t = (case * VAD_CHUNK + np.arange(VAD_CHUNK)) / 16000.0
+        voiced = sum(np.sin(2 * np.pi * 140 * k * t + k) / k for k in range(1, 6))
+        audio = 0.01 * rng.standard_normal(VAD_CHUNK) + (0.3 * voiced if case else 0.0)
+        state = np.zeros(VAD_STATE, np.float32)  # the stream's start; later calls: `record`
+        return {"audio": audio[None].astype(np.float32), "h": state, "c": state}
+    gain = IF_GATE_GAINS[case] if name == "if_gate" else 1.0
+    return {k: (gain * rng.standard_normal(s)).astype(np.float32) for k, s in shapes.items()}
 
 
 def export(names: list[str], folder: str) -> None:
     import torch
 
-    for i, name in enumerate(names):
+    for name in names:
+        i = list(SHAPES).index(name)  # the seeds do not depend on which models are exported
         torch.manual_seed(i)
         model, inputs, outputs, axes = build(name)
-        with torch.no_grad():  # non-trivial batchnorm statistics and affine parameters
+        with torch.no_grad():  # non-trivial normalization statistics and affine parameters
             for m in model.modules():
                 if isinstance(m, torch.nn.BatchNorm2d):
                     m.running_mean.normal_(0, 0.2)
                     m.running_var.uniform_(0.5, 1.5)
                     m.weight.normal_(1, 0.2)
                     m.bias.normal_(0, 0.2)
-                elif isinstance(m, torch.nn.LayerNorm):
+                elif isinstance(m, (torch.nn.LayerNorm, torch.nn.GroupNorm)):
                     m.weight.normal_(1, 0.2)
                     m.bias.normal_(0, 0.2)
         model.eval()
+        if name == "if_gate":  # data-dependent control flow: scripted, so it exports an If
+            model = torch.jit.script(model)
         rng = np.random.default_rng(100 + i)
-        feeds = [make_inputs(name, s, rng) for s in SHAPES[name]]
+        feeds = [make_inputs(name, s, rng, j) for j, s in enumerate(SHAPES[name])]
         args = tuple(torch.from_numpy(feeds[0][k]) for k in inputs)
         path = os.path.join(folder, name + ".onnx")
         torch.onnx.export(
@@ -275,13 +523,17 @@ def record(names: list[str], folder: str) -> None:
         )
         npz = os.path.join(folder, name + ".npz")
         arrays = {k: v for k, v in np.load(npz).items() if k.startswith("input:")}
+        state = STREAM_STATE.get(name, {})
         for j in range(len(SHAPES[name])):
+            if j and state:  # the state this call gets is the state the previous call returned
+                for k, out in state.items():
+                    arrays[f"input:{j}:{k}"] = arrays[f"output:{j - 1}:{out}"]
             feed = {k.split(":", 2)[2]: v for k, v in arrays.items() if k.startswith(f"input:{j}:")}
             results = session.run(None, feed)
             for out, value in zip(session.get_outputs(), results):
                 arrays[f"output:{j}:{out.name}"] = value
         np.savez_compressed(npz, **arrays)
-        print(f"{name}: recorded {len(SHAPES[name])} shapes")
+        print(f"{name}: recorded {len(SHAPES[name])} cases")
 
 
 def main(argv=None) -> int:

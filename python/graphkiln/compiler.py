@@ -21,7 +21,7 @@ def compile_graph(graph: Graph, target: Target, options: dict, trace, verify_pas
 
     work = clone_graph(graph)
     check = _pass_checker(graph) if verify_passes else None
-    ctx = PassContext(evaluate=evaluate, options=options)
+    ctx = PassContext(evaluate=evaluate, options=options, supports=target.node_support)
     records = run_pipeline(work, target.passes(options), ctx, trace=trace, check=check)
     return work, records
 

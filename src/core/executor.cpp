@@ -59,6 +59,16 @@ bool byte_extent(const TensorInfo& t, int64_t offset, int64_t* low, int64_t* hig
 }
 
 // Throws unless the tensor lies inside the storage `r` names (sizes.checked only).
+// A control step's "target" must lie after it and at most one past the last step: the
+// plans lower If in line (a forward Branch over the then-branch, a Jump over the else).
+void check_jump_target(const KernelSpec& spec, size_t index, size_t num_steps) {
+  const int64_t target = spec.attrs.get_int("target");
+  if (target <= static_cast<int64_t>(index) || target > static_cast<int64_t>(num_steps))
+    throw std::invalid_argument("step '" + spec.name + "' (" + spec.kernel + ") jumps to step " +
+                                std::to_string(target) + ", not after it within the plan's " +
+                                std::to_string(num_steps) + " steps");
+}
+
 void check_reference(const StepSpec& s, const TensorInfo& t, const TensorRef& r,
                      const StorageBytes& sizes, int64_t arena_bytes) {
   if (!sizes.checked) return;
@@ -210,6 +220,8 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
     // graphkiln.tuning); oneDNN primitives are created and run under the same count
     t.threads = s.spec.num_threads;
     if (t.threads > cores_needed_) cores_needed_ = t.threads;
+    t.control = is_control_kernel(s.spec.kernel);
+    if (t.control) check_jump_target(s.spec, templates_.size(), steps.size());
     t.present = s.spec.present;
     t.present.resize(s.inputs.size(), true);
     t.spec = std::move(s.spec);
@@ -427,7 +439,9 @@ void Executor::run_in(Context& context, const std::vector<const void*>& inputs,
   const bool profiling = profiling_.load(std::memory_order_relaxed);
   std::vector<double> times;
   if (profiling) times.assign(templates_.size(), 0.0);
-  for (size_t s = 0; s < templates_.size(); ++s) {
+  // control steps (If branches, compiled in line) move `s` themselves: only forward
+  const size_t n = templates_.size();
+  for (size_t s = 0; s < n;) {
     const StepTemplate& t = templates_[s];
     Step& step = context.steps[s];
     for (size_t i = 0; i < t.inputs.size(); ++i)
@@ -444,6 +458,8 @@ void Executor::run_in(Context& context, const std::vector<const void*>& inputs,
                      .count();
     }
     if (own_threads) set_num_threads(num_threads_);
+    const int64_t next = t.control ? step.kernel->next_step(step.in_ptrs.data()) : -1;
+    s = next >= 0 ? static_cast<size_t>(next) : s + 1;
   }
   if (profiling) {
     std::lock_guard<std::mutex> lock(profile_mutex_);

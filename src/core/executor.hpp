@@ -108,6 +108,7 @@ class Executor {
     KernelSpec spec;
     std::vector<TensorRef> inputs, outputs;
     std::vector<bool> present;  // per input: false where absent (pointer null)
+    bool control = false;       // a Branch / Jump: the next step is the kernel's to say
     int threads = 0;  // OpenMP threads while this step builds and runs
     std::vector<PackedConstant> packed;  // what context 0's kernel packed
     double total_ms = 0;  // profiling, guarded by profile_mutex_

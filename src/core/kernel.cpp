@@ -44,3 +44,9 @@ void spec_error(const KernelSpec& spec, const std::string& message) {
 }
 
 }  // namespace graphkiln
+
+namespace graphkiln {
+
+bool is_control_kernel(const std::string& name) { return name == "Branch" || name == "Jump"; }
+
+}  // namespace graphkiln

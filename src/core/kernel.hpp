@@ -35,7 +35,13 @@ class Kernel {
   virtual ~Kernel() = default;
   // inputs[i] is null for an absent optional input
   virtual void run(const void* const* inputs, void* const* outputs) = 0;
+  // Control steps (src/cpu/control.cpp: Branch, Jump) say which step runs next, read after
+  // run() from the same inputs; -1 (every other kernel) means the one after this.
+  virtual int64_t next_step(const void* const* /*inputs*/) const { return -1; }
 };
+
+// Registry names of the control steps, whose next_step the executor asks after each run.
+bool is_control_kernel(const std::string& name);
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const KernelSpec&)>;
 

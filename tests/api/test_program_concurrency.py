@@ -108,14 +108,17 @@ def test_concurrent_first_runs_build_each_plan_once():
 
 
 def _with_unsupported_middle() -> onnx.ModelProto:
-    """MatMul (cpu) -> Einsum (ref with fallback) -> Relu (cpu)."""
+    """MatMul (cpu) -> ReverseSequence (ref with fallback) -> Relu (cpu)."""
     rng = np.random.default_rng(0)
     w = helper.make_tensor(
         "w", TensorProto.FLOAT, [8, 8], rng.standard_normal(64).astype(np.float32)
     )
+    lens = helper.make_tensor("lens", TensorProto.INT64, [8], [4, 3, 2, 1, 4, 3, 2, 1])
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
-        helper.make_node("Einsum", ["h", "h"], ["e"], name="es", equation="ij,ij->ij"),
+        helper.make_node(
+            "ReverseSequence", ["h", "lens"], ["e"], name="rs", time_axis=0, batch_axis=1
+        ),
         helper.make_node("Relu", ["e"], ["y"], name="relu"),
     ]
     graph = helper.make_graph(
@@ -123,7 +126,7 @@ def _with_unsupported_middle() -> onnx.ModelProto:
         "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
-        [w],
+        [w, lens],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 

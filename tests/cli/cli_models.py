@@ -1,13 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """Small ONNX models for the command-line tests, built with onnx.helper: ops the cpu target
-lacks (If with subgraphs, LSTM), an op of another domain, an input with a symbolic dim."""
+lacks (If with subgraphs, Det), an op of another domain, an input with a symbolic dim."""
 
-import numpy as np
 import onnx
 from onnx import TensorProto as T
 from onnx import helper as h
-from onnx import numpy_helper
 
 
 def _model(nodes, inputs, outputs, initializers=(), opsets=(("", 17),)):
@@ -36,16 +34,12 @@ def if_model() -> onnx.ModelProto:
     return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [1, 4])], [out("y")])
 
 
-def lstm_model() -> onnx.ModelProto:
-    """The last hidden state of a one-layer LSTM (hidden size 2) over x: f32[5,1,3]."""
-    rng = np.random.default_rng(0)
-    w = numpy_helper.from_array(rng.standard_normal((1, 8, 3)).astype(np.float32), "W")
-    r = numpy_helper.from_array(rng.standard_normal((1, 8, 2)).astype(np.float32), "R")
+def det_model() -> onnx.ModelProto:
+    """The determinant of x: f32[2,3,3] (Det has no cpu kernel)."""
     return _model(
-        [h.make_node("LSTM", ["x", "W", "R"], ["", "yh"], hidden_size=2)],
-        [h.make_tensor_value_info("x", T.FLOAT, [5, 1, 3])],
-        [h.make_tensor_value_info("yh", T.FLOAT, [1, 1, 2])],
-        [w, r],
+        [h.make_node("Det", ["x"], ["yh"])],
+        [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 3])],
+        [h.make_tensor_value_info("yh", T.FLOAT, [2])],
     )
 
 

@@ -131,7 +131,7 @@ def test_isa_the_toolkit_cannot_compile_is_a_configure_error(tmp_path):
 def rocm_device_libs() -> bool:
     roots = [os.environ.get("ROCM_PATH", ""), "/opt/rocm", "/usr"]
     return any(
-        Path(r).glob(p)
+        next(Path(r).glob(p), None) is not None  # a glob's generator is always truthy
         for r in roots
         if r
         for p in (

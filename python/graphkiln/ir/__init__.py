@@ -2,6 +2,7 @@
 # Copyright graphkiln authors
 """graphkiln's intermediate representation: types, graphs, the op schema table, text form."""
 
+from .decomposition import Decomposition
 from .dtypes import DType
 from .graph import Graph, Node, Value
 from .parser import parse_graph
@@ -10,6 +11,7 @@ from .schema import REQUIRED, Attr, OpSchema, all_schemas, define, get_schema
 from .types import OptionalType, SequenceType, TensorType, ValueType, fresh_dim, tensor
 
 __all__ = [
+    "Decomposition",
     "DType",
     "Graph",
     "Node",

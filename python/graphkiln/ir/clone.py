@@ -22,6 +22,7 @@ def clone_graph(graph: Graph, parent: Graph | None = None, mapping: dict | None 
             {},
             node.name,
         )
+        new.decomposition = node.decomposition  # shared: a body is never mutated
         for key, value in node.attrs.items():
             new.attrs[key] = (
                 clone_graph(value, copy, mapping) if isinstance(value, Graph) else value

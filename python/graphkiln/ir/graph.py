@@ -8,12 +8,15 @@ import itertools
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import GraphError
 from .types import ValueType
+
+if TYPE_CHECKING:
+    from .decomposition import Decomposition
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
@@ -49,7 +52,7 @@ class Value:
 class Node:
     """One operation: `op` names a schema in ir.schema; omitted optional inputs/outputs are None."""
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "name")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "name", "decomposition")
 
     def __init__(
         self,
@@ -64,6 +67,8 @@ class Node:
         self.outputs = outputs
         self.attrs = attrs
         self.name = name
+        # the node in simpler ops, for targets that cannot run it (ir/decomposition.py)
+        self.decomposition: Decomposition | None = None
 
     def input(self, i: int) -> Value:
         """Input `i` where the op requires it: a GraphError when it is omitted (None)."""

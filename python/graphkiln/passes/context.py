@@ -22,3 +22,7 @@ class PassContext:
     # specialization refreshes them first): fold_constants then leaves the types its walk
     # did not change as they are instead of inferring the whole graph's again after it
     types_refreshed: bool = False
+    # whether the compiling target runs a node natively: True, False, or None where the
+    # dims a plan per input shape fixes decide it (Target.node_support; None for a target
+    # that runs every op itself, such as ref): passes/inline_decompositions.py reads it
+    supports: Callable[[Node], bool | None] | None = None

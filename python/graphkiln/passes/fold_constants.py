@@ -84,6 +84,9 @@ def refresh_node_types(node: Node) -> None:
             if outer is not None:
                 inner.type = outer.type
         refresh_types(body)
+    elif node.op == "If":  # the branches read outer values: their types may have changed
+        for branch in node_subgraphs(node):
+            refresh_types(branch)
     try:
         types = infer_outputs(get_schema(node.op), node)
     except Exception:  # noqa: BLE001 - keep the types the node had

@@ -17,7 +17,10 @@ from . import (
     fuse_epilogue,
     fuse_pointwise,
     fuse_reduction,
+    inline_constant_branches,
+    inline_decompositions,
     normalize_gemm,
+    promote_half,
     recognize_attention,
     recognize_gelu,
     recognize_layernorm,
@@ -31,6 +34,7 @@ PHASES: dict[str, list] = {
     "cleanup": [
         eliminate_dead_code,
         fold_constants,
+        inline_constant_branches,
         simplify_algebra,
         simplify_layout,
         fold_constants,
@@ -48,6 +52,10 @@ PHASES: dict[str, list] = {
         simplify_layout,
         eliminate_dead_code,
     ],
+    # nodes the target cannot run become their decompositions (ONNX function bodies),
+    # decided on folded constants and static types, after recognition (which would rebuild
+    # a refused op from its body) and before fusion (which fuses the bodies' ops)
+    "decompose": [inline_decompositions, promote_half, eliminate_dead_code],
     # Attention reads [B, S, H*D] projections in place (no head transposes)
     "attention_layout": [attention_heads],
     # then fuse what is left
@@ -59,13 +67,22 @@ PHASES: dict[str, list] = {
 SLOTS = ("before_fusion",)  # phases a target fills through `extra`
 
 PIPELINES: dict[str, tuple[str, ...]] = {
-    "full": ("cleanup", "recognize", "fuse_pointwise", "fuse_epilogue", "fuse_reduction", "finish"),
+    "full": (
+        "cleanup",
+        "recognize",
+        "decompose",
+        "fuse_pointwise",
+        "fuse_epilogue",
+        "fuse_reduction",
+        "finish",
+    ),
     # A pointwise node between a product and a reduction joins the reduction (residual Add +
     # LayerNormalization: one step) rather than the product's epilogue, which the gpu runs
     # as a step of its own anyway (no generated GEMM epilogues yet)
     "gpu": (
         "cleanup",
         "recognize",
+        "decompose",
         "attention_layout",
         "before_fusion",
         "fuse_pointwise",

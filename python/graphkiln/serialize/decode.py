@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from ..errors import CompileError, FormatError, GraphError
 from ..device import GpuCompatibilityError
-from ..ir import DType, Graph, Node, OptionalType, SequenceType, TensorType, Value, get_schema
+from ..ir import (
+    Decomposition,
+    DType,
+    Graph,
+    Node,
+    OptionalType,
+    SequenceType,
+    TensorType,
+    Value,
+    get_schema,
+)
 from ..ir.schema import ATTR_KINDS, REQUIRED
 from ..passes.manager import PassRecord
 from ..program import Program
@@ -181,7 +191,7 @@ def read_type(obj, where: str, limits: Limits, depth: int = 0):
         raise damaged(f"{where}[2]", str(exc)) from None
 
 
-_NODE_FIELDS = frozenset(("op", "name", "inputs", "outputs", "attrs"))
+_NODE_FIELDS = frozenset(("op", "name", "inputs", "outputs", "attrs", "decomposition"))
 
 
 class GraphDecoder:
@@ -299,7 +309,7 @@ class GraphDecoder:
             and "inputs" in obj
             and "outputs" in obj
         ):
-            need_dict(obj, where, ("op", "inputs", "outputs"), ("name", "attrs"))
+            need_dict(obj, where, ("op", "inputs", "outputs"), ("name", "attrs", "decomposition"))
         schema = self.schema(obj["op"], where)
         name = need_str(obj.get("name", ""), f"{where}.name", self.limits)
         lookup = self.lookup
@@ -322,7 +332,31 @@ class GraphDecoder:
             None if item is None else self.define(item, where, "outputs", i, graph, node)
             for i, item in enumerate(outputs)
         ]
+        if "decomposition" in obj:
+            node.decomposition = self.decomposition(obj["decomposition"], where, graph, node)
         return node
+
+    def decomposition(self, obj, where: str, graph: Graph, node: Node) -> Decomposition:
+        """A node's decomposition: a standalone graph (value ids of its own) taking the
+        node's present inputs and making its present outputs; only on nodes of top-level
+        graphs (the writer keeps no other)."""
+        where = f"{where}.decomposition"
+        if graph.parent is not None:
+            raise damaged(where, "only nodes of a top-level graph have a decomposition")
+        sub = GraphDecoder(self.tensors, self.limits)
+        sub.depth, sub.node_count = self.depth + 1, self.node_count
+        sub.known_types, sub.schemas, sub.arity = self.known_types, self.schemas, self.arity
+        body = sub.graph(obj, where)
+        self.node_count = sub.node_count
+        ins = sum(v is not None for v in node.inputs)
+        outs = sum(v is not None for v in node.outputs)
+        if (len(body.inputs), len(body.outputs)) != (ins, outs):
+            raise damaged(
+                where,
+                f"it takes {len(body.inputs)} inputs and makes {len(body.outputs)} outputs; "
+                f"the {node.op} node has {ins} and {outs}",
+            )
+        return Decomposition(body)
 
     def _check_arity(self, schema, inputs: list, where: str) -> None:
         bounds = self.arity.get(schema.name)

@@ -11,13 +11,17 @@
     GRAPH = {"name", "inputs": [VALUE], "nodes": [NODE], "outputs": [id]}
     VALUE = {"id": n, "name": "x", "type": TYPE | null}    ids count definitions in order
     NODE  = {"op", "name"?, "inputs": [id | null], "outputs": [VALUE | null],
-             "attrs"?: [[name, kind, value]]}
+             "attrs"?: [[name, kind, value]], "decomposition"?: GRAPH}
     TYPE  = ["tensor", "f32", [1, "N"] | null] | ["sequence", TYPE] | ["optional", TYPE]
 
 Within one top-level graph every value gets the next id when it is defined: graph inputs,
 then per node the values of its subgraphs, then its outputs. Attribute kinds are the
 schema's (int, float, str, ints, floats, strs, dtype, tensor, graph) or "none" for an absent
-optional attribute; a tensor is an index into the tensor table, a graph is a GRAPH."""
+optional attribute; a tensor is an index into the tensor table, a graph is a GRAPH.
+A node's decomposition (ir/decomposition.py; built now if it was not yet) is a standalone
+GRAPH with ids of its own (format version 5), written for the nodes of top-level graphs
+and of decompositions only: those of If / Loop / Scan bodies are dropped, as no target
+uses them there."""
 
 from __future__ import annotations
 
@@ -106,9 +110,10 @@ class GraphEncoder:
         self.table = table
         self.ids: dict[Value, int] = {}
 
-    def graph(self, graph: Graph) -> dict:
+    def graph(self, graph: Graph, top: bool = True) -> dict:
+        """`top`: a top-level (or decomposition) graph, whose nodes' decompositions are kept."""
         inputs = [self.define(v) for v in graph.inputs]
-        nodes = [self.node(n) for n in graph.nodes]
+        nodes = [self.node(n, top) for n in graph.nodes]
         return {
             "name": graph.name,
             "inputs": inputs,
@@ -130,7 +135,7 @@ class GraphEncoder:
         except KeyError:
             raise GraphError(f"{where}: %{value.name} is not defined before use") from None
 
-    def node(self, node: Node) -> dict:
+    def node(self, node: Node, top: bool = True) -> dict:
         where = f"{node.op} node {node.name!r}"
         doc = {"op": node.op}
         if node.name:
@@ -140,6 +145,9 @@ class GraphEncoder:
         doc["outputs"] = [None if v is None else self.define(v) for v in node.outputs]
         if attrs:
             doc["attrs"] = attrs
+        body = node.decomposition.body() if top and node.decomposition is not None else None
+        if body is not None:
+            doc["decomposition"] = GraphEncoder(self.table).graph(body)
         return doc
 
     def attribute(self, op: str, key: str, value, where: str) -> list:
@@ -179,7 +187,7 @@ class GraphEncoder:
         if kind == "graph":
             if not isinstance(value, Graph):
                 raise TypeError(f"{type(value).__name__} is not a Graph")
-            return self.graph(value)
+            return self.graph(value, top=False)
         raise TypeError(f"unknown attribute kind {kind}")
 
 

@@ -6,22 +6,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FORMAT_VERSION = 4  # the newest version this build writes and reads
+FORMAT_VERSION = 5  # the newest version this build writes and reads
 # version 2 added a compiled cpu program's saved plan ("cpu_plan"); version 3 its saved
 # specializations for dynamic input shapes ("cpu_plan.plans"); version 4 a compiled gpu
-# program's plan shapes ("gpu_plans"). A file is written as the oldest version that has
-# every field it uses, which older builds read
+# program's plan shapes ("gpu_plans"); version 5 nodes' decompositions ("decomposition",
+# on nodes of top-level graphs). A file is written as the oldest version that has every
+# field it uses, which older builds read
 
 
 def version_of(doc: dict) -> int:
     """The format version a document needs: the oldest that has every field it uses."""
     compiled = doc.get("compiled")
+    graphs = [doc.get("graph"), compiled.get("graph") if isinstance(compiled, dict) else None]
+    if any(_has_decomposition(g) for g in graphs):
+        return 5
     if isinstance(compiled, dict) and "gpu_plans" in compiled:
         return 4
     if not (isinstance(compiled, dict) and "cpu_plan" in compiled):
         return 1
     plan = compiled["cpu_plan"]
     return 3 if isinstance(plan, dict) and "plans" in plan else 2
+
+
+def _has_decomposition(graph) -> bool:
+    nodes = graph.get("nodes") if isinstance(graph, dict) else None
+    return isinstance(nodes, list) and any(
+        isinstance(n, dict) and "decomposition" in n for n in nodes
+    )
 
 
 def check_version(doc: dict, declared: int) -> None:

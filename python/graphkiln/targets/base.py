@@ -5,11 +5,11 @@
 from __future__ import annotations
 
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..ir import Graph
+from ..ir import Graph, Node
 
 
 class Executable:
@@ -30,6 +30,11 @@ class Target:
 
     def compile(self, graph: Graph, options: dict) -> Executable:
         raise NotImplementedError
+
+    # node -> whether this target runs it natively (True / False, None where the input
+    # shapes of a plan decide): the pass pipeline inlines the decompositions of the nodes
+    # it refuses (passes/inline_decompositions.py). None: the target runs every op itself.
+    node_support: Callable[[Node], bool | None] | None = None
 
     def unsupported_nodes(self, graph: Graph) -> list:
         """The nodes of `graph` (after this target's passes; subgraphs are separate graphs)

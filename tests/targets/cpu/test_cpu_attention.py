@@ -7,6 +7,8 @@ import pytest
 
 import graphkiln as gk
 from graphkiln.targets.cpu.lower_matmul import LOWERINGS
+from graphkiln.targets.cpu.table import SUPPORT
+from graphkiln.targets.native.lower_support import node_supported
 
 from cpu_testing import check_cpu, node, onnx_model, rand
 
@@ -125,9 +127,10 @@ def test_softmax_precision_float():
     _check(*_qkv(), softmax_precision=1)
 
 
-def test_qk_matmul_output_refused_then_ref():
+def test_qk_matmul_output_refused_then_decomposed():
     # present_key / present_value run natively (test_cpu_attention_past.py); the
-    # qk_matmul_output output does not
+    # qk_matmul_output output does not: the kernel refuses it, and the node runs as its
+    # ONNX function body instead (passes/inline_decompositions.py)
     q, k, v = _qkv()
     scores = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
     model = onnx_model(
@@ -137,8 +140,11 @@ def test_qk_matmul_output_refused_then_ref():
         opset=23,
     )
     graph = gk.parse_onnx_buffer(model)
-    with pytest.raises(Exception, match="Attention"):
-        graph.compile("cpu")
+    (attention,) = [n for n in graph.graph.nodes if n.op == "Attention"]
+    assert not node_supported(attention, SUPPORT)
+    graph.compile("cpu")
+    assert "Attention" not in {n.op for n in graph.compiled_graph.nodes}
+    check_cpu(model, {"q": q, "k": k, "v": v}, rtol=RTOL, atol=ATOL)
     check_cpu(model, {"q": q, "k": k, "v": v}, rtol=RTOL, atol=ATOL, fallback="ref")
 
 

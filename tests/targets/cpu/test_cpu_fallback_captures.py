@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """fallback='ref': a control-flow node run on ref (If, Loop, Scan) gets the values its
-subgraphs read from the main graph, also when a cpu plan computes them (issue #17)."""
+subgraphs read from the main graph, also when a cpu plan computes them (issue #17). Ifs
+compile in line and small constant-trip Loops / Scans unroll (targets/native/lower_loops.py),
+so those run natively now; a Loop whose body computes its condition still runs on ref."""
 
 import numpy as np
 import pytest
@@ -14,6 +16,13 @@ from cpu_testing import check_cpu, node, onnx_model, rand
 
 def _info(name, shape, elem=TensorProto.FLOAT):
     return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _ref_nodes(model: bytes, feeds: dict) -> int:
+    """How many nodes the cpu program with fallback='ref' runs on ref."""
+    program = gk.parse_onnx_buffer(model).compile("cpu", fallback="ref")
+    program.run(feeds)
+    return program._executable.plan_summary()["ref_nodes"]
 
 
 def _if_model(then_nodes, else_nodes, shape) -> bytes:
@@ -47,7 +56,8 @@ def test_if_branches_read_a_conv_output(sign):
     x = np.abs(rand((1, 2, 5, 5), seed=3)) * sign  # sum(x) > 0 picks then_branch
     (y,) = check_cpu(model, {"x": x}, fallback="ref")
     program = gk.parse_onnx_buffer(model).compile("cpu", fallback="ref")
-    assert program._executable.plan_summary()["ref_nodes"] == 1  # only the If ran on ref
+    # the If is compiled in line now (targets/native/lower_control.py): nothing on ref
+    assert program._executable.plan_summary()["ref_nodes"] == 0
     assert np.any(y != 0)
 
 
@@ -122,6 +132,53 @@ def test_loop_body_reads_a_matmul_output():
     for _ in range(3):
         acc = acc * 0.5 + m
     np.testing.assert_allclose(y, acc, rtol=1e-5, atol=1e-6)  # numpy oracle too
+    assert _ref_nodes(model, {"x": x}) == 0  # 3 constant trips: unrolled into the plan
+
+
+def test_loop_with_a_computed_condition_on_ref_reads_a_matmul_output():
+    # while sum(acc) < limit (at most 8 trips): acc = acc + m, m = x @ w from the cpu plan;
+    # the body computes its condition, so the Loop is not unrolled and runs on ref
+    body = helper.make_graph(
+        [
+            node("Add", ["acc", "m"], ["acc_out"]),
+            node("ReduceSum", ["acc_out"], ["s"], keepdims=0),
+            node("Less", ["s", "limit"], ["cond_out"]),
+        ],
+        "body",
+        [
+            _info("i", [], TensorProto.INT64),
+            _info("cond_in", [], TensorProto.BOOL),
+            _info("acc", [2, 3]),
+        ],
+        [_info("cond_out", [], TensorProto.BOOL), _info("acc_out", [2, 3])],
+    )
+    nodes = [
+        node("MatMul", ["x", "w"], ["m"]),
+        node("Loop", ["trips", "go", "init"], ["y"], body=body),
+    ]
+    w = np.abs(rand((4, 3), seed=30))
+    model = onnx_model(
+        nodes,
+        {"x": (2, 4)},
+        {"y": (2, 3)},
+        {
+            "w": w,
+            "limit": np.array(6, np.float32),
+            "trips": np.array(8, np.int64),
+            "go": np.array(True),
+            "init": rand((2, 3), seed=31),
+        },
+    )
+    x = np.abs(rand((2, 4), seed=32))
+    (y,) = check_cpu(model, {"x": x}, rtol=1e-6, atol=1e-6, fallback="ref")
+    acc, m, trips = rand((2, 3), seed=31), x @ w, 0
+    while trips < 8:
+        acc, trips = acc + m, trips + 1
+        if not acc.sum() < 6:
+            break
+    assert 1 < trips < 8  # ended by its condition
+    np.testing.assert_allclose(y, acc, rtol=1e-5, atol=1e-6)
+    assert _ref_nodes(model, {"x": x}) == 1  # the Loop; the MatMul stays in a cpu plan
 
 
 def test_scan_body_reads_a_main_graph_value():
@@ -145,13 +202,9 @@ def test_scan_body_reads_a_main_graph_value():
         {"final": (3,), "ps": (4, 3)},
         {"init": rand((3,), seed=12)},
     )
-    check_cpu(
-        model,
-        {"x0": rand((3,), seed=13), "xs": rand((4, 3), seed=14)},
-        rtol=1e-6,
-        atol=1e-6,
-        fallback="ref",
-    )
+    feeds = {"x0": rand((3,), seed=13), "xs": rand((4, 3), seed=14)}
+    check_cpu(model, feeds, rtol=1e-6, atol=1e-6, fallback="ref")
+    assert _ref_nodes(model, feeds) == 0  # a static length of 4: unrolled
 
 
 def test_nested_if_inside_loop_reads_the_main_graph():
@@ -191,7 +244,9 @@ def test_nested_if_inside_loop_reads_the_main_graph():
             "init": rand((2, 3), seed=16),
         },
     )
-    check_cpu(model, {"x": rand((2, 4), seed=17)}, rtol=1e-6, atol=1e-6, fallback="ref")
+    feeds = {"x": rand((2, 4), seed=17)}
+    check_cpu(model, feeds, rtol=1e-6, atol=1e-6, fallback="ref")
+    assert _ref_nodes(model, feeds) == 0  # unrolled; If(i < 1) constant per iteration
 
 
 def test_saved_and_loaded_fallback_program_keeps_the_captures():

@@ -325,6 +325,53 @@ def _():
     return model, {"x": rand((2, 5, 16), 33), "r": rand((2, 5, 96), 34, low=-2, high=2)}
 
 
+@case("instancenorm_2d")
+def _():
+    # InstanceNormalization (lower_norm.py): N * C rows normalized, then scale / bias per channel
+    model = onnx_model(
+        [node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)],
+        {"x": (2, 3, 5, 7)},
+        {"y": (2, 3, 5, 7)},
+        {"s": rand((3,), 40), "b": rand((3,), 41)},
+    )
+    return model, {"x": rand((2, 3, 5, 7), 42, low=-3, high=3)}
+
+
+@case("instancenorm_1d_long_rows")
+def _():
+    # a wav2vec2-style feature extractor's [N, C, L] with C = 4 channels of 1500 samples
+    model = onnx_model(
+        [node("InstanceNormalization", ["x", "s", "b"], ["y"])],
+        {"x": (1, 4, 1500)},
+        {"y": (1, 4, 1500)},
+        {"s": rand((4,), 43), "b": rand((4,), 44)},
+    )
+    return model, {"x": rand((1, 4, 1500), 45, low=-3, high=3) + 2.0}
+
+
+@case("groupnorm_2d")
+def _():
+    model = onnx_model(
+        [node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3, epsilon=1e-4)],
+        {"x": (2, 6, 4, 5)},
+        {"y": (2, 6, 4, 5)},
+        {"s": rand((6,), 46), "b": rand((6,), 47)},
+    )
+    return model, {"x": rand((2, 6, 4, 5), 48, low=-3, high=3)}
+
+
+@case("groupnorm_one_group_runtime_params")
+def _():
+    # scale and bias as graph inputs (not constants), all channels in one group
+    model = onnx_model(
+        [node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=1)],
+        {"x": (3, 4, 6), "s": (4,), "b": (4,)},
+        {"y": (3, 4, 6)},
+    )
+    feeds = {"x": rand((3, 4, 6), 49, low=-3, high=3), "s": rand((4,), 50), "b": rand((4,), 51)}
+    return model, feeds
+
+
 @case("layernorm_two_axes_no_bias")
 def _():
     model = onnx_model(

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Any
 
 import onnx
@@ -14,6 +15,7 @@ from ...errors import GraphkilnError, ModelError, UnsupportedOperatorError
 from ...ir import Graph, TensorType, Value
 from . import protos
 from .context import ImportContext
+from .decompositions import DECOMPOSED, attach_decomposition
 from .functions import expand_function
 from .input_shapes import check_input_shapes
 from .limits import (
@@ -305,9 +307,17 @@ class _Importer:
                 f"node {label!r} ({op}, opset {opset}) cannot be imported: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
+        if op in DECOMPOSED:
+            attach_decomposition(self.for_body, node, opset, graph.nodes[first_new:], inputs)
         for name, value in zip(node.output, results):
             if name:
                 scope[name] = value
+
+    @property
+    def for_body(self):
+        """Makes a fresh importer with this one's opsets and tensor limit (a lazily imported
+        decomposition's: decompositions.py), holding no reference to this one."""
+        return partial(_Importer, dict(self.opsets), {}, None, self.max_tensor_bytes)
 
     def check_attribute_kinds(self, node: onnx.NodeProto, opset: int, label: str) -> None:
         """Each attribute has the type ONNX's schema gives it (an INTS where an INT belongs

@@ -12,6 +12,7 @@ from ...ir.graph import captured_values, node_reads, node_subgraphs
 from .core_executor import build_executor
 from ..native.lower import LoweringContext, LoweringError
 from .lower_fused import memoized_family_checks
+from ..native.lower_loops import refusal_detail
 from ..native.lower_support import node_supported
 from .table import LOWERINGS, SUPPORT
 
@@ -141,9 +142,8 @@ def _split_segments(
     for node in nodes:
         native = node_supported(node, SUPPORT)
         if not native and not fallback:
-            raise LoweringError.missing(
-                "cpu", [node], "no kernel, or dynamic shapes", fallback="ref"
-            )
+            detail = refusal_detail(node, "no kernel, or dynamic shapes")
+            raise LoweringError.missing("cpu", [node], detail, fallback="ref")
         if runs and runs[-1][0] == native:
             runs[-1][1].append(node)
         else:
@@ -179,8 +179,8 @@ def _mixed(
         produced = {v for n in run_nodes for v in n.outputs if v is not None}
         inputs: list[Value] = []
         for n in run_nodes:
-            for v in n.inputs:
-                if v is not None and v not in produced and v.constant is None and v not in inputs:
+            for v in node_reads(n):  # an If compiled in line reads its branches' captures
+                if v not in produced and v.constant is None and v not in inputs:
                     inputs.append(v)
         outputs = [v for n in run_nodes for v in n.outputs if v is not None and v in after]
         segments.append(

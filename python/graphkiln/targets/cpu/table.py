@@ -11,7 +11,10 @@ from ..native import (
     lower_basic,
     lower_bitwise,
     lower_cast,
+    lower_control,
     lower_data,
+    lower_einsum,
+    lower_loops,
     lower_pointwise,
     lower_quantize,
 )
@@ -23,6 +26,7 @@ from . import (
     lower_matmul,
     lower_norm,
     lower_reduce,
+    lower_rnn,
     lower_rotary,
 )
 
@@ -42,6 +46,10 @@ for _module in (
     lower_cast,
     lower_rotary,
     lower_lp_pool,
+    lower_einsum,
+    lower_rnn,
+    lower_control,
+    lower_loops,
 ):
     overlap = set(LOWERINGS) & set(_module.LOWERINGS)
     if overlap:

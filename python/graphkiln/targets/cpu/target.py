@@ -29,7 +29,8 @@ from ..native.lower import LoweringError, static_dims
 from .packing_cache import PackingCache
 from .saved_plan import SavedSpecialization, saved_segments, segment_data
 from .segments import ExecutorSegment, Segment, split_segments
-from ..native.specialize import shape_deciding_inputs, specialize
+from ..native.lower_loops import holds_loops, refusal_detail
+from ..native.specialize import plan_graph, shape_deciding_inputs
 from .table import SUPPORT
 from .threads import num_threads
 
@@ -54,6 +55,12 @@ class CpuTarget(Target):
         from ...passes.pipelines import pipeline
 
         return pipeline("full")
+
+    def node_support(self, node: Node) -> bool | None:
+        """Whether the cpu runs `node` (None: the input shapes of each plan decide)."""
+        from ..native.lower_support import support_decision
+
+        return support_decision(node, SUPPORT)
 
     def compile(self, graph: Graph, options: dict) -> CpuExecutable:
         fallback = options.get("fallback")
@@ -80,8 +87,9 @@ class CpuTarget(Target):
         `supports` predicates, static dims and kernel dtypes), as compile decides: an op
         without a lowering always; one refused for its attributes, dtypes or shapes only in a
         graph with static input dims and unless it reads small integer inputs
-        (shape_deciding_inputs), as plans made per input shape and value decide those."""
-        static = _static(graph.inputs)
+        (shape_deciding_inputs), as plans made per input shape and value decide those (and
+        in a graph holding a Loop / Scan: its plans unroll them, native/lower_loops.py)."""
+        static = _static(graph.inputs) and not holds_loops(graph)
         no_lowering = set(unsupported_nodes(graph, static=False))
         return [
             n
@@ -130,6 +138,13 @@ def unsupported_nodes(graph: Graph, static: bool = True) -> list[Node]:
         for n in graph.nodes
         if n.op != "Constant" and n not in folded and not node_supported(n, SUPPORT, static)
     ]
+
+
+def _runs(node: Node) -> bool:
+    """Whether the cpu runs a node of static shapes (specialize decomposes the others)."""
+    from ..native.lower_support import node_supported
+
+    return node_supported(node, SUPPORT)
 
 
 MAX_PLANS = DEFAULT_PLAN_CACHE_SIZE  # default plans kept per program (plan_cache_size)
@@ -199,15 +214,14 @@ class CpuExecutable(Executable):
         remember those inputs (plans are made per value at run time)."""
         if self.fallback:
             return False
-        specialized = graph if _static(graph.inputs) else specialize(graph, shapes)
+        specialized = plan_graph(graph, shapes, None, _runs)
         missing = unsupported_nodes(specialized)
         if not missing:
             return False
         self.value_inputs = shape_deciding_inputs(specialized, missing)
         if not self.value_inputs:
-            raise LoweringError.missing(
-                "cpu", missing, "no kernel for these attributes or dynamic shapes", fallback="ref"
-            )
+            detail = refusal_detail(missing[0], "no kernel for these attributes or dynamic shapes")
+            raise LoweringError.missing("cpu", missing, detail, fallback="ref")
         return True
 
     def _decide_value_inputs(self, shapes: tuple) -> None:
@@ -268,10 +282,7 @@ class CpuExecutable(Executable):
                 pending, self._saved_unshared = self._saved_unshared, []
             for s in pending:
                 self.packing.remember_steps(s.saved.steps, s.saved.constants, s.executor)
-        if _static(self.graph.inputs) and not values:
-            graph = self.graph
-        else:
-            graph = specialize(self.graph, shapes, values)
+        graph = plan_graph(self.graph, shapes, values, _runs)
         segments = split_segments(
             graph, self.fallback, self.threads, self.tune, self.max_contexts, self.packing
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...ir import DType, Node
 from ..native import lower_axis as native_axis
 from ..native import lower_data as native_data
-from ..native.lower import LoweringContext, static_dims
+from ..native.lower import LoweringContext
 from .lower_tensor import lower_pad as gpu_pad
 
 
@@ -38,24 +38,6 @@ lower_cumsum.supports = lambda node, ctx: (
 )
 
 
-def lower_bitcast(node: Node, ctx: LoweringContext) -> None:
-    static_dims(node.inputs[0])
-    ctx.emit("Copy", [ctx.input(node.inputs[0])], [ctx.output(node.outputs[0])], {}, node.name)
-
-
-def _bitcast_ok(node: Node, ctx=None) -> bool:
-    src, dst = node.inputs[0].type, node.outputs[0].type
-    return (
-        src.dtype.numpy is not None
-        and dst.dtype.numpy is not None
-        and src.dtype.itemsize == dst.dtype.itemsize
-        and tuple(src.dims) == tuple(dst.dims)
-    )
-
-
-lower_bitcast.supports = _bitcast_ok
-
-
 def lower_one_hot(node: Node, ctx: LoweringContext) -> None:
     native_data.lower_one_hot(node, ctx)
 
@@ -76,7 +58,6 @@ LOWERINGS = {
     "Range": native_data.lower_range,
     "ScatterND": native_data.lower_scatter,
     "ScatterElements": native_data.lower_scatter,
-    "BitCast": lower_bitcast,
     "Pad": lower_pad,
     **native_axis.LOWERINGS,
 }

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ir import Node
 from ..native.lower import LoweringContext, static_dims
-from ..native.lower_basic import LOWERINGS as VIEW_LOWERINGS, lower_view
+from ..native.lower_basic import LOWERINGS as VIEW_LOWERINGS
 from ..native.lower_pointwise import OP
 from ..native.plan import layout_strides, PLAIN
 
@@ -270,24 +270,11 @@ lower_trilu.supports = lambda node, ctx: (
 )
 
 
-def lower_dropout(node: Node, ctx: LoweringContext) -> None:
-    lower_view(node, ctx)
-
-
-def _dropout_ok(node: Node, ctx=None) -> bool:
-    """Inference only: no mask output, training_mode absent or a constant false."""
-    if len(node.outputs) > 1 and node.outputs[1] is not None:
-        return False
-    mode = node.inputs[2] if len(node.inputs) > 2 else None
-    return mode is None or (mode.constant is not None and not np.asarray(mode.constant).any())
-
-
-lower_dropout.supports = _dropout_ok
 lower_split.supports = lambda node, ctx: True
 
 LOWERINGS = {
-    **VIEW_LOWERINGS,  # Reshape, Flatten, Squeeze, Unsqueeze, Identity: as on cpu
-    "Dropout": lower_dropout,
+    # Reshape, Flatten, Squeeze, Unsqueeze, Identity, BitCast, Dropout (inference): as on cpu
+    **VIEW_LOWERINGS,
     "Transpose": lower_transpose,
     "Concat": lower_concat,
     "Split": lower_split,

@@ -7,6 +7,8 @@ values builds (and caches) another plan."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ...ir import DType, Graph, Node, TensorType, Value
@@ -16,6 +18,7 @@ from ...passes import eliminate_dead_code, fold_constants
 from ...passes.context import PassContext
 from ...passes.manager import run_pipeline
 from ...passes.util import replace_many
+from ..native.specialize import decompose_refused, unroll_small_loops
 
 _REDUCTIONS = (
     "ReduceSum",
@@ -86,9 +89,16 @@ def parameter_inputs(graph: Graph) -> list[int]:
     return found
 
 
-def specialize_values(graph: Graph, shapes: tuple, values: dict[int, np.ndarray]) -> Graph:
+def specialize_values(
+    graph: Graph,
+    shapes: tuple,
+    values: dict[int, np.ndarray],
+    supports: Callable[[Node], bool] | None = None,
+) -> Graph:
     """A copy with inputs `values` (index -> data) made constants, the other inputs given
-    `shapes` (in their order), types re-inferred and what became constant folded."""
+    `shapes` (in their order), types re-inferred and what became constant folded; nodes
+    `supports` refuses then decomposed where they can be, small Loops / Scans unrolled
+    (native/specialize.py)."""
     copy = clone_graph(graph)
     mapping = {}
     for index, data in values.items():
@@ -104,11 +114,13 @@ def specialize_values(graph: Graph, shapes: tuple, values: dict[int, np.ndarray]
             value.type = TensorType(t.dtype, tuple(int(d) for d in shape))
     _inline_into_bodies(copy, set(mapping.values()))
     fold_constants.refresh_types(copy)
+    if supports is not None:
+        decompose_refused(copy, supports)
     from ..ref.target import evaluate
 
-    run_pipeline(
-        copy, [fold_constants, eliminate_dead_code], PassContext(evaluate=evaluate), trace=False
-    )
+    context = PassContext(evaluate=evaluate)
+    run_pipeline(copy, [fold_constants, eliminate_dead_code], context, trace=False)
+    unroll_small_loops(copy, supports, context)
     return copy
 
 

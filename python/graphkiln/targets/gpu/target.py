@@ -20,9 +20,10 @@ from ..base import Executable, Target
 from ..concurrency import OPTION_HELP as CONCURRENCY_HELP
 from ..concurrency import max_concurrency
 from ..native.lower import LoweringContext, LoweringError, static_dims
-from ..native.lower_support import folded_when_specialized, node_supported
+from ..native.lower_support import folded_when_specialized, node_supported, support_decision
 from ..native.plan import Plan
-from ..native.specialize import specialize
+from ..native.lower_loops import holds_loops, refusal_detail
+from ..native.specialize import plan_graph
 from ..plan_options import CACHE_HELP, SHAPES_HELP, ahead_shapes, plan_cache_size
 from .plan_cache import PlanCache
 from .specialize import parameter_inputs, specialize_values
@@ -67,6 +68,10 @@ class GpuTarget(Target):
         # the reduced-precision pass runs before fusion: its Casts fuse
         half = precision.half_dtype(options) is not None
         return pipeline("gpu", {"before_fusion": [precision] if half else []})
+
+    def node_support(self, node: Node) -> bool | None:
+        """Whether the gpu runs `node` (None: the input shapes of each plan decide)."""
+        return support_decision(node, SUPPORT)
 
     def compile(self, graph: Graph, options: dict) -> GpuExecutable:
         from ...device import require_gpu
@@ -123,14 +128,20 @@ class GpuTarget(Target):
 
 def unsupported_nodes(graph: Graph) -> list[Node]:
     """Nodes the gpu target cannot run; for a graph whose plans depend on input shapes or
-    parameter values, only whether a lowering exists (the rest is checked per plan)."""
-    static = _static(graph.inputs) and not parameter_inputs(graph)
+    parameter values, or unroll its Loops / Scans (native/lower_loops.py), only whether a
+    lowering exists (the rest is checked per plan)."""
+    static = _static(graph.inputs) and not parameter_inputs(graph) and not holds_loops(graph)
     folded = set() if static else folded_when_specialized(graph)
     return [
         n
         for n in graph.nodes
         if n.op != "Constant" and n not in folded and not node_supported(n, SUPPORT, static)
     ]
+
+
+def _runs(node: Node) -> bool:
+    """Whether the gpu runs a node of static shapes (specialize decomposes the others)."""
+    return node_supported(node, SUPPORT)
 
 
 def lower_plan(graph: Graph, fast_math: bool = False, channels_last: bool = False) -> Plan:
@@ -140,9 +151,8 @@ def lower_plan(graph: Graph, fast_math: bool = False, channels_last: bool = Fals
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     for node in nodes:
         if not node_supported(node, SUPPORT):
-            raise LoweringError.missing(
-                "gpu", [node], "no kernel, or an attribute, dtype or shape it refuses"
-            )
+            detail = refusal_detail(node, "no kernel, or an attribute, dtype or shape it refuses")
+            raise LoweringError.missing("gpu", [node], detail)
     ctx = LoweringContext(
         nodes, list(graph.inputs), list(graph.outputs), LOWERINGS, channels_last=False, target="gpu"
     )
@@ -249,11 +259,9 @@ class GpuExecutable(Executable):
 
         def build() -> GpuPlan:
             if values:
-                graph = specialize_values(self.graph, shapes, values)
-            elif _static(self.graph.inputs):
-                graph = self.graph
-            else:
-                graph = specialize(self.graph, shapes)
+                graph = specialize_values(self.graph, shapes, values, _runs)
+            else:  # the graph itself where it is static and holds no Loop / Scan to unroll
+                graph = plan_graph(self.graph, shapes, None, _runs)
             return self.plan_factory(graph, self.builtin_blas)
 
         return self._plans.get(key, build)

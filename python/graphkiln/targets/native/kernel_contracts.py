@@ -99,6 +99,10 @@ _GEMM = (
     "ldb:int ldc:int m:int n:int ?relu:int ?stride_a:int ?stride_b:int ?stride_c:int "
     "?trans_a:int ?trans_b:int"
 )
+_RECURRENT = (
+    "activation_alpha:floats activation_beta:floats activations:ints ?clip:float "
+    "direction:str hidden:int layout:int outputs:ints"
+)
 
 # kernel -> {target: Contract}
 TABLE: dict[str, dict[str, Contract]] = {
@@ -111,6 +115,7 @@ TABLE: dict[str, dict[str, Contract]] = {
     "BatchNormalization": cpu(5, 1, "epsilon:float"),
     "Bitwise": both(2, 1, "op:str"),
     "BitwiseNot": both(1, 1),
+    "Branch": cpu(1, 0, "target:int"),  # If compiled in line: lower_control.py
     "CastLookup": both(2, 1),
     "CastSteps": both(1, 1, _CAST_STEPS),
     "CastSubByteInt": both(1, 1, "bits:int codes:ints"),
@@ -140,14 +145,17 @@ TABLE: dict[str, dict[str, Contract]] = {
     "Gemm": gpu((2, 3), 1, _GEMM),
     "GlobalPool": cpu(1, 1, "mode:str"),
     "GroupNormalization": cpu(3, 1, "epsilon:float groups:int"),
+    "GRU": cpu(6, (1, 2), _RECURRENT + " ?linear_before_reset:int"),
     "Hardmax": both(1, 1, "axis:int"),
     "IndexMap": both((1, 2), 1, "?fill_bits:int maps:ints"),
+    "Jump": cpu(0, 0, "target:int"),
     "LayerNormalization": _merge(
         cpu(3, (1, 3), "axis:int epsilon:float"),
         gpu((3, 4), (1, 3), "rows:int len:int ?epsilon:float ?rms:int"),
     ),
     "LogSoftmax": gpu(1, 1, "outer:int len:int inner:int"),
     "LpNormalization": both(1, 1, "axis:int p:int"),
+    "LSTM": cpu(8, (1, 3), _RECURRENT + " ?input_forget:int"),
     "LpPool": cpu(
         1,
         1,
@@ -180,6 +188,7 @@ TABLE: dict[str, dict[str, Contract]] = {
     ),
     "RMSNormalization": cpu(2, 1, "axis:int epsilon:float"),
     "Range": both(3, 1),
+    "RNN": cpu(6, (1, 2), _RECURRENT),
     "Reduce": _merge(
         cpu(1, 1, "op:str axes:ints"), gpu(1, 1, "op:str outer:int len:int inner:int")
     ),

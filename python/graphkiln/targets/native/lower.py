@@ -7,11 +7,13 @@ LoweringContext for its input and output slots and emits steps."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
 from ...errors import CompileError
 from ...ir import DType, Node, TensorType, Value
+from ...ir.graph import node_reads
 from .kernel_contracts import check_step
 from .layout import channels_last_values
 from .plan import (
@@ -154,9 +156,8 @@ class LoweringContext:
             self._output_index.setdefault(v, index)
         readers: dict[Value, list[Node]] = {}
         for node in nodes:
-            for v in node.inputs:
-                if v is not None:
-                    readers.setdefault(v, []).append(node)
+            for v in node_reads(node):  # an If's branches count as readers of what they read
+                readers.setdefault(v, []).append(node)
         self.readers = readers
         self.channels_last = (
             channels_last_values(nodes, set(outputs), readers) if channels_last else set()
@@ -307,6 +308,24 @@ class LoweringContext:
         if error:
             raise LoweringError(f"lowering node {name!r} for {self.target}: {error}")
         self.plan.steps.append(Step(kernel, list(inputs), list(outputs), attrs, name))
+
+    @contextmanager
+    def branch_scope(self, nodes: list[Node]):
+        """Lower a branch of an If (lower_control.py) inside this: its nodes count as
+        readers while it lowers, and the layout copies it makes are dropped after it (they
+        are written only when the branch runs)."""
+        copies = dict(self._plain_copy), dict(self._channels_last_copy)
+        added = []
+        for node in nodes:
+            for v in node_reads(node):
+                self.readers.setdefault(v, []).append(node)
+                added.append(v)
+        try:
+            yield
+        finally:
+            self._plain_copy, self._channels_last_copy = copies
+            for v in added:
+                self.readers[v].pop()
 
     # -- whole segment -----------------------------------------------------------------
     def lower_all(self) -> Plan:

@@ -57,12 +57,14 @@ class SupportContext:
 def node_supported(node: Node, ctx, static: bool = True) -> bool:
     """Whether `ctx.lowerings` lowers `node` (ctx: a SupportContext or a LoweringContext).
     `static=False` (a graph with dynamic inputs, before its plan per shape): only whether a
-    lowering exists."""
+    lowering exists (and, where the lowering has a `possible(node, ctx)` predicate, whether some
+    plan could run the node: lower_loops.py)."""
     lower = ctx.lowerings.get(node.op)
     if lower is None:
         return False
-    if not static:
-        return True
+    if not static:  # a lowering may say that no shapes make the node supported (`possible`)
+        possible = getattr(lower, "possible", None)
+        return possible is None or bool(possible(node, ctx))
     values = [v for v in (*node.inputs, *node.outputs) if v is not None]
     # a lowering with `byte_dtypes = True` also takes plan.BYTE_DTYPES (float8, int4, ...)
     byte_dtypes = bool(getattr(lower, "byte_dtypes", False))
@@ -70,6 +72,30 @@ def node_supported(node: Node, ctx, static: bool = True) -> bool:
         return False
     check = getattr(lower, "supports", None)
     return check is None or bool(check(node, ctx))
+
+
+def support_decision(node: Node, ctx) -> bool | None:
+    """Whether `ctx.lowerings` lowers `node`, where that can be known before plans per input
+    shape: False without a lowering or for an element type no kernel handles, None while a
+    tensor it touches has symbolic (or unknown) dims (the plan of each input shape decides:
+    node_supported then), else node_supported's answer. Compiling decomposes the nodes this
+    is False for (Target.node_support, passes/inline_decompositions.py)."""
+    lower = ctx.lowerings.get(node.op)
+    if lower is None:
+        return False
+    byte_dtypes = bool(getattr(lower, "byte_dtypes", False))
+    undecided = False
+    for v in (*node.inputs, *node.outputs):
+        if v is None:
+            continue
+        t = v.type
+        if not isinstance(t, TensorType):
+            return False if t is not None else None  # a sequence / optional: no kernel
+        if not (t.dtype in KERNEL_DTYPES or (byte_dtypes and t.dtype in BYTE_DTYPES)):
+            return False
+        if t.dims is None or not all(isinstance(d, int) for d in t.dims):
+            undecided = True
+    return None if undecided else node_supported(node, ctx)
 
 
 def supports(predicate):

@@ -3,22 +3,44 @@
 """A copy of a graph with dynamic input dims replaced by the shapes of one run (and, for the
 few small integer inputs that decide shapes, such as a Reshape's shape or a Slice's starts
 given as graph inputs, their values), types re-inferred and shape computations folded away:
-the cpu target makes a plan per such key."""
+the cpu target makes a plan per such key. Nodes the target refuses at these shapes that carry
+a decomposition are replaced by it there (`supports`: the target's exact predicate), since
+before the shapes are known the pass pipeline could not decide them. Small Loop / Scan nodes
+whose trip counts are constants then are unrolled (`unroll_small_loops`,
+passes/unroll_loops.py): a graph holding one is specialized even where its input shapes are
+static (`plan_graph`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Graph, TensorType
+from collections.abc import Callable
+
+from ...ir import Graph, Node, TensorType
 from ...ir.clone import clone_graph
-from ...passes import eliminate_dead_code, fold_constants
+from ...ir.graph import node_subgraphs
+from ...passes import (
+    eliminate_dead_code,
+    fold_constants,
+    inline_constant_branches,
+    inline_decompositions,
+    promote_half,
+    unroll_loops,
+)
 from ...passes.context import PassContext
 from ...passes.manager import run_pipeline
 
 
-def specialize(graph: Graph, shapes: tuple, values: dict | None = None) -> Graph:
+def specialize(
+    graph: Graph,
+    shapes: tuple,
+    values: dict | None = None,
+    supports: Callable[[Node], bool] | None = None,
+) -> Graph:
     """`values`: graph input index -> array, read as a constant by the copy's nodes (the
-    input stays in the copy's inputs, unread)."""
+    input stays in the copy's inputs, unread). `supports(node)`: whether the target runs a
+    node of static shapes (lower_support.node_supported with its table); the nodes it
+    refuses are decomposed where they can be (decompose_refused)."""
     copy = clone_graph(graph)
     for value, shape in zip(copy.inputs, shapes):
         t = value.type
@@ -40,17 +62,101 @@ def specialize(graph: Graph, shapes: tuple, values: dict | None = None) -> Graph
                 _inline_constant_inputs(node, set(replace.values()))
         copy.outputs = [replace.get(v, v) for v in copy.outputs]
     _refresh_types(copy)
+    if supports is not None:
+        decompose_refused(copy, supports)
     from ..ref.target import evaluate
 
     # verified once, after both passes (not after each: this runs per input shape)
+    context = PassContext(evaluate=evaluate, types_refreshed=True)
     run_pipeline(
-        copy,
-        [fold_constants, eliminate_dead_code],
-        PassContext(evaluate=evaluate, types_refreshed=True),
-        trace=False,
-        verify_each=False,
+        copy, [fold_constants, eliminate_dead_code], context, trace=False, verify_each=False
     )
+    unroll_small_loops(copy, supports, context)
+    _fold_branches(copy, context)
     return copy
+
+
+MAX_UNROLL_ROUNDS = 4  # a Loop inside an unrolled body unrolls in the next round
+
+
+def unroll_small_loops(
+    graph: Graph, supports: Callable[[Node], bool] | None, context: PassContext
+) -> bool:
+    """Unroll the small Loop / Scan nodes of a graph of static shapes whose trip counts are
+    constants now (passes/unroll_loops.py, within its node budget for the whole graph), then
+    type, decompose what `supports` refuses and fold, as the specialization does, and splice
+    the Ifs the iteration numbers decide (inline_constant_branches); again for Loops that
+    were inside the bodies. Whether any was unrolled (the graph is unchanged otherwise)."""
+    budget, changed = unroll_loops.MAX_UNROLLED_NODES, False
+    for _ in range(MAX_UNROLL_ROUNDS):
+        added = unroll_loops.unroll_loops(graph, budget)
+        if not added:
+            break
+        budget, changed = budget - added, True
+        _refresh_types(graph)
+        if supports is not None:
+            decompose_refused(graph, supports)
+        run_pipeline(
+            graph, [fold_constants, eliminate_dead_code], context, trace=False, verify_each=False
+        )
+        inline_constant_branches.run(graph, context)  # folds again where it splices
+    return changed
+
+
+def plan_graph(
+    graph: Graph,
+    shapes: tuple,
+    values: dict | None = None,
+    supports: Callable[[Node], bool] | None = None,
+) -> Graph:
+    """The graph a plan of these input shapes (and values) is made from: `graph` itself
+    where its inputs are static, no values are given and it holds no Loop / Scan to unroll;
+    else its specialization."""
+    from .lower_loops import holds_loops
+
+    if not values and not holds_loops(graph) and _static(graph.inputs):
+        return graph
+    return specialize(graph, shapes, values, supports)
+
+
+def _static(values) -> bool:
+    return all(
+        isinstance(v.type, TensorType)
+        and v.type.dims is not None
+        and all(isinstance(d, int) for d in v.type.dims)
+        for v in values
+    )
+
+
+def _fold_branches(graph: Graph, context: PassContext) -> None:
+    """The same folding inside If branches (their shape computations read the outer
+    values this plan made static), nested Ifs included."""
+    for node in graph.nodes:
+        if node.op != "If":
+            continue
+        for branch in node_subgraphs(node):  # not verified alone: it reads outer values
+            fold_constants.run(branch, context)
+            eliminate_dead_code.run(branch, context)
+            _fold_branches(branch, context)
+
+
+def decompose_refused(graph: Graph, supports: Callable[[Node], bool]) -> bool:
+    """Replace the nodes of `graph` (types current, dims static) that `supports` refuses
+    and that carry a decomposition by their bodies, folded; types are current again after.
+    Whether any was."""
+    from ..ref.target import evaluate
+
+    def decide(node: Node) -> bool:
+        return bool(supports(node))
+
+    ctx = PassContext(evaluate=evaluate)
+    inlined = inline_decompositions.inline_unsupported(graph, decide, ctx)
+    # what is left refused only for its half-precision types runs in float32 between Casts
+    promoted = promote_half.promote_refused(graph, decide)
+    if not (inlined or promoted):
+        return False
+    _refresh_types(graph)
+    return True
 
 
 def _refresh_types(graph: Graph) -> None:
