@@ -270,3 +270,14 @@ def test_matmul_non_f32_refused():
         },
         fallback="ref",
     )
+
+
+@pytest.mark.parametrize("shape_a, shape_b", [((3, 0), (0, 5)), ((2, 4, 0), (0, 3))])
+def test_matmul_over_an_empty_inner_dim_is_zeros(shape_a, shape_b):
+    out = (*shape_a[:-1], shape_b[-1])
+    model = onnx_model(
+        [node("MatMul", ["a", "b"], ["y"])], {"a": shape_a, "b": shape_b}, {"y": out}
+    )
+    feeds = {"a": np.zeros(shape_a, np.float32), "b": np.zeros(shape_b, np.float32)}
+    (y,) = check_cpu(model, feeds)
+    np.testing.assert_array_equal(y, np.zeros(out, np.float32))

@@ -401,9 +401,30 @@ def _f32(*values) -> bool:
     return all(v is None or v.type.dtype == DType.f32 for v in values)
 
 
+def _contraction(node: Node) -> int | None:
+    """The product's inner (summed) length, None while unknown."""
+    dims = node.inputs[0].type.dims
+    if not dims or not isinstance(dims[-1], int):
+        return None
+    if node.op == "Gemm" and node.attrs.get("transA", 0):
+        return dims[0] if isinstance(dims[0], int) else None
+    return dims[-1]
+
+
+def _empty_matmul(node: Node) -> bool:
+    """A MatMul summing over nothing: its output is zeros (oneDNN's is not)."""
+    return (
+        node.op == "MatMul"
+        and _contraction(node) == 0
+        and node.outputs[0].type.dtype in (DType.f32, DType.f16, DType.bf16, DType.f64)
+    )
+
+
 def _product_ok(node: Node) -> bool:
     if not _f32(node.inputs[0], node.inputs[1], node.outputs[0]):
         return False
+    if _contraction(node) == 0:
+        return False  # oneDNN leaves the output unwritten: _empty_matmul fills zeros
     if node.op == "Gemm":
         c = node.inputs[2] if len(node.inputs) > 2 else None
         return (
@@ -465,8 +486,11 @@ def _plain_resolve(v: Value | None) -> _Operand | None:
     return None if v is None else _Operand(v)
 
 
-@supports(lambda node, ctx: _product_ok(node) and _gemm_c_ok(node))
+@supports(lambda node, ctx: (_product_ok(node) and _gemm_c_ok(node)) or _empty_matmul(node))
 def lower_product(node: Node, ctx: LoweringContext) -> None:
+    if _empty_matmul(node):
+        ctx.emit("Fill", [], [ctx.output(node.outputs[0])], {"bits": 0}, node.name)
+        return
     product = _Product(node, _plain_resolve, [], {})
     product.emit(ctx, ctx.output(node.outputs[0]), node.name)
 
