@@ -59,10 +59,17 @@ bool byte_extent(const TensorInfo& t, int64_t offset, int64_t* low, int64_t* hig
 }
 
 // Throws unless the tensor lies inside the storage `r` names (sizes.checked only).
-// A control step's "target" must lie after it and at most one past the last step: the
-// plans lower If in line (a forward Branch over the then-branch, a Jump over the else).
+// A control step's "target" must lie after it and at most one past the last step (the
+// plans lower If in line: a forward Branch over the then-branch, a Jump over the else; a
+// Loop's LoopTest jumps past the loop), except LoopNext's, which goes back to its LoopTest.
 void check_jump_target(const KernelSpec& spec, size_t index, size_t num_steps) {
   const int64_t target = spec.attrs.get_int("target");
+  if (spec.kernel == "LoopNext") {
+    if (target < 0 || target >= static_cast<int64_t>(index))
+      throw std::invalid_argument("step '" + spec.name + "' (LoopNext) jumps to step " +
+                                  std::to_string(target) + ", not back to an earlier step");
+    return;
+  }
   if (target <= static_cast<int64_t>(index) || target > static_cast<int64_t>(num_steps))
     throw std::invalid_argument("step '" + spec.name + "' (" + spec.kernel + ") jumps to step " +
                                 std::to_string(target) + ", not after it within the plan's " +
@@ -439,7 +446,7 @@ void Executor::run_in(Context& context, const std::vector<const void*>& inputs,
   const bool profiling = profiling_.load(std::memory_order_relaxed);
   std::vector<double> times;
   if (profiling) times.assign(templates_.size(), 0.0);
-  // control steps (If branches, compiled in line) move `s` themselves: only forward
+  // control steps (If branches and Loops, compiled in line) move `s` themselves
   const size_t n = templates_.size();
   for (size_t s = 0; s < n;) {
     const StepTemplate& t = templates_[s];

@@ -47,6 +47,8 @@ void spec_error(const KernelSpec& spec, const std::string& message) {
 
 namespace graphkiln {
 
-bool is_control_kernel(const std::string& name) { return name == "Branch" || name == "Jump"; }
+bool is_control_kernel(const std::string& name) {
+  return name == "Branch" || name == "Jump" || name == "LoopTest" || name == "LoopNext";
+}
 
 }  // namespace graphkiln

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
 // OneHot: out[o, d, i] = (indices[o, i] wrapped == d) ? values[1] : values[0]; depth is a
-// build-time constant (the output's dim), values are read at run time.
+// build-time constant (the output's dim), values are read at run time. Float indices are
+// truncated toward zero (as ref does); NaN / infinite ones match no position.
 #include <omp.h>
 
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/kernel.hpp"
 
@@ -31,7 +34,11 @@ class OneHotKernel : public Kernel {
     for (int64_t k = 0; k < outer * depth * inner; ++k) std::memcpy(out + k * es, values, es);
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
-        int64_t d = static_cast<int64_t>(idx[o * inner + i]);
+        const I v = idx[o * inner + i];
+        if constexpr (std::is_floating_point_v<I>) {
+          if (!(std::fabs(v) < static_cast<I>(depth) + 1)) continue;  // NaN, inf, far off
+        }
+        int64_t d = static_cast<int64_t>(v);
         if (d < 0) d += depth;
         if (d < 0 || d >= depth) continue;
         std::memcpy(out + ((o * depth + d) * inner + i) * es, values + es, es);
@@ -55,7 +62,9 @@ std::unique_ptr<Kernel> make_onehot(const KernelSpec& spec) {
   switch (spec.inputs[0].dtype) {
     case DType::i64: return std::make_unique<OneHotKernel<int64_t>>(spec, static_cast<int>(axis));
     case DType::i32: return std::make_unique<OneHotKernel<int32_t>>(spec, static_cast<int>(axis));
-    default: spec_error(spec, "indices must be i32 or i64");
+    case DType::f32: return std::make_unique<OneHotKernel<float>>(spec, static_cast<int>(axis));
+    case DType::f64: return std::make_unique<OneHotKernel<double>>(spec, static_cast<int>(axis));
+    default: spec_error(spec, "indices must be i32, i64, f32 or f64");
   }
 }
 

@@ -5,8 +5,8 @@
 //   "IndexMap" (src/cpu/index_map.cpp): out[o_0..o_r-1] = in[sum_a map_a[o_a]], or the fill
 //     value where a map entry is -1 (Pad in every mode, nearest Resize); inputs data and an
 //     optional one-element fill; attrs maps (concatenated per output dim), fill_bits;
-//   "CumSum" (cumsum.cpp; attr prod=1: CumProd; the axis attribute only), "OneHot" (onehot.cpp; here also float
-//     indices, truncated), "Range" (fill.cpp), "ScatterND" / "ScatterElements" (scatter.cpp; index order kept: updates
+//   "CumSum" (cumsum.cpp; attr prod=1: CumProd; the axis attribute only), "OneHot" (onehot.cpp; float indices
+//     truncated, as there), "Range" (fill.cpp), "ScatterND" / "ScatterElements" (scatter.cpp; index order kept: updates
 //     that may meet run one after another; an index out of range is skipped, where the cpu
 //     kernel throws).
 #include "gpu/common.hpp"

@@ -31,7 +31,25 @@ def test_light_models_are_present():
     assert len(MODELS) >= 9, f"expected the onnx package's light models in {LIGHT}"
 
 
-@pytest.mark.parametrize("path", MODELS, ids=lambda p: os.path.basename(p)[6:-5])
+# squeezenet's logits from this input are ~9.5e9 and differ from each other by a few float32
+# ulps (about 1e3): its Softmax output (uniform 0.001 as recorded, one-hot where the sums come
+# out a few ulps apart) is decided by the convolutions' summation order, which numpy < 2
+# (the oldest dependencies) takes differently. Not strict: newer numpy matches the recording.
+_ILL_CONDITIONED = {
+    "squeezenet": "Softmax of logits ~9.5e9 that differ by float32 rounding: the result "
+    "depends on summation order (numpy < 2 differs)"
+}
+
+
+def _param(path):
+    name = os.path.basename(path)[6:-5]
+    marks = ()
+    if name in _ILL_CONDITIONED:
+        marks = pytest.mark.xfail(strict=False, reason=_ILL_CONDITIONED[name])
+    return pytest.param(path, id=name, marks=marks)
+
+
+@pytest.mark.parametrize("path", [_param(p) for p in MODELS])
 def test_light_model_on_ref_matches_recorded_output(path):
     prog = graphkiln.parse_onnx(path).compile("ref")
     (got,) = prog.run(_input_for(prog))

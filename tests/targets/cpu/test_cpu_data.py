@@ -2,11 +2,12 @@
 # Copyright graphkiln authors
 """The cpu target's data movement and shape kernels (lower_data.py) against ref, bit-exact:
 Transpose, Slice, Concat, Split, Expand, Tile, Pad, Gather, GatherElements, DepthToSpace,
-SpaceToDepth, Trilu, CumSum, OneHot, and Shape / Size / ConstantOfShape / Range (folded by
-the passes in a model, so also lowered straight from IR)."""
+SpaceToDepth, Trilu, CumSum, OneHot (depth a run-time input too), and Shape / Size /
+ConstantOfShape / Range (folded by the passes in a model, so also lowered straight from IR)."""
 
 import itertools
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -495,6 +496,42 @@ def test_one_hot(axis):
         dtypes={"i": np.int64},
     )
     exact(model, {"i": idx})
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -2, -1])
+@pytest.mark.parametrize("idx_dtype", [np.int64, np.int32, np.float32, np.float64])
+@pytest.mark.parametrize("depth_dtype", [np.float32, np.int64])
+def test_one_hot_runtime_depth(axis, idx_dtype, depth_dtype):
+    """depth a graph input (the plan is made per value), float indices truncated, negative
+    ones wrapped, out-of-range ones all off."""
+    idx = np.random.default_rng(40).uniform(-9.0, 9.0, size=(3, 4)).astype(idx_dtype)
+    attrs = {} if axis is None else {"axis": axis}
+    model = onnx_model(
+        [node("OneHot", ["i", "d", "v"], ["y"], **attrs)],
+        {"i": idx.shape, "d": (), "v": (2,)},
+        {"y": None},
+        dtypes={"i": idx_dtype, "d": depth_dtype},
+    )
+    for depth in (6, 3):
+        feeds = {
+            "i": idx,
+            "d": np.array(depth, depth_dtype),
+            "v": rand((2,), 41 + depth, low=0.5, high=4.0),
+        }
+        exact(model, feeds)
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16, np.int32, np.int8])
+def test_one_hot_value_dtypes(dtype):
+    idx = rand((2, 5), 42, np.int64, low=-5, high=7)
+    model = onnx_model(
+        [node("OneHot", ["i", "d", "v"], ["y"], axis=1)],
+        {"i": idx.shape, "v": (2,)},
+        {"y": None},
+        {"d": np.array([5.0], np.float32)},
+        dtypes={"i": np.int64, "v": dtype, "y": dtype},
+    )
+    exact(model, {"i": idx, "v": np.array([3, -2]).astype(dtype)})
 
 
 # -- shape-like ops, lowered straight from IR (the passes fold them in a model) ----------------

@@ -137,12 +137,14 @@ def test_loop_body_reads_a_matmul_output():
 
 def test_loop_with_a_computed_condition_on_ref_reads_a_matmul_output():
     # while sum(acc) < limit (at most 8 trips): acc = acc + m, m = x @ w from the cpu plan;
-    # the body computes its condition, so the Loop is not unrolled and runs on ref
+    # the body computes its condition (so the Loop is not unrolled) and stacks a scan
+    # output of run-time length (so it is not compiled either): it runs on ref
     body = helper.make_graph(
         [
             node("Add", ["acc", "m"], ["acc_out"]),
             node("ReduceSum", ["acc_out"], ["s"], keepdims=0),
             node("Less", ["s", "limit"], ["cond_out"]),
+            node("Identity", ["s"], ["s_scan"]),
         ],
         "body",
         [
@@ -150,17 +152,21 @@ def test_loop_with_a_computed_condition_on_ref_reads_a_matmul_output():
             _info("cond_in", [], TensorProto.BOOL),
             _info("acc", [2, 3]),
         ],
-        [_info("cond_out", [], TensorProto.BOOL), _info("acc_out", [2, 3])],
+        [
+            _info("cond_out", [], TensorProto.BOOL),
+            _info("acc_out", [2, 3]),
+            _info("s_scan", []),
+        ],
     )
     nodes = [
         node("MatMul", ["x", "w"], ["m"]),
-        node("Loop", ["trips", "go", "init"], ["y"], body=body),
+        node("Loop", ["trips", "go", "init"], ["y", "sums"], body=body),
     ]
     w = np.abs(rand((4, 3), seed=30))
     model = onnx_model(
         nodes,
         {"x": (2, 4)},
-        {"y": (2, 3)},
+        {"y": (2, 3), "sums": None},
         {
             "w": w,
             "limit": np.array(6, np.float32),
@@ -170,7 +176,7 @@ def test_loop_with_a_computed_condition_on_ref_reads_a_matmul_output():
         },
     )
     x = np.abs(rand((2, 4), seed=32))
-    (y,) = check_cpu(model, {"x": x}, rtol=1e-6, atol=1e-6, fallback="ref")
+    y, _ = check_cpu(model, {"x": x}, rtol=1e-6, atol=1e-6, fallback="ref")
     acc, m, trips = rand((2, 3), seed=31), x @ w, 0
     while trips < 8:
         acc, trips = acc + m, trips + 1

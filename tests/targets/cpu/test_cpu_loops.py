@@ -291,8 +291,16 @@ def test_loop_body_with_an_if_on_the_iteration_number_is_spliced():
     assert "Branch" not in _steps(program)
 
 
-def test_loop_above_the_bound_stays_refused():
+def test_loop_above_the_bound_is_compiled_not_unrolled():
+    # too long to unroll, no scan outputs: cpu compiles it in line (lower_control.py)
     model = _loop_model(MAX_TRIPS + 1, False)
+    feeds = {"x": rand((2, 4), seed=22), "x0": rand((2, 3), seed=23)}
+    program = _compare(model, feeds, gpu=False)
+    _native(program)
+
+
+def test_loop_with_scan_outputs_above_the_bound_stays_refused():
+    model = _loop_model(MAX_TRIPS + 1, True)
     with pytest.raises(LoweringError, match=r"Loop.*not unrolled: 257 iterations"):
         gk.parse_onnx_buffer(model).compile("cpu")
     feeds = {"x": rand((2, 4), seed=22), "x0": rand((2, 3), seed=23)}
@@ -323,13 +331,13 @@ def _while_model(cond_input: str) -> bytes:
     return onnx_model(nodes, {"x": (2, 3)}, {"y": (2, 3)}, initializers)
 
 
-def test_loop_with_a_data_dependent_condition_stays_refused():
+def test_loop_with_a_data_dependent_condition_is_compiled_not_unrolled():
+    # not unrollable (the body's condition depends on data): compiled in line on cpu
+    # (lower_control.py lower_loop, tests/targets/cpu/test_cpu_loop_compiled.py)
     model = _while_model("go")
-    with pytest.raises(LoweringError, match="Loop"):
-        gk.parse_onnx_buffer(model).compile("cpu")
     feeds = {"x": rand((2, 3), seed=24)}
-    program = _compare(model, feeds, gpu=False, fallback="ref")
-    assert program._executable.plan_summary()["ref_nodes"] == 1
+    program = _compare(model, feeds, gpu=False)
+    _native(program)
     np.testing.assert_allclose(program.run(feeds)[0], feeds["x"] + 1)  # sum(x + 1) >= 3
 
 

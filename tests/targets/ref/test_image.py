@@ -243,6 +243,29 @@ def test_grid_sample_nearest_border_3d():
     np.testing.assert_array_equal(y[0], expected)
 
 
+def test_grid_sample_cubic_border_clamps_taps():
+    # cubic with border padding keeps the point where it is and clamps each tap (PyTorch)
+    x = random_array((1, 1, 4, 5), 12, low=-2.0, high=2.0).astype(np.float64)
+    grid = random_array((1, 2, 3, 2), 13, low=-1.5, high=1.5).astype(np.float64)
+    y = run_op("GridSample", [x, grid], mode="cubic", padding_mode="border", align_corners=0)
+
+    def cubic(t, a=-0.75):
+        t = abs(t)
+        if t <= 1:
+            return ((a + 2) * t - (a + 3)) * t * t + 1
+        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a if t < 2 else 0.0
+
+    expected = np.zeros((2, 3))
+    for i, j in itertools.product(range(2), range(3)):
+        gx, gy = grid[0, i, j]
+        px, py = ((gx + 1) * 5 - 1) / 2, ((gy + 1) * 4 - 1) / 2
+        bx, by = math.floor(px), math.floor(py)
+        for dy, dx in itertools.product(range(-1, 3), range(-1, 3)):
+            r, c = min(max(by + dy, 0), 3), min(max(bx + dx, 0), 4)
+            expected[i, j] += x[0, 0, r, c] * cubic(by + dy - py) * cubic(bx + dx - px)
+    np.testing.assert_allclose(y[0, 0], expected, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("align_corners", [0, 1])
 def test_affine_grid_identity_then_grid_sample(align_corners):
     theta = np.tile(np.array([[1, 0, 0], [0, 1, 0]], np.float32), (2, 1, 1))

@@ -14,6 +14,7 @@ from ..native.lower import LoweringContext, LoweringError
 from .lower_fused import memoized_family_checks
 from ..native.lower_loops import refusal_detail
 from ..native.lower_support import node_supported
+from ..native.plan import OUTPUT
 from .table import LOWERINGS, SUPPORT
 
 
@@ -49,7 +50,58 @@ class ExecutorSegment(Segment):
         arrays = [
             np.asarray(env[v], dtype=dt, order="C") for v, dt in zip(self.inputs, self.input_dtypes)
         ]
-        env.update(zip(self.outputs, self.executor.run(arrays)))
+        env.update(zip(self.outputs, cut_bounded(self.executor.run(arrays), self.bounded)))
+
+    @property
+    def bounded(self) -> list[int]:
+        """Indices of the outputs a bounded kernel writes (bounded_rows), found once from
+        the steps (a plan's or saved ones: both say which kernel writes which output)."""
+        found = self.__dict__.get("_bounded")
+        if found is None:
+            found = self.__dict__["_bounded"] = bounded_outputs(self.executor_step_dicts())
+        return found
+
+    def executor_step_dicts(self) -> list[dict]:
+        plan = getattr(self, "plan", None)
+        if plan is not None:
+            return plan.executor_steps()
+        saved = getattr(self, "saved", None)
+        return saved.steps if saved is not None else []
+
+
+# kernels that write an output of run-time length into a buffer of their bound, the rows
+# after their result set to -1 (src/cpu/nms.cpp; LoweringContext.bounded_output)
+BOUNDED_KERNELS = frozenset({"NonMaxSuppression"})
+
+
+def bounded_outputs(steps: list[dict]) -> list[int]:
+    """The segment outputs (indices) that a BOUNDED_KERNELS step writes."""
+    found = set()
+    for step in steps:
+        if step["kernel"] in BOUNDED_KERNELS:
+            for out in step["outputs"]:
+                kind, index, _ = out["ref"]
+                if kind == OUTPUT:
+                    found.add(int(index))
+    return sorted(found)
+
+
+def bounded_rows(array: np.ndarray) -> np.ndarray:
+    """A bounded output cut at its first row whose first element is negative (the kernel
+    fills the rows after its result with -1: src/cpu/nms.cpp)."""
+    if array.ndim == 0 or array.shape[0] == 0:
+        return array
+    stop = array.reshape(array.shape[0], -1)[:, 0] < 0
+    return array[: int(np.argmax(stop))].copy() if stop.any() else array
+
+
+def cut_bounded(arrays: list, bounded: list[int]) -> list:
+    if not bounded:
+        return arrays
+    arrays = list(arrays)
+    for i in bounded:
+        arrays[i] = bounded_rows(arrays[i])
+    return arrays
 
 
 class PlanSegment(ExecutorSegment):

@@ -22,8 +22,11 @@ from ..native.lower_support import SupportContext
 from . import (
     lower_conv,
     lower_fused,
+    lower_image,
+    lower_indexing,
     lower_lp_pool,
     lower_matmul,
+    lower_nms,
     lower_norm,
     lower_reduce,
     lower_rnn,
@@ -46,8 +49,11 @@ for _module in (
     lower_cast,
     lower_rotary,
     lower_lp_pool,
+    lower_image,
     lower_einsum,
     lower_rnn,
+    lower_indexing,
+    lower_nms,
     lower_control,
     lower_loops,
 ):
@@ -55,6 +61,8 @@ for _module in (
     if overlap:
         raise RuntimeError(f"ops lowered twice: {sorted(overlap)}")
     LOWERINGS.update(_module.LOWERINGS)
+# a Loop a plan did not unroll (lower_loops.py) is compiled in line on cpu (lower_control.py)
+LOWERINGS["Loop"] = lower_control.LOOP_LOWERING
 
 SUPPORT = SupportContext("cpu", LOWERINGS)
 FUSED_KINDS = frozenset(lower_fused.FAMILIES)  # the Fused kinds lower_fused lowers

@@ -409,7 +409,7 @@ def _direct(segment: Segment) -> bool:
 def _runner(segments: list[Segment]):
     """The function running one plan on the run's input arrays: the executor itself for a
     plan of one executor segment, else the segments in order through an environment."""
-    if len(segments) == 1 and _direct(segments[0]):
+    if len(segments) == 1 and _direct(segments[0]) and not segments[0].bounded:
         run, dtypes = segments[0].executor.run, segments[0].input_dtypes
 
         def direct(arrays):

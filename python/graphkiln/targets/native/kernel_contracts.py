@@ -142,8 +142,10 @@ TABLE: dict[str, dict[str, Contract]] = {
     "Fill": cpu(0, 1, "?bits:int"),
     "Gather": both(2, 1, "axis:int"),
     "GatherElements": both(2, 1, "axis:int"),
+    "GatherND": cpu(2, 1, "batch_dims:int"),
     "Gemm": gpu((2, 3), 1, _GEMM),
     "GlobalPool": cpu(1, 1, "mode:str"),
+    "GridSample": cpu(2, 1, "align_corners:int mode:str padding_mode:str"),
     "GroupNormalization": cpu(3, 1, "epsilon:float groups:int"),
     "GRU": cpu(6, (1, 2), _RECURRENT + " ?linear_before_reset:int"),
     "Hardmax": both(1, 1, "axis:int"),
@@ -154,6 +156,8 @@ TABLE: dict[str, dict[str, Contract]] = {
         gpu((3, 4), (1, 3), "rows:int len:int ?epsilon:float ?rms:int"),
     ),
     "LogSoftmax": gpu(1, 1, "outer:int len:int inner:int"),
+    "LoopNext": cpu((1, None), 1, "target:int"),  # Loop compiled in line: lower_control.py
+    "LoopTest": cpu(3, 0, "target:int"),
     "LpNormalization": both(1, 1, "axis:int p:int"),
     "LSTM": cpu(8, (1, 3), _RECURRENT + " ?input_forget:int"),
     "LpPool": cpu(
@@ -170,6 +174,7 @@ TABLE: dict[str, dict[str, Contract]] = {
     ),
     "MaxPool": gpu(1, 1, _POOL_GPU),
     "NegativeLogLikelihoodLoss": gpu((2, 3), 1, "?has_ignore:int ?ignore_index:int ?reduction:str"),
+    "NonMaxSuppression": cpu((2, 5), 1, "center_point_box:int"),  # rows cut: lower_nms.py
     "OneHot": both(3, 1, "axis:int"),
     "Pointwise": _merge(cpu((0, None), 1, _POINTWISE), gpu((0, None), 1, _POINTWISE + " " + _JIT)),
     "Pool": cpu(
@@ -192,8 +197,15 @@ TABLE: dict[str, dict[str, Contract]] = {
     "Reduce": _merge(
         cpu(1, 1, "op:str axes:ints"), gpu(1, 1, "op:str outer:int len:int inner:int")
     ),
+    "ReverseSequence": cpu(2, 1, "batch_axis:int time_axis:int"),
     "ResizeAxis": both(
         1, 1, "in_len:int index:ints inner:int out_len:int outer:int taps:int weights:floats"
+    ),
+    "RoiAlign": cpu(
+        3,
+        1,
+        "coordinate_transformation_mode:str mode:str output_height:int output_width:int "
+        "sampling_ratio:int spatial_scale:float",
     ),
     "RotaryEmbedding": cpu(
         4, 1, "batch:int dim:int head:int heads:int ?interleaved:int seq:int x_strides:ints"

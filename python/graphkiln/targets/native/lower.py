@@ -249,6 +249,23 @@ class LoweringContext:
         )
         return self._new_slot(value, layout, self._storage(ARENA, _nbytes(value)))
 
+    def bounded_output(self, value: Value, dims) -> int:
+        """The slot of a node output whose dims the run decides (NonMaxSuppression's
+        rows): `dims`, the kernel's bound, in the output array of the segment; the kernel
+        fills the rows after its result with -1 and the cpu segment cuts the array at the
+        first row starting with a negative value (targets/cpu/segments.py, bounded_rows).
+        Only for segment outputs: the plan's other nodes never read such a value (its
+        dims are not static, so no lowering takes it)."""
+        if value not in self._output_index or value in self._slot:
+            raise LoweringError(
+                f"value {value.name!r} has dims decided at run time: only a segment output"
+            )
+        nbytes = int(np.prod(dims, dtype=np.int64)) * itemsize(value.type.dtype)
+        storage = self._storage(OUTPUT, nbytes, self._output_index[value])
+        slot = self._new_slot(None, PLAIN, storage, value.type.dtype, dims)
+        self._slot[value] = slot
+        return slot
+
     def temp(self, dtype: DType, dims, layout: str = PLAIN) -> int:
         nbytes = int(np.prod(dims, dtype=np.int64)) * itemsize(dtype)
         return self._new_slot(None, layout, self._storage(ARENA, nbytes), dtype, dims)

@@ -435,7 +435,11 @@ def lower_cumsum(node: Node, ctx: LoweringContext) -> None:
     ctx.emit("CumSum", ins, [ctx.output(node.outputs[0])], attrs, node.name)
 
 
-@supports(lambda node, ctx: node.inputs[0].type.dtype in (DType.i32, DType.i64))
+# float indices too (both targets' kernels truncate them, as ref does); depth must be a
+# constant by then (a graph input is planned on its value: specialize.FLOAT_PARAMETERS)
+@supports(
+    lambda node, ctx: node.inputs[0].type.dtype in (DType.i32, DType.i64, DType.f32, DType.f64)
+)
 def lower_one_hot(node: Node, ctx: LoweringContext) -> None:
     rank = len(static_dims(node.outputs[0]))
     ins = [ctx.input(node.inputs[0]), None, ctx.input(node.inputs[2])]

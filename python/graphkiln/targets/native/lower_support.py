@@ -68,6 +68,10 @@ def node_supported(node: Node, ctx, static: bool = True) -> bool:
     values = [v for v in (*node.inputs, *node.outputs) if v is not None]
     # a lowering with `byte_dtypes = True` also takes plan.BYTE_DTYPES (float8, int4, ...)
     byte_dtypes = bool(getattr(lower, "byte_dtypes", False))
+    # one with `bounded_outputs = True` writes outputs of dims decided at run time into a
+    # slot of its bound (LoweringContext.bounded_output); its predicate checks them
+    if getattr(lower, "bounded_outputs", False):
+        values = [v for v in node.inputs if v is not None]
     if not all(_static_tensor(v, byte_dtypes) for v in values):
         return False
     check = getattr(lower, "supports", None)

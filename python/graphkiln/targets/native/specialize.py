@@ -16,7 +16,7 @@ import numpy as np
 
 from collections.abc import Callable
 
-from ...ir import Graph, Node, TensorType
+from ...ir import DType, Graph, Node, TensorType
 from ...ir.clone import clone_graph
 from ...ir.graph import node_subgraphs
 from ...passes import (
@@ -72,8 +72,44 @@ def specialize(
         copy, [fold_constants, eliminate_dead_code], context, trace=False, verify_each=False
     )
     unroll_small_loops(copy, supports, context)
+    if _type_loop_bodies(copy):
+        _refresh_types(copy)  # the Loops' outputs, then their readers
     _fold_branches(copy, context)
     return copy
+
+
+def _type_loop_bodies(graph: Graph) -> bool:
+    """The bodies of the Loops left (not unrolled) typed from the loop's inputs: the
+    iteration number, the condition and the carried values' types of this plan; kept only
+    where each carried value leaves the body with the type it came in with (a loop whose
+    state changes shape from one iteration to the next keeps its body as it was: no
+    native target compiles it). Whether any body was typed."""
+    typed = False
+    for node in graph.nodes:
+        if node.op != "Loop":
+            continue
+        body = node.attrs["body"]
+        carried = node.inputs[2:]
+        if len(body.inputs) != len(carried) + 2 or any(v is None for v in carried):
+            continue
+        before = [v.type for v in body.inputs]
+        body.inputs[0].type = TensorType(DType.i64, ())
+        body.inputs[1].type = TensorType(DType.bool, ())
+        for inner, outer in zip(body.inputs[2:], carried):
+            inner.type = outer.type
+        _refresh_types(body)
+        steady = all(
+            out.type == inner.type
+            for inner, out in zip(body.inputs[2:], body.outputs[1 : 1 + len(carried)])
+        )
+        if not steady:
+            for v, t in zip(body.inputs, before):
+                v.type = t
+            _refresh_types(body)
+            continue
+        fold_constants.refresh_node_types(node)
+        typed = True
+    return typed
 
 
 MAX_UNROLL_ROUNDS = 4  # a Loop inside an unrolled body unrolls in the next round
@@ -132,7 +168,7 @@ def _fold_branches(graph: Graph, context: PassContext) -> None:
     """The same folding inside If branches (their shape computations read the outer
     values this plan made static), nested Ifs included."""
     for node in graph.nodes:
-        if node.op != "If":
+        if node.op not in ("If", "Loop"):
             continue
         for branch in node_subgraphs(node):  # not verified alone: it reads outer values
             fold_constants.run(branch, context)
@@ -188,8 +224,9 @@ def _inline_constant_inputs(fused, constants: set) -> None:
 
 
 SMALL_VALUE_ELEMENTS = 64
-# float inputs decide shapes only where read as these parameters (Resize's roi / scales)
-FLOAT_PARAMETERS = {"Resize": (1, 2), "Upsample": (1,), "Range": (0, 1, 2)}
+# float inputs decide shapes only where read as these parameters (Resize's roi / scales,
+# Range's bounds, OneHot's depth)
+FLOAT_PARAMETERS = {"Resize": (1, 2), "Upsample": (1,), "Range": (0, 1, 2), "OneHot": (1,)}
 
 
 def _float_parameter(graph: Graph, value) -> bool:
@@ -209,7 +246,7 @@ def _float_parameter(graph: Graph, value) -> bool:
 def shape_deciding_inputs(graph: Graph, unsupported: list) -> list[int]:
     """Indices of small integer graph inputs that the unsupported nodes read, directly or
     through other nodes, and of small float ones read only as Resize's roi / scales or
-    Range's bounds: planning on their values may make those nodes static."""
+    Range's bounds or OneHot's depth: planning on their values may make those nodes static."""
     index = {v: i for i, v in enumerate(graph.inputs)}
     found: set[int] = set()
     seen: set = set()

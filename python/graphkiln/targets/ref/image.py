@@ -196,9 +196,9 @@ def _grid_taps(coord, size, mode, padding_mode, align_corners):
     else:
         x = ((coord + 1) * size - 1) / 2
         lo, hi = -0.5, size - 0.5
-    if padding_mode == "border" and mode != "cubic":
-        # cubic keeps the point where it is and clamps each of its taps instead
-        x = np.clip(x, 0, size - 1)
+    if padding_mode == "border":
+        if mode != "cubic":  # cubic keeps the point where it is and clamps each tap instead
+            x = np.clip(x, 0, size - 1)
     elif padding_mode == "reflection":
         x = _reflect(x, lo, hi)
     elif padding_mode != "zeros":
