@@ -20,7 +20,7 @@ from ...version import __version__
 from ..native.kernel_contracts import check_step
 from ..native.lower import LoweringError
 from ..native.plan import Plan
-from .segments import ExecutorSegment, RefSegment, Segment
+from .segments import ExecutorSegment, RefSegment, Segment, bounded_outputs
 
 
 def plan_key() -> dict:
@@ -90,6 +90,7 @@ class SavedPlanSegment(ExecutorSegment):
         check_saved_steps(saved)
         self.saved = saved
         self.inputs, self.outputs = saved.inputs, saved.outputs
+        self.bounded = bounded_outputs(saved.steps)
         self.input_dtypes = [v.type.dtype.numpy for v in saved.inputs]
         steps = [
             dict(step, packed=saved.packed[i]) if i in saved.packed else step

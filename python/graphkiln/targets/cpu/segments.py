@@ -52,21 +52,7 @@ class ExecutorSegment(Segment):
         ]
         env.update(zip(self.outputs, cut_bounded(self.executor.run(arrays), self.bounded)))
 
-    @property
-    def bounded(self) -> list[int]:
-        """Indices of the outputs a bounded kernel writes (bounded_rows), found once from
-        the steps (a plan's or saved ones: both say which kernel writes which output)."""
-        found = self.__dict__.get("_bounded")
-        if found is None:
-            found = self.__dict__["_bounded"] = bounded_outputs(self.executor_step_dicts())
-        return found
-
-    def executor_step_dicts(self) -> list[dict]:
-        plan = getattr(self, "plan", None)
-        if plan is not None:
-            return plan.executor_steps()
-        saved = getattr(self, "saved", None)
-        return saved.steps if saved is not None else []
+    bounded: list[int] = []  # outputs a bounded kernel writes (bounded_rows): set by builders
 
 
 # kernels that write an output of run-time length into a buffer of their bound, the rows
@@ -129,6 +115,7 @@ class PlanSegment(ExecutorSegment):
             return [(plan.slots[s].dtype.numpy, list(plan.slots[s].dims)) for s in slots]
 
         steps, keys = plan.executor_steps(), None
+        self.bounded = bounded_outputs(steps)
         if packing is not None:  # packing_cache.py: packed weights other plans made
             steps, keys = packing.offer(steps, plan.constants)
         self.executor = build_executor(

@@ -28,7 +28,7 @@ import numpy as np
 from ...ir import DType, Graph, Node, TensorType
 from ...ir.graph import captured_values
 from .lower import LoweringContext
-from .lower_loops import _lowerable as lowerable_body, _possible as unrolled_possible
+from .lower_loops import lowerable_body, unrollable
 from .lower_support import node_supported, supports
 
 
@@ -188,7 +188,7 @@ def lower_loop(node: Node, ctx: LoweringContext) -> None:
                 ctx.lowerings[inner.op](inner, ctx)
         _write_back(ctx, body.outputs, [go_on, *state], name)
         outer_reads = [ctx.slot_of(v) for v in captured_values(body)]
-    keep = [s for s in [*outer_reads, *state, go_on] + ([trips] if trips is not None else [])]
+    keep = [*outer_reads, *state, go_on] + ([] if trips is None else [trips])
     ctx.emit("LoopNext", [iteration, *keep], [iteration], {"target": test}, f"{name}/next")
     steps[test].attrs["target"] = len(steps)
 
@@ -229,7 +229,7 @@ def _loop_possible(node: Node, ctx) -> bool:
         and len(body.outputs) == len(initial) + 1
         and lowerable_body(body, ctx)
     )
-    return compiled or unrolled_possible(node, ctx)
+    return compiled or unrollable(node, ctx)
 
 
 lower_loop.possible = _loop_possible  # type: ignore[attr-defined]

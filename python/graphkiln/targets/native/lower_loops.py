@@ -34,22 +34,22 @@ def holds_loops(graph: Graph) -> bool:
     return any(n.op in UNROLLED_OPS for n in graph.nodes)
 
 
-def _possible(node: Node, ctx) -> bool:
+def unrollable(node: Node, ctx) -> bool:
     """Whether some plan could unroll `node` and run what it unrolls to: its structure
     allows it, and the target has a lowering for every op of its body (an If's only for
     its branches' ops: one whose condition the iteration number decides is spliced; a node
     with a decomposition is decomposed where the plan refuses it)."""
-    return structural_refusal(node) is None and _lowerable(node.attrs["body"], ctx)
+    return structural_refusal(node) is None and lowerable_body(node.attrs["body"], ctx)
 
 
-def _lowerable(graph: Graph, ctx) -> bool:
+def lowerable_body(graph: Graph, ctx) -> bool:
     for n in graph.nodes:
         if n.op == "Constant":
             continue
         lowered = n.op == "If" or n.decomposition is not None  # spliced / decomposed then
         if not lowered and not node_supported(n, ctx, static=False):
             return False
-        if not all(_lowerable(g, ctx) for g in node_subgraphs(n)):
+        if not all(lowerable_body(g, ctx) for g in node_subgraphs(n)):
             return False
     return True
 
@@ -75,6 +75,6 @@ def lower_unrolled(node: Node, ctx: LoweringContext) -> None:
     raise LoweringError(f"{node.op} {node_label(node)!r} is {detail}")
 
 
-lower_unrolled.possible = _possible  # type: ignore[attr-defined]
+lower_unrolled.possible = unrollable  # type: ignore[attr-defined]
 
 LOWERINGS = {"Loop": lower_unrolled, "Scan": lower_unrolled}
