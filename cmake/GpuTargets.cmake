@@ -206,7 +206,9 @@ function(graphkiln_add_gpu_sources target)
     "${_src}/gpu/bytes.hip"
     "${_src}/gpu/loss.hip"
     "${_src}/gpu/data.hip"
-    "${_src}/gpu/axis.hip")
+    "${_src}/gpu/axis.hip"
+    "${_src}/gpu/control.hip"
+    "${_src}/gpu/host_step.hip")
   add_library(graphkiln_gpu STATIC ${_sources})
   target_include_directories(graphkiln_gpu PUBLIC "${_src}")
   # the runtime compiler's cache key names graphkiln's version (src/gpu/rtc.hip)

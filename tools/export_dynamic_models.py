@@ -45,6 +45,84 @@ call's state inputs with the state outputs onnxruntime returned for the call bef
   stride 5), GroupNorm with a group per channel (exported as InstanceNormalization between
   Reshapes, then the affine Mul / Add), GELU, four more strided convs with GELU, then the
   feature projection (LayerNorm, Linear); dynamic batch and samples.
+
+The second batch (their modules in tools/more_dynamic_models.py):
+
+- gru_tagger: token embedding, a 2-layer bidirectional GRU (hidden 32, batch_first), a
+  linear per step ([N, S, 12]); dynamic batch and sequence (int64 ids).
+- unet: a small U-Net: conv / batchnorm / relu at full size, a strided conv stage (H/2), a
+  max-pooled bottleneck (H/4), two ConvTranspose2d (stride 2) upsamplings each concatenated
+  with the encoder's map at its scale, a 1x1 head; dynamic batch, height, width (multiples
+  of 4).
+- mobilenet_block: a MobileNetV3-style stem (strided conv, hardswish), three inverted
+  residual blocks (1x1 expand, depthwise 3x3 / 5x5, squeeze-excite with hardsigmoid, 1x1
+  project; relu or hardswish; a strided one, two with the residual), a 1x1 conv, global
+  pooling, a hardswish classifier; dynamic batch, height, width.
+- gpt_kv: a tiny causal decoder (2 layers, dim 32, 2 heads) with the key / value cache as
+  inputs past_key / past_value [2, 1, 2, past, 16] and outputs present_key / present_value
+  (past + 1): positions and the causal mask (Range, Greater, Where) from the past's length.
+  A stream of four one-token calls, the first from an empty past (length 0), each next one
+  fed the present the call before returned (so every call has new shapes).
+- vit_tiny: a patch-embedding conv (32x32 -> 8x8), a class token expanded to the batch and
+  concatenated, a learned position embedding, 2 pre-norm nn.TransformerEncoderLayer layers
+  (nn.MultiheadAttention's exported attention), a classifier on the class token; dynamic
+  batch.
+- rnn_denoiser: audio [N, 1, T] (T a multiple of 8): a strided Conv1d front end, an nn.RNN
+  (tanh, 1 layer) over the frames, a ConvTranspose1d back to samples, subtracted from the
+  input; dynamic batch and samples.
+- tcn_classifier: a temporal conv net over [N, 8, T]: three dilated (1, 2, 4) causal Conv1d
+  (left padding by F.pad), LayerNorm over channels between permutes, relu, residuals (a 1x1
+  conv where the channels change), adaptive average pooling, a linear; dynamic batch, time.
+- detector_nms: a conv detection head over a fixed [1, 3, 64, 64] image: a box and a score
+  per 8x8 cell (boxes [1, 64, 4] around the cell centres, sigmoid scores [1, 1, 64]),
+  torchvision.ops.nms (NonMaxSuppression, IoU 0.4), the kept boxes and scores gathered (a
+  count decided by the data: three images recorded, each keeping a different count).
+- espcn_sr: ESPCN super-resolution over [N, 1, H, W]: three convs (tanh between) to 9
+  channels, PixelShuffle x3 (DepthToSpace, CRD), sigmoid; dynamic batch, height, width.
+
+The third batch (their modules and token / image / point inputs in
+tools/more_dynamic_models_2.py; the image models' convs He-initialized, their images with a
+contrast and brightness per image, so that a batch's logits differ):
+
+- resnet_tiny: a ResNet-style stem (conv, batchnorm, relu, max pool 3 / 2) and two stages of
+  bottlenecks (1x1, 3x3, 1x1 with batchnorm; the first of stage two strided, its shortcut a
+  strided 1x1 conv + batchnorm), global average pooling, a linear; dynamic batch, height,
+  width.
+- densenet_tiny: two dense blocks of three BN-ReLU-Conv1x1-BN-ReLU-Conv3x3 layers (growth 8)
+  each concatenating its features to its input, a transition between them (BN-ReLU-Conv1x1
+  halving the channels, average pool 2), global pooling, a linear; dynamic batch, height,
+  width.
+- convnext_tiny_block: a patchify stem (4x4 conv, stride 4) with LayerNorm over channels
+  (permute, LayerNorm, permute back), ConvNeXt blocks (depthwise 7x7, LayerNorm channels
+  last, Linear 4x, GELU, Linear, layer scale, residual), a downsampling layer (LayerNorm,
+  2x2 conv stride 2), mean pooling, LayerNorm, a linear; dynamic batch, height, width.
+- bert_tiny: a BERT-style encoder over input_ids / token_type_ids / attention_mask (int64;
+  rows padded at the end, two sentences split at random): word + position (arange) + token
+  type embeddings, LayerNorm, two post-norm layers whose attention scores get the extended
+  mask (1 - mask) * -10000, a pooler (tanh of a linear of the first token); outputs hidden
+  [N, S, 32] and pooled [N, 32]; dynamic batch, sequence.
+- gpt2_tiny: a GPT-2-style decoder without cache: learned positions, pre-norm blocks, the
+  causal mask a [:s, :s] slice of a tril buffer (Where), GELU with the tanh approximation,
+  the LM head tied to the token embedding; dynamic batch, sequence.
+- conformer_block: a Conformer block over [N, T, 32]: half feed-forward (SiLU), multi-head
+  self-attention, the conv module (pointwise Conv1d, GLU, depthwise Conv1d kernel 15,
+  BatchNorm1d, SiLU, pointwise Conv1d), half feed-forward, LayerNorm; dynamic batch, time.
+- pointnet: a PointNet classifier over [N, 3, P] points: a T-Net's predicted 3x3 transform
+  (+ identity) applied by bmm, a shared Conv1d MLP (3 -> 32 -> 64 -> 128, batchnorm, relu),
+  max over points, an MLP classifier with BatchNorm1d; dynamic batch, points.
+- yolo_head: a tiny YOLO-style detector: strided conv / batchnorm / SiLU to strides 8 and
+  16, a neck (nearest upsampling x2 of stride 16, concatenated with stride 8, a conv), a 1x1
+  head per scale with 2 anchors decoded on a grid from arange / meshgrid of its feature
+  size (sigmoid; xy = (2 s - 0.5 + grid) * stride, wh = (2 s)^2 * anchor) into
+  [N, A, 5 + 3]; dynamic batch, height, width (multiples of 16).
+- efficientnet_block: a strided conv stem with SiLU, two fused-MBConvs (EfficientNetV2: a
+  3x3 expand conv, a 1x1 project; one residual, one strided), two MBConvs (1x1 expand,
+  depthwise 5x5 / 3x3, squeeze-excite with SiLU and sigmoid, 1x1 project; stochastic depth
+  off), a 1x1 conv, global pooling, a linear; dynamic batch, height, width.
+- seq2seq_gru: a GRU encoder over src ids [N, S] and a GRU decoder run for 6 steps on the
+  teacher-forced tgt ids [N, 6], each step fed the previous attention context and attending
+  (dot product, softmax) over the encoder's outputs, a linear to the vocabulary per step
+  ([N, 6, 60]); dynamic batch and source length.
 """
 
 from __future__ import annotations
@@ -54,6 +132,8 @@ import os
 import sys
 
 import numpy as np
+from more_dynamic_models import VOCAB, build_more, gpt_state_shape
+from more_dynamic_models_2 import SEQ2SEQ_STEPS, build_more_2, make_inputs_2
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DIR = os.path.join(HERE, "..", "tests", "models", "dynamic")
@@ -73,15 +153,55 @@ SHAPES = {
     "vad_stream": [{"audio": (1, VAD_CHUNK), "h": VAD_STATE, "c": VAD_STATE}] * 4,
     "einsum_attn": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 32, 32)}, {"x": (4, 3, 32, 32)}],
     "instnorm_feat": [{"audio": (1, 1, 1600)}, {"audio": (2, 1, 2000)}, {"audio": (3, 1, 1203)}],
+    # the second batch (tools/more_dynamic_models.py)
+    "gru_tagger": [{"ids": (1, 7)}, {"ids": (2, 12)}, {"ids": (3, 5)}],
+    "unet": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 24, 40)}, {"x": (1, 3, 16, 48)}],
+    "mobilenet_block": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 40, 48)}, {"x": (3, 3, 24, 28)}],
+    # one stream, one token per call: the past grows by one each call, from empty
+    "gpt_kv": [
+        {"ids": (1, 1), "past_key": gpt_state_shape(p), "past_value": gpt_state_shape(p)}
+        for p in range(4)
+    ],
+    "vit_tiny": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 32, 32)}, {"x": (3, 3, 32, 32)}],
+    "rnn_denoiser": [{"audio": (1, 1, 640)}, {"audio": (2, 1, 1000)}, {"audio": (3, 1, 1600)}],
+    "tcn_classifier": [{"x": (1, 8, 50)}, {"x": (2, 8, 128)}, {"x": (3, 8, 17)}],
+    # fixed input; the number of boxes kept differs per image
+    "detector_nms": [{"image": (1, 3, 64, 64)}] * 3,
+    "espcn_sr": [{"x": (1, 1, 16, 16)}, {"x": (2, 1, 20, 12)}, {"x": (1, 1, 9, 31)}],
+    # the third batch (tools/more_dynamic_models_2.py)
+    "resnet_tiny": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 40, 24)}, {"x": (3, 3, 17, 29)}],
+    "densenet_tiny": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 24, 40)}, {"x": (3, 3, 19, 27)}],
+    "convnext_tiny_block": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 48, 40)}, {"x": (1, 3, 24, 64)}],
+    "bert_tiny": [
+        {"input_ids": s, "token_type_ids": s, "attention_mask": s}
+        for s in ((1, 8), (2, 13), (3, 20))
+    ],
+    "gpt2_tiny": [{"ids": (1, 7)}, {"ids": (2, 16)}, {"ids": (3, 30)}],
+    "conformer_block": [
+        {"features": (1, 20, 32)},
+        {"features": (2, 37, 32)},
+        {"features": (3, 9, 32)},
+    ],
+    "pointnet": [{"points": (1, 3, 100)}, {"points": (2, 3, 257)}, {"points": (4, 3, 64)}],
+    # height and width multiples of 16 (the coarser output's stride)
+    "yolo_head": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 48, 64)}, {"x": (1, 3, 64, 48)}],
+    "efficientnet_block": [{"x": (1, 3, 32, 32)}, {"x": (2, 3, 40, 48)}, {"x": (3, 3, 24, 28)}],
+    "seq2seq_gru": [
+        {"src": (n, s), "tgt": (n, SEQ2SEQ_STEPS)} for n, s in ((1, 9), (2, 14), (4, 5))
+    ],
 }
-VOCAB = 50
+# the recorded case traced by `export` where it is not the first (gpt_kv: a non-empty past)
+EXPORT_CASE = {"gpt_kv": 1}
 # if_gate: the "loud" branch runs when mean(x**2) > IF_GATE_THRESHOLD; the recorded inputs
 # are standard normal times these gains (energies about 4, 0.25, 2.6, 3.2, 0.36: loud, quiet,
 # loud, loud, quiet, all far from the threshold)
 IF_GATE_THRESHOLD = 1.0
 IF_GATE_GAINS = [2.0, 0.5, 1.6, 1.8, 0.6]
 # streaming models: {state input: the output that feeds it on the next call}
-STREAM_STATE = {"vad_stream": {"h": "h_out", "c": "c_out"}}
+STREAM_STATE = {
+    "vad_stream": {"h": "h_out", "c": "c_out"},
+    "gpt_kv": {"past_key": "present_key", "past_value": "present_value"},
+}
 
 
 def build(name: str):
@@ -457,11 +577,16 @@ def build(name: str):
     if name == "instnorm_feat":
         axes = {"audio": {0: "batch", 2: "samples"}, "features": {0: "batch", 1: "frames"}}
         return FeatureExtractor(), ["audio"], ["features"], axes
+    more = build_more(name)
+    if more is None:
+        more = build_more_2(name)
+    if more is not None:
+        return more
     raise ValueError(f"unknown model {name!r}: accepted are {', '.join(SHAPES)}")
 
 
 def make_inputs(name: str, shapes: dict, rng: np.random.Generator, case: int) -> dict:
-    if name == "encoder":
+    if name in ("encoder", "gru_tagger"):
         return {k: rng.integers(0, VOCAB, size=s).astype(np.int64) for k, s in shapes.items()}
     if name == "vad_stream":  # a stream from silence: noise, then voiced harmonics in noise
         t = (case * VAD_CHUNK + np.arange(VAD_CHUNK)) / 16000.0
@@ -469,6 +594,13 @@ def make_inputs(name: str, shapes: dict, rng: np.random.Generator, case: int) ->
         audio = 0.01 * rng.standard_normal(VAD_CHUNK) + (0.3 * voiced if case else 0.0)
         state = np.zeros(VAD_STATE, np.float32)  # the stream's start; later calls: `record`
         return {"audio": audio[None].astype(np.float32), "h": state, "c": state}
+    if name == "gpt_kv":  # the past: empty on the first call, later ones set by `record`
+        ids = rng.integers(0, VOCAB, size=shapes["ids"]).astype(np.int64)
+        past = np.zeros(shapes["past_key"], np.float32)
+        return {"ids": ids, "past_key": past, "past_value": past}
+    feeds = make_inputs_2(name, shapes, rng)  # the third batch's token / image / point models
+    if feeds is not None:
+        return feeds
     gain = IF_GATE_GAINS[case] if name == "if_gate" else 1.0
     return {k: (gain * rng.standard_normal(s)).astype(np.float32) for k, s in shapes.items()}
 
@@ -482,7 +614,7 @@ def export(names: list[str], folder: str) -> None:
         model, inputs, outputs, axes = build(name)
         with torch.no_grad():  # non-trivial normalization statistics and affine parameters
             for m in model.modules():
-                if isinstance(m, torch.nn.BatchNorm2d):
+                if isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
                     m.running_mean.normal_(0, 0.2)
                     m.running_var.uniform_(0.5, 1.5)
                     m.weight.normal_(1, 0.2)
@@ -495,7 +627,7 @@ def export(names: list[str], folder: str) -> None:
             model = torch.jit.script(model)
         rng = np.random.default_rng(100 + i)
         feeds = [make_inputs(name, s, rng, j) for j, s in enumerate(SHAPES[name])]
-        args = tuple(torch.from_numpy(feeds[0][k]) for k in inputs)
+        args = tuple(torch.from_numpy(feeds[EXPORT_CASE.get(name, 0)][k]) for k in inputs)
         path = os.path.join(folder, name + ".onnx")
         torch.onnx.export(
             model,

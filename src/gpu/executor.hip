@@ -176,6 +176,8 @@ struct GpuExecutor::Impl {
   int64_t arena_bytes = 0;
   size_t workspace_bytes = 0;
   bool builtin_blas = false, use_graphs = true, uses_cudnn = false;
+  // why the plan is never captured (its first control or host step's reason), or empty
+  std::string not_capturable;
 
   // ---- the pool of contexts, and what graph_state() reports: guarded by pool_mutex -------
   mutable std::mutex pool_mutex;
@@ -208,9 +210,10 @@ struct GpuExecutor::Impl {
 
   std::vector<const void*> stage_inputs(RunContext& c, const std::vector<InputBuffer>& inputs,
                                         bool copy_all) const;
-  // step `s` on c's stream (pointers resolved into the caller's scratch vectors)
-  void enqueue_step(RunContext& c, size_t s, const std::vector<const void*>& device_inputs,
-                    std::vector<const void*>& in, std::vector<void*>& out) const;
+  // step `s` on c's stream (pointers resolved into the caller's scratch vectors); returns
+  // the step to go on at (a control step's choice), -1 for the next one
+  int64_t enqueue_step(RunContext& c, size_t s, const std::vector<const void*>& device_inputs,
+                       std::vector<const void*>& in, std::vector<void*>& out) const;
   void enqueue_steps(RunContext& c, const std::vector<const void*>& device_inputs) const;
   bool capture(RunContext& c, const std::vector<const void*>& device_inputs) const;
 
@@ -331,9 +334,10 @@ std::vector<const void*> GpuExecutor::Impl::stage_inputs(RunContext& c,
   return device_inputs;
 }
 
-void GpuExecutor::Impl::enqueue_step(RunContext& c, size_t s,
-                                     const std::vector<const void*>& device_inputs,
-                                     std::vector<const void*>& in, std::vector<void*>& out) const {
+int64_t GpuExecutor::Impl::enqueue_step(RunContext& c, size_t s,
+                                        const std::vector<const void*>& device_inputs,
+                                        std::vector<const void*>& in,
+                                        std::vector<void*>& out) const {
   const Step& step = steps[s];
   in.resize(step.inputs.size());
   out.resize(step.outputs.size());
@@ -347,13 +351,20 @@ void GpuExecutor::Impl::enqueue_step(RunContext& c, size_t s,
   } catch (const std::exception& e) {
     throw std::runtime_error(device + ": step " + step.name + " failed: " + e.what());
   }
+  return ctx.next_step;
 }
+
+namespace {
+// The step after `s`, given what enqueue_step returned for it.
+size_t following(size_t s, int64_t next) { return next < 0 ? s + 1 : static_cast<size_t>(next); }
+}  // namespace
 
 void GpuExecutor::Impl::enqueue_steps(RunContext& c,
                                       const std::vector<const void*>& device_inputs) const {
   std::vector<const void*> in;
   std::vector<void*> out;
-  for (size_t s = 0; s < steps.size(); ++s) enqueue_step(c, s, device_inputs, in, out);
+  for (size_t s = 0; s < steps.size();)
+    s = following(s, enqueue_step(c, s, device_inputs, in, out));
 }
 
 // Records the steps into c's graph; on failure leaves c.graph_failure set and the stream
@@ -433,6 +444,7 @@ GpuExecutor::GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuff
     step.kernel = gpu::make_kernel(s.spec);
     m.workspace_bytes = std::max(m.workspace_bytes, step.kernel->workspace_bytes());
     m.uses_cudnn = m.uses_cudnn || step.kernel->uses_cudnn();
+    if (m.not_capturable.empty()) m.not_capturable = step.kernel->not_capturable();
     step.inputs = std::move(s.inputs);
     step.outputs = std::move(s.outputs);
     step.present = s.spec.present;
@@ -478,7 +490,7 @@ void GpuExecutor::run(const std::vector<InputBuffer>& inputs,
   Impl::Lease lease(m);
   RunContext& c = lease.context();
   // A graph replays fixed addresses: device inputs are then copied into c's own buffers.
-  const bool graphs = m.use_graphs && c.graph_failure.empty();
+  const bool graphs = m.use_graphs && m.not_capturable.empty() && c.graph_failure.empty();
   // A context's first run goes kernel by kernel (libraries finish their lazy set-up); its
   // second captures a graph, and that run and every later one replay it. The capturing run
   // holds the gate alone.
@@ -518,25 +530,36 @@ std::vector<std::pair<std::string, double>> GpuExecutor::profile(
   Impl::Lease lease(m);
   RunContext& c = lease.context();
   GateHold gate(false);
-  std::vector<hipEvent_t> events(m.steps.size() + 1, nullptr);
+  // an event after every step run (a step inside a Loop runs once per iteration): the
+  // times of one step's runs are summed
+  std::vector<hipEvent_t> events;
+  std::vector<size_t> ran;  // ran[k]: the step that ended at events[k + 1]
   std::vector<std::pair<std::string, double>> times;
   std::string failure;
+  auto record = [&]() {
+    events.push_back(nullptr);
+    check(hipEventCreate(&events.back()), "creating a timing event");
+    check(hipEventRecord(events.back(), c.stream), "recording a timing event");
+  };
   try {
     const std::vector<const void*> device_inputs = m.stage_inputs(c, inputs, false);
-    for (hipEvent_t& e : events) check(hipEventCreate(&e), "creating a timing event");
     std::vector<const void*> in;
     std::vector<void*> out;
-    check(hipEventRecord(events[0], c.stream), "recording a timing event");
-    for (size_t s = 0; s < m.steps.size(); ++s) {
-      m.enqueue_step(c, s, device_inputs, in, out);
-      check(hipEventRecord(events[s + 1], c.stream), "recording a timing event");
+    record();
+    for (size_t s = 0; s < m.steps.size();) {
+      const size_t next = following(s, m.enqueue_step(c, s, device_inputs, in, out));
+      record();
+      ran.push_back(s);
+      s = next;
     }
     check(hipEventSynchronize(events.back()), "profiling the plan");
-    for (size_t s = 0; s < m.steps.size(); ++s) {
+    std::vector<double> per_step(m.steps.size(), 0.0);
+    for (size_t k = 0; k < ran.size(); ++k) {
       float ms = 0.f;
-      check(hipEventElapsedTime(&ms, events[s], events[s + 1]), "reading a timing event");
-      times.emplace_back(m.steps[s].name, ms);
+      check(hipEventElapsedTime(&ms, events[k], events[k + 1]), "reading a timing event");
+      per_step[ran[k]] += ms;
     }
+    for (size_t s = 0; s < m.steps.size(); ++s) times.emplace_back(m.steps[s].name, per_step[s]);
   } catch (const std::exception& e) {
     failure = e.what();
     (void)hipStreamSynchronize(c.stream);
@@ -576,6 +599,7 @@ std::string GpuExecutor::blas_backend() const {
 std::string GpuExecutor::graph_state() const {
   const Impl& m = *impl_;
   if (!m.use_graphs) return "off";
+  if (!m.not_capturable.empty()) return "off: " + m.not_capturable;
   std::lock_guard<std::mutex> lock(m.pool_mutex);
   const size_t n = m.contexts.size();
   const std::string replay = m.replaying == n ? "replaying"

@@ -99,3 +99,9 @@ inline hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags
   return cudaStreamWaitEvent(s, e, flags);
 }
 #define hipStreamPerThread cudaStreamPerThread
+// Pinned host memory: control steps' read-backs (control.hip), host steps' staging
+// (host_step.hip).
+inline hipError_t hipHostMalloc(void** p, size_t bytes, unsigned flags) {
+  return cudaHostAlloc(p, bytes, flags);
+}
+inline hipError_t hipHostFree(void* p) { return cudaFreeHost(p); }

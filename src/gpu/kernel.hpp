@@ -32,6 +32,9 @@ struct Context {
   size_t workspace_bytes = 0;
   // cudnnHandle_t bound to `stream` (NVIDIA builds, when a step's uses_cudnn()), else null
   void* cudnn = nullptr;
+  // Set by a control step's run() (control.hip: Branch, Jump, LoopTest, LoopNext): the step
+  // the executor goes on at; -1, what every other step leaves, is the next one.
+  int64_t next_step = -1;
 };
 
 class Kernel {
@@ -43,6 +46,10 @@ class Kernel {
   virtual size_t workspace_bytes() const { return 0; }
   // Whether run() needs ctx.cudnn (the executor then gives each context a cuDNN handle).
   virtual bool uses_cudnn() const { return false; }
+  // Why this step cannot be captured into a HIP/CUDA graph, or empty: control steps read a
+  // value back on the host and pick the next step; host steps run a cpu kernel between two
+  // copies. A plan holding one runs kernel by kernel (GpuExecutor::graph_state() says why).
+  virtual std::string not_capturable() const { return {}; }
 };
 
 using Factory = std::unique_ptr<Kernel> (*)(const KernelSpec&);

@@ -46,5 +46,15 @@ std::unique_ptr<Kernel> make_topk(const KernelSpec& spec);          // axis.hip
 std::unique_ptr<Kernel> make_hardmax(const KernelSpec& spec);       // axis.hip
 std::unique_ptr<Kernel> make_lp_norm(const KernelSpec& spec);       // axis.hip
 
+// control.hip: an If / Loop compiled in line (Branch, Jump, LoopTest, LoopNext) and Fill
+std::unique_ptr<Kernel> make_branch(const KernelSpec& spec);
+std::unique_ptr<Kernel> make_jump(const KernelSpec& spec);
+std::unique_ptr<Kernel> make_loop_test(const KernelSpec& spec);
+std::unique_ptr<Kernel> make_loop_next(const KernelSpec& spec);
+std::unique_ptr<Kernel> make_fill(const KernelSpec& spec);
+// host_step.hip: "Host.<cpu kernel>" steps, a cpu kernel run on the host between copies
+bool is_host_step(const std::string& kernel);
+std::unique_ptr<Kernel> make_host_step(const KernelSpec& spec);
+
 }  // namespace gpu
 }  // namespace graphkiln

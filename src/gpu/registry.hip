@@ -49,6 +49,11 @@ const std::map<std::string, Factory>& table() {
       {"TopK", make_topk},
       {"Hardmax", make_hardmax},
       {"LpNormalization", make_lp_norm},
+      {"Branch", make_branch},
+      {"Jump", make_jump},
+      {"LoopTest", make_loop_test},
+      {"LoopNext", make_loop_next},
+      {"Fill", make_fill},
   };
   return t;
 }
@@ -56,11 +61,12 @@ const std::map<std::string, Factory>& table() {
 
 std::unique_ptr<Kernel> make_kernel(const KernelSpec& spec) {
   auto it = table().find(spec.kernel);
-  if (it == table().end())
+  const Factory factory = is_host_step(spec.kernel) ? make_host_step : nullptr;
+  if (!factory && it == table().end())
     throw std::invalid_argument("the gpu target has no kernel '" + spec.kernel + "' (node '" +
                                 spec.name + "')");
   try {
-    return it->second(spec);
+    return factory ? factory(spec) : it->second(spec);
   } catch (const std::invalid_argument&) {
     throw;
   } catch (const std::exception& e) {

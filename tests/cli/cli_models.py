@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """Small ONNX models for the command-line tests, built with onnx.helper: ops the cpu target
-lacks (If with subgraphs, Det), an op of another domain, an input with a symbolic dim."""
+lacks (If with subgraphs, Bernoulli), an op of another domain, an input with a symbolic dim."""
 
 import onnx
 from onnx import TensorProto as T
@@ -34,11 +34,11 @@ def if_model() -> onnx.ModelProto:
     return _model(nodes, [h.make_tensor_value_info("x", T.FLOAT, [1, 4])], [out("y")])
 
 
-def det_model() -> onnx.ModelProto:
-    """The determinant of x: f32[2,3,3] (Det has no cpu kernel)."""
+def bernoulli_model() -> onnx.ModelProto:
+    """Seeded draws with probabilities x: f32[2] (Bernoulli has no cpu kernel)."""
     return _model(
-        [h.make_node("Det", ["x"], ["yh"])],
-        [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 3])],
+        [h.make_node("Bernoulli", ["x"], ["yh"], seed=1.0)],
+        [h.make_tensor_value_info("x", T.FLOAT, [2])],
         [h.make_tensor_value_info("yh", T.FLOAT, [2])],
     )
 

@@ -6,7 +6,7 @@
 import json
 
 import pytest
-from cli_models import det_model, if_model, save
+from cli_models import bernoulli_model, if_model, save
 
 from graphkiln.cli.common import EXAMPLE_MODEL
 from graphkiln.cli.main import main
@@ -18,10 +18,10 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_a_missing_kernel_advises_the_fallback_flag_not_python(tmp_path, capsys):
-    path = save(det_model(), tmp_path, "det.onnx")
+    path = save(bernoulli_model(), tmp_path, "bernoulli.onnx")
     assert main(["run", path, "--target", "cpu"]) == 1
     assert capsys.readouterr().err == (
-        "graphkiln run: LoweringError: the cpu target has no kernel for Det (first: node "
+        "graphkiln run: LoweringError: the cpu target has no kernel for Bernoulli (first: node "
         "'yh'); --fallback ref runs it on ref\n"
     )
     assert main(["run", path, "--target", "cpu", "--fallback", "ref"]) == 0

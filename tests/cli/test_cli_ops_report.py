@@ -3,7 +3,7 @@
 """`graphkiln ops --model M`: per op, whether graphkiln imports it and the chosen target
 runs it natively, as the target itself decides."""
 
-from cli_models import det_model, if_model, microsoft_model, save
+from cli_models import bernoulli_model, if_model, microsoft_model, save
 
 from graphkiln.cli.common import EXAMPLE_MODEL
 from graphkiln.cli.main import main
@@ -29,16 +29,16 @@ def test_if_runs_on_cpu_and_its_branch_ops_are_listed(tmp_path, capsys):
     ]
 
 
-def test_det_is_missing_on_cpu_and_ok_on_ref(tmp_path, capsys):
-    path = save(det_model(), tmp_path, "det.onnx")
+def test_bernoulli_is_missing_on_cpu_and_ok_on_ref(tmp_path, capsys):
+    path = save(bernoulli_model(), tmp_path, "bernoulli.onnx")
     code, lines = _ops(capsys, "--model", path, "--target", "cpu")
     assert code == 1
     assert lines[1:] == [
-        "MISSING Det x1 (opset 17): the cpu target cannot run it natively; first: node 'yh'",
+        "MISSING Bernoulli x1 (opset 17): the cpu target cannot run it natively; first: node 'yh'",
         "--fallback ref runs the ops the cpu target lacks on ref",
     ]
     code, lines = _ops(capsys, "--model", path, "--target", "ref")
-    assert code == 0 and lines == [f"{path}: opsets ai.onnx 17; target ref", "ok      Det x1"]
+    assert code == 0 and lines == [f"{path}: opsets ai.onnx 17; target ref", "ok      Bernoulli x1"]
 
 
 def test_an_op_of_another_domain_is_named_with_its_domain_and_opset(tmp_path, capsys):

@@ -13,17 +13,46 @@ conv sub-networks; dynamic batch, and batches 1 and 2 are recorded taking both b
 MaxViT-style block (patch embedding, MBConv with squeeze-excite, block and grid attention
 written with Einsum; dynamic batch) and a wav2vec2-style conv feature extractor
 (InstanceNormalization from GroupNorm with a group per channel, GELU; dynamic batch /
-samples).
+samples). The second batch: a token tagger (embedding, two bidirectional GRU layers, a
+linear per step; dynamic batch / sequence), a small U-Net (two downsampling stages,
+ConvTranspose upsampling with skip concatenations; dynamic batch / height / width), a
+MobileNetV3-style network (hardswish stem, inverted residuals with depthwise convs and
+squeeze-excite by hardsigmoid; dynamic batch / height / width), a tiny ViT (patch
+embedding, a class token concatenated, learned positions, nn.TransformerEncoderLayer;
+dynamic batch), an audio denoiser (Conv1d front end, a tanh RNN, a ConvTranspose1d decoder;
+dynamic batch / samples), a temporal conv net (dilated causal Conv1d by left Pad,
+LayerNorm over channels between Transposes, residuals; dynamic batch / time) and an ESPCN
+super-resolution net (convs, PixelShuffle as DepthToSpace; dynamic batch / height / width).
+The third batch: a ResNet-style net (bottlenecks with BatchNorm, a strided 1x1 conv
+shortcut), a DenseNet-style net (dense blocks concatenating BN-ReLU-Conv features, a 1x1 +
+average pool transition), ConvNeXt blocks (depthwise 7x7, LayerNorm over channels after a
+Transpose, GELU MLP, layer scale) and EfficientNet blocks (fused MBConv, MBConv with SiLU
+squeeze-excite), all dynamic batch / height / width; a BERT-style encoder (token type ids,
+an attention mask added as (1 - mask) * -10000, a tanh pooler; three int64 inputs) and a
+GPT-2-style decoder (causal mask sliced from a tril buffer by the sequence length, tanh
+GELU, tied LM head), dynamic batch / sequence; a Conformer block over [N, T, C] (half
+feed-forwards, self-attention, a GLU / depthwise Conv1d / BatchNorm conv module; dynamic
+batch / time); a PointNet classifier (a T-Net's 3x3 transform by MatMul, a Conv1d MLP, max
+over points; dynamic batch / points); a YOLO-style detector (nearest Resize x2 and Concat
+neck, two heads decoded on grids built from Range of the feature size into [N, A, 8];
+dynamic batch / height / width) and a GRU encoder-decoder (six teacher-forced decoder steps
+with dot-product attention over the encoder's outputs; dynamic batch / source length).
 
 Imported with no input_shapes (dims stay symbolic), each is run at every recorded shape on
 ref, on cpu natively (no fallback: compile would refuse a node without a kernel) and, where a
 GPU is found, on gpu.
 
-Streaming models (STREAMING) have fixed shapes and state inputs and outputs: a Silero-style
-voice activity detector (audio chunk [1, 512], 2-layer LSTM state h / c [2, 1, 64] in and
-out). Their recording is one stream (the state fed to call k+1 is what call k returned); the
-test runs the stream the same way, feeding each call the state graphkiln returned for the
-previous one, and compares every call with onnxruntime's."""
+Streaming models (STREAMING) have state inputs and outputs: a Silero-style voice activity
+detector (fixed shapes: audio chunk [1, 512], 2-layer LSTM state h / c [2, 1, 64] in and
+out) and a tiny GPT-style decoder with its key / value cache in and out (one token per
+call, the past growing from length 0 by one per call: a new shape, so a new plan, per
+call). Their recording is one stream (the state fed to call k+1 is what call k returned);
+the test runs the stream the same way, feeding each call the state graphkiln returned for
+the previous one, and compares every call with onnxruntime's.
+
+CPU_MISSING: models the cpu target cannot run natively yet, checked on ref and with
+fallback="ref": a detection head with NonMaxSuppression (fixed input; three images, each
+keeping a different number of boxes) whose kept rows are gathered by native-only nodes."""
 
 import functools
 import os
@@ -45,13 +74,38 @@ MODELS = [
     "if_gate",
     "einsum_attn",
     "instnorm_feat",
+    "gru_tagger",
+    "unet",
+    "mobilenet_block",
+    "vit_tiny",
+    "rnn_denoiser",
+    "tcn_classifier",
+    "espcn_sr",
+    "resnet_tiny",
+    "densenet_tiny",
+    "convnext_tiny_block",
+    "bert_tiny",
+    "gpt2_tiny",
+    "conformer_block",
+    "pointnet",
+    "yolo_head",
+    "efficientnet_block",
+    "seq2seq_gru",
 ]
 # streaming model -> {state input: the output that feeds it on the next call}
-STREAMING = {"vad_stream": {"h": "h_out", "c": "c_out"}}
+STREAMING = {
+    "vad_stream": {"h": "h_out", "c": "c_out"},
+    "gpt_kv": {"past_key": "present_key", "past_value": "present_value"},
+}
 # models the gpu target cannot run yet: the op it has no kernel for (compile("gpu") refuses
 # the node with a LoweringError; the same list in tests/targets/gpu/
 # test_gpu_dynamic_models_emulated.py, which checks it without a GPU)
-GPU_MISSING = {"crnn": "LSTM", "if_gate": "If", "vad_stream": "LSTM"}
+GPU_MISSING = {"espcn_sr": "DepthToSpace"}
+# models the cpu target cannot run natively yet (compile("cpu") refuses the nodes named),
+# checked on ref, refused natively on cpu (strict), and on cpu with fallback="ref"
+CPU_MISSING = {
+    "detector_nms": "Gather / Squeeze reading NonMaxSuppression's rows (decided by the run)",
+}
 
 
 def _gpu_params(names) -> list:
@@ -98,8 +152,10 @@ def _compare(got: list, expected: dict) -> None:
 def _check(program, name: str) -> None:
     cases = _cases(name)
     shapes = [tuple(f[k].shape for k in f) for f, _ in cases]
-    # each case a new shape, except where a model records a shape twice on purpose (if_gate)
-    assert len(set(shapes)) >= 2 and (len(set(shapes)) == len(cases) or name == "if_gate")
+    if name == "detector_nms":  # a fixed input; the kept boxes' count differs per image
+        assert len({len(e["boxes"]) for _, e in cases}) >= 2
+    else:  # each case a new shape, except where a model records a shape twice (if_gate)
+        assert len(set(shapes)) >= 2 and (len(set(shapes)) == len(cases) or name == "if_gate")
     for feeds, expected in cases:
         _compare(program.run(feeds), expected)
 
@@ -117,16 +173,16 @@ def _check_stream(program, name: str, after_call=None) -> None:
             assert not np.array_equal(expected[out], feeds[k]), (j, out)  # the state moves
         got = program.run({**feeds, **carried})  # from call 1 on: graphkiln's own state
         _compare(got, expected)
-        if after_call is not None:
-            after_call(program)
+        if after_call is not None:  # with the number of input shapes seen so far
+            after_call(program, len({tuple(f[k].shape for k in f) for f, _ in cases[: j + 1]}))
         named = dict(zip(expected, got))
         carried = {k: named[out] for k, out in state.items()}
 
 
 def test_models_have_symbolic_inputs():
     for name in MODELS:
-        (t,) = _program(name).graph.inputs
-        assert any(not isinstance(d, int) for d in t.type.dims), name
+        for t in _program(name).graph.inputs:
+            assert any(not isinstance(d, int) for d in t.type.dims), (name, t.name)
 
 
 def test_if_gate_has_a_data_dependent_if_and_its_cases_take_both_branches():
@@ -165,11 +221,25 @@ def test_streaming_model_on_ref_matches_onnxruntime(name):
 
 @pytest.mark.parametrize("name", STREAMING)
 def test_streaming_model_runs_natively_on_cpu(name):
-    def native(program):  # every call on one plan (the shapes never change), none on ref
-        summary = program.stats()["plan"]
-        assert summary["plans"] == 1 and summary.get("ref_nodes", 0) == 0
+    def native(program, shapes):  # a plan per input shape (vad_stream: one; gpt_kv's past
+        summary = program.stats()["plan"]  # grows: one per call), none on ref
+        assert summary["plans"] == shapes and summary.get("ref_nodes", 0) == 0
 
     _check_stream(_program(name).compile("cpu"), name, after_call=native)  # no fallback
+
+
+@pytest.mark.parametrize("name", CPU_MISSING)
+def test_cpu_missing_model_on_ref_matches_onnxruntime(name):
+    _check(_program(name).compile("ref"), name)
+
+
+@pytest.mark.parametrize("name", CPU_MISSING)
+def test_cpu_missing_model_is_refused_natively_and_runs_with_fallback(name):
+    with pytest.raises(graphkiln.LoweringError):
+        _program(name).compile("cpu")
+    program = _program(name).compile("cpu", fallback="ref")
+    _check(program, name)
+    assert program.stats()["plan"]["ref_nodes"] > 0
 
 
 @functools.lru_cache(maxsize=1)

@@ -345,7 +345,7 @@ class _PlanReader:
             constants,
             need_int(obj["arena_bytes"], f"{where}.arena_bytes", 0, MAX_OFFSET),
             self.specs(obj["input_specs"], f"{where}.input_specs", len(inputs)),
-            self.specs(obj["output_specs"], f"{where}.output_specs", len(outputs)),
+            self.output_specs(obj["output_specs"], f"{where}.output_specs", len(outputs)),
         )
         for i, step in enumerate(need_list(obj["steps"], f"{where}.steps", self.limits)):
             self.step(step, f"{where}.steps[{i}]", saved)
@@ -407,6 +407,16 @@ class _PlanReader:
                 raise damaged(f"{where}[{i}][0]", f"unknown dtype {name[:20]!r}") from None
             out.append((dtype, self.dims(item[1], f"{where}[{i}][1]", 0)))
         return out
+
+    def output_specs(self, obj, where: str, count: int) -> list:
+        """A segment's output specs: its outputs', then the i64 [1] counts of its counted
+        kernels (LoweringContext.run_count), hidden outputs after them."""
+        extra = len(obj) - count if isinstance(obj, list) else 0
+        specs = self.specs(obj, where, count + max(extra, 0))
+        for i, (dtype, dims) in enumerate(specs[count:], count):
+            if dtype != DType.i64 or list(dims) != [1]:
+                raise damaged(f"{where}[{i}]", "a hidden count output must be i64 [1]")
+        return specs
 
     def quick_tensor(self, obj) -> dict | None:
         """The common case, checked without building messages: None where anything is off

@@ -345,14 +345,16 @@ def test_conv_transpose_with_epilogue():
     run_check(model, {"x": rand((1, 8, 5, 5))})
 
 
-def test_conv_transpose_negative_end_pad_is_refused():
-    """output_padding without pads: the end pad oneDNN would need is negative."""
+def test_conv_transpose_negative_end_pad_runs_the_direct_kernel():
+    """output_padding without pads: the end pad oneDNN would need is negative, so the
+    direct kernel runs it (lower_conv_transpose.py; test_cpu_deconv.py has more)."""
     inits = {"w": rand((8, 4, 3, 3), 1)}
     nodes = [node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_padding=[1, 1])]
     model = onnx_model(nodes, {"x": (1, 8, 5, 5)}, {"y": (1, 4, 12, 12)}, inits)
-    with pytest.raises(Exception, match="ConvTranspose"):
-        gk.parse_onnx_buffer(model).compile("cpu")
-    run_check(model, {"x": rand((1, 8, 5, 5))}, fallback="ref")
+    program = gk.parse_onnx_buffer(model).compile("cpu")
+    (segments,) = program._executable._plans.values()
+    assert [step.kernel for s in segments for step in s.plan.steps] == ["ConvTransposeDirect"]
+    run_check(model, {"x": rand((1, 8, 5, 5))})
 
 
 def test_conv_transpose_in_channels_last_chain():

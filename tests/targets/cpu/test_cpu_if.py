@@ -182,13 +182,13 @@ def test_saved_and_loaded_plan_keeps_the_branches():
 
 
 def test_if_after_a_ref_segment_reads_its_values():
-    # Det has no cpu kernel (fallback="ref" runs it); the If right after it, compiled in
-    # line, reads Det's result only inside its branches (a capture, not a node input)
+    # Bernoulli has no cpu kernel (fallback="ref" runs it); the If right after it, compiled
+    # in line, reads its result only inside its branches (a capture, not a node input)
     then_g = _branch([node("Mul", ["d", "x"], ["t"])], "t", [3, 3, 3], "then")
     else_g = _branch([node("Add", ["d", "x"], ["e"])], "e", [3, 3, 3], "else")
     model = onnx_model(
         [
-            node("Det", ["x"], ["d"]),
+            node("Bernoulli", ["x"], ["d"], seed=4.0),
             node("ReduceSum", ["x"], ["s"], keepdims=0),
             node("Greater", ["s", "zero"], ["cond"]),
             node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g),
@@ -202,4 +202,4 @@ def test_if_after_a_ref_segment_reads_its_values():
         check_cpu(model, {"x": feed}, rtol=1e-5, atol=1e-5, fallback="ref")
     program = gk.parse_onnx_buffer(model).compile("cpu", fallback="ref")
     program.run({"x": x})
-    assert program._executable.plan_summary()["ref_nodes"] == 1  # Det only
+    assert program._executable.plan_summary()["ref_nodes"] == 1  # Bernoulli only

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""The cpu target's GatherND and ReverseSequence (targets/cpu/lower_indexing.py,
+"""The cpu target's GatherND and ReverseSequence (targets/native/lower_indexing.py,
 src/cpu/indexing.cpp) against ref, bit-exact: batch_dims, index depths, negative and
 out-of-range indices, both axis orders, dtypes moved by width (bfloat16 included)."""
 

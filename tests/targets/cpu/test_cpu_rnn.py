@@ -11,7 +11,7 @@ import pytest
 import graphkiln as gk
 from cpu_testing import check_cpu, node, onnx_model, rand
 from graphkiln.ir import DType, Node, TensorType, Value
-from graphkiln.targets.cpu.lower_rnn import refusal
+from graphkiln.targets.native.lower_rnn import refusal
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 TOL = {"rtol": 1e-4, "atol": 1e-5}

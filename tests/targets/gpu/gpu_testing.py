@@ -14,7 +14,7 @@ import pytest
 
 import graphkiln as gk
 from graphkiln.compiler import compile_graph
-from graphkiln.targets.gpu.target import GpuExecutable, GpuTarget, lower_plan
+from graphkiln.targets.gpu.target import GpuExecutable, GpuTarget, lower_plan, plan_outputs
 from plan_emulator import Emulator
 
 
@@ -55,6 +55,7 @@ class EmulatedPlan:
         self.plan = lower_plan(graph, fast_math, bool(channels_last))
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
         self.executor = Emulator(self.plan)
+        self.bounded, self.num_outputs = plan_outputs(self.plan, graph)
 
 
 def run_emulated(model: bytes, feeds: dict) -> list[np.ndarray]:

@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from graphkiln.targets.native.kernel_contracts import HOST_STEP_PREFIX
 from graphkiln.targets.native.plan import ARENA, CONSTANT, INPUT, OUTPUT
 from graphkiln.targets.native.lower_pointwise import OPCODES
 from graphkiln.targets.native.plan_print import verify_plan
@@ -51,8 +52,15 @@ class Emulator:
         ]
         outs = [self.plan.slots[s] for s in self.plan.output_slots]
         self.outputs = [np.zeros(max(1, o.nbytes), np.uint8) for o in outs]
-        for step in self.steps:
-            getattr(self, "k_" + step["kernel"])(step, step["attrs"])
+        k = 0
+        while k < len(self.steps):  # control steps pick the next one (src/gpu/control.hip)
+            step = self.steps[k]
+            if step["kernel"].startswith(HOST_STEP_PREFIX):
+                self.host_step(step)
+                k += 1
+                continue
+            next_step = getattr(self, "k_" + step["kernel"])(step, step["attrs"])
+            k = k + 1 if next_step is None or next_step < 0 else next_step
         return [
             np.frombuffer(buf[: o.nbytes].tobytes(), o.dtype.numpy).reshape(o.dims)
             for buf, o in zip(self.outputs, outs)
@@ -85,6 +93,72 @@ class Emulator:
 
     def write(self, t, value):
         self.view(t)[...] = value
+
+    # -- host steps: the cpu core's kernel on the step's tensors (src/gpu/host_step.hip) --
+    def host_step(self, step):
+        from graphkiln._native import load_core
+
+        core = load_core()
+        inputs, constants, args = [], [], []
+        for t in step["inputs"]:
+            if t is None:
+                args.append(None)
+                continue
+            kind, index, offset = t["ref"]
+            plain = {"dtype": t["dtype"], "dims": t["dims"]}
+            plain["strides"] = _row_major(t["dims"])
+            if kind == CONSTANT:  # a constant stays one: the cpu kernel may pack it
+                constants.append(np.ascontiguousarray(self.tensor(t)))
+                args.append({**plain, "ref": (CONSTANT, len(constants) - 1, 0)})
+            else:
+                inputs.append(np.ascontiguousarray(self.tensor(t)))
+                args.append({**plain, "ref": (INPUT, len(inputs) - 1, 0)})
+        outs = [
+            {"dtype": t["dtype"], "dims": t["dims"], "strides": _row_major(t["dims"])}
+            for t in step["outputs"]
+        ]
+        outs = [{**o, "ref": (OUTPUT, i, 0)} for i, o in enumerate(outs)]
+        kernel = step["kernel"][len(HOST_STEP_PREFIX) :]
+        one = {"kernel": kernel, "name": step["name"], "attrs": step["attrs"]}
+        executor = core.Executor(
+            [{**one, "inputs": args, "outputs": outs}],
+            constants,
+            0,
+            [(a.dtype, list(a.shape)) for a in inputs],
+            [(NUMPY[t["dtype"]], list(t["dims"])) for t in step["outputs"]],
+            1,
+            1,
+        )
+        results = executor.run(inputs)
+        for t, value in zip(step["outputs"], results):
+            self.write(t, value)
+
+    # -- control steps (src/gpu/control.hip) ----------------------------------------------
+    def k_Branch(self, step, a):
+        return -1 if bool(self.tensor(step["inputs"][0]).reshape(-1)[0]) else a["target"]
+
+    def k_Jump(self, step, a):
+        return a["target"]
+
+    def k_LoopTest(self, step, a):
+        i = int(self.tensor(step["inputs"][0]).reshape(-1)[0])
+        go_on = bool(self.tensor(step["inputs"][1]).reshape(-1)[0])
+        count = step["inputs"][2]
+        if count is not None and i >= int(self.tensor(count).reshape(-1)[0]):
+            go_on = False
+        return -1 if go_on else a["target"]
+
+    def k_LoopNext(self, step, a):
+        i = self.tensor(step["inputs"][0])
+        self.write(step["outputs"][0], i + 1)
+        return a["target"]
+
+    def k_Fill(self, step, a):
+        out = step["outputs"][0]
+        dtype = np.dtype(NUMPY[out["dtype"]])
+        raw = np.array([a.get("bits", 0)], np.int64).view(np.uint8)[: dtype.itemsize]
+        value = raw.copy().view(dtype)[0]
+        self.write(out, np.full(out["dims"], value, dtype))
 
     # -- kernels ------------------------------------------------------------------------
     def k_Copy(self, step, a):
@@ -785,3 +859,11 @@ def _erf(x):
     from math import erf
 
     return np.vectorize(erf, otypes=[np.float64])(np.asarray(x, np.float64))
+
+
+def _row_major(dims) -> list[int]:
+    strides, n = [], 1
+    for d in reversed(list(dims)):
+        strides.append(n)
+        n *= max(int(d), 1)
+    return strides[::-1]

@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import DType, Node, Value
-from ...ir.ops.conv import window_geometry
 from ..native.lower import LoweringContext, LoweringError, static_dims
 from ..native.lower_pointwise import emit_pointwise, pointwise_supported
 from ..native.lower_support import supports
+from ..native.window_attrs import window_attrs as _geometry
 from ..native.plan import CHANNELS_LAST, PLAIN
+from ..native import lower_conv_transpose as lower_conv_transpose_direct
 
 ANY_LAYOUT = (PLAIN, CHANNELS_LAST)
 
@@ -29,27 +30,6 @@ def _f32(*values) -> bool:
 def _static(value) -> bool:
     dims = getattr(value.type, "dims", None)
     return dims is not None and all(isinstance(d, int) for d in dims)
-
-
-def _geometry(x: Value, kernel, attrs, ceil_mode=False):
-    n = len(kernel)
-    strides = list(attrs.get("strides") or (1,) * n)
-    dilations = list(attrs.get("dilations") or (1,) * n)
-    begin, end, out = window_geometry(
-        static_dims(x)[2:],
-        kernel,
-        strides,
-        dilations,
-        attrs.get("pads"),
-        attrs.get("auto_pad") or "NOTSET",
-        bool(ceil_mode),
-    )
-    return {
-        "strides": strides,
-        "dilations": dilations,
-        "pads_begin": list(begin),
-        "pads_end": list(end),
-    }, out
 
 
 # -- Conv ------------------------------------------------------------------------------------
@@ -486,8 +466,17 @@ def _emit_deconv(
     ctx.emit("ConvTranspose", inputs, [out_slot], attrs, name)
 
 
-@supports(_deconv_ok)
+def _conv_transpose_ok(node: Node, ctx=None) -> bool:
+    """oneDNN's deconvolution, else the direct kernel (lower_conv_transpose.py: run-time
+    weights, negative pads)."""
+    return _deconv_ok(node) or lower_conv_transpose_direct.supported(node)
+
+
+@supports(_conv_transpose_ok)
 def lower_conv_transpose(node: Node, ctx: LoweringContext) -> None:
+    if not _deconv_ok(node):
+        lower_conv_transpose_direct.lower_direct(node, ctx)
+        return
     b = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] is not None else None
     _emit_deconv(
         ctx,

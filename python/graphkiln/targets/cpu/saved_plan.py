@@ -20,7 +20,8 @@ from ...version import __version__
 from ..native.kernel_contracts import check_step
 from ..native.lower import LoweringError
 from ..native.plan import Plan
-from .segments import ExecutorSegment, RefSegment, Segment, bounded_outputs
+from ..native.bounded import bounded_outputs
+from .segments import ExecutorSegment, RefSegment, Segment
 
 
 def plan_key() -> dict:

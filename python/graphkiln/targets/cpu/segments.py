@@ -14,7 +14,7 @@ from ..native.lower import LoweringContext, LoweringError
 from .lower_fused import memoized_family_checks
 from ..native.lower_loops import refusal_detail
 from ..native.lower_support import node_supported
-from ..native.plan import OUTPUT
+from ..native.bounded import bounded_outputs, cut_bounded
 from .table import LOWERINGS, SUPPORT
 
 
@@ -52,42 +52,9 @@ class ExecutorSegment(Segment):
         ]
         env.update(zip(self.outputs, cut_bounded(self.executor.run(arrays), self.bounded)))
 
-    bounded: list[int] = []  # outputs a bounded kernel writes (bounded_rows): set by builders
-
-
-# kernels that write an output of run-time length into a buffer of their bound, the rows
-# after their result set to -1 (src/cpu/nms.cpp; LoweringContext.bounded_output)
-BOUNDED_KERNELS = frozenset({"NonMaxSuppression"})
-
-
-def bounded_outputs(steps: list[dict]) -> list[int]:
-    """The segment outputs (indices) that a BOUNDED_KERNELS step writes."""
-    found = set()
-    for step in steps:
-        if step["kernel"] in BOUNDED_KERNELS:
-            for out in step["outputs"]:
-                kind, index, _ = out["ref"]
-                if kind == OUTPUT:
-                    found.add(int(index))
-    return sorted(found)
-
-
-def bounded_rows(array: np.ndarray) -> np.ndarray:
-    """A bounded output cut at its first row whose first element is negative (the kernel
-    fills the rows after its result with -1: src/cpu/nms.cpp)."""
-    if array.ndim == 0 or array.shape[0] == 0:
-        return array
-    stop = array.reshape(array.shape[0], -1)[:, 0] < 0
-    return array[: int(np.argmax(stop))].copy() if stop.any() else array
-
-
-def cut_bounded(arrays: list, bounded: list[int]) -> list:
-    if not bounded:
-        return arrays
-    arrays = list(arrays)
-    for i in bounded:
-        arrays[i] = bounded_rows(arrays[i])
-    return arrays
+    # outputs a bounded kernel writes (bounded_outputs: an index, or a (index, axis,
+    # count index) cut), set by builders
+    bounded: list = []
 
 
 class PlanSegment(ExecutorSegment):

@@ -11,25 +11,30 @@ from ..native import (
     lower_basic,
     lower_bitwise,
     lower_cast,
+    lower_col2im,
     lower_control,
     lower_data,
+    lower_det,
     lower_einsum,
+    lower_image,
+    lower_indexing,
     lower_loops,
+    lower_lp_pool,
+    lower_lrn_unpool,
+    lower_nms,
     lower_pointwise,
     lower_quantize,
+    lower_rnn,
+    lower_select,
+    lower_signal,
 )
 from ..native.lower_support import SupportContext
 from . import (
     lower_conv,
     lower_fused,
-    lower_image,
-    lower_indexing,
-    lower_lp_pool,
     lower_matmul,
-    lower_nms,
     lower_norm,
     lower_reduce,
-    lower_rnn,
     lower_rotary,
 )
 
@@ -54,8 +59,13 @@ for _module in (
     lower_rnn,
     lower_indexing,
     lower_nms,
+    lower_select,
+    lower_det,
+    lower_lrn_unpool,
     lower_control,
     lower_loops,
+    lower_signal,
+    lower_col2im,
 ):
     overlap = set(LOWERINGS) & set(_module.LOWERINGS)
     if overlap:

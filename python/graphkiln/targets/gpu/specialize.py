@@ -52,6 +52,12 @@ PARAMETERS = {
     "CenterCropPad": (1,),
     "Trilu": (1,),
     **{op: (1,) for op in _REDUCTIONS},
+    # host steps' shape inputs (host_steps.py; their cpu lowerings need them constant)
+    "DFT": (1, 2),
+    "STFT": (1, 3),
+    "Col2Im": (1, 2),
+    "MaxUnpool": (2,),
+    "MelWeightMatrix": (0, 1, 2),
 }
 require_ops(PARAMETERS, "gpu/specialize.py PARAMETERS")
 MAX_ELEMENTS = 64

@@ -19,11 +19,13 @@ from ...ir import Graph, Node, TensorType, Value
 from ..base import Executable, Target
 from ..concurrency import OPTION_HELP as CONCURRENCY_HELP
 from ..concurrency import max_concurrency
+from ..native.bounded import bounded_outputs, cut_bounded
+from ..native.kernel_contracts import HOST_STEP_PREFIX
 from ..native.lower import LoweringContext, LoweringError, static_dims
 from ..native.lower_support import folded_when_specialized, node_supported, support_decision
 from ..native.plan import Plan
 from ..native.lower_loops import holds_loops, refusal_detail
-from ..native.specialize import plan_graph
+from ..native.specialize import plan_graph, shape_deciding_inputs
 from ..plan_options import CACHE_HELP, SHAPES_HELP, ahead_shapes, plan_cache_size
 from .plan_cache import PlanCache
 from .specialize import parameter_inputs, specialize_values
@@ -96,7 +98,10 @@ class GpuTarget(Target):
         shapes = ahead_shapes(options, list(graph.inputs))  # checked before the device
         verdict = require_gpu()
         missing = unsupported_nodes(graph)
-        if missing:
+        # small integer inputs those nodes read (a window's size, a DFT's length): plans per
+        # their values may make the nodes static (as on cpu)
+        value_inputs = shape_deciding_inputs(graph, missing) if missing else []
+        if missing and not value_inputs:
             raise LoweringError.missing("gpu", missing)
         tune = (
             "exhaustive"
@@ -114,6 +119,7 @@ class GpuTarget(Target):
             channels_last=channels_last,
             max_concurrency=concurrency,
             plan_cache_size=cache_size,
+            value_inputs=value_inputs,
         )
         executable.precision = next((k for k in ("fp16", "bf16") if options.get(k)), "fp32")
         executable.arch = verdict.usable[0].arch if verdict.usable else None
@@ -122,8 +128,9 @@ class GpuTarget(Target):
         return executable
 
     def unsupported_nodes(self, graph: Graph) -> list[Node]:
-        """As compile decides before it lowers (the gpu lowering table; no device needed)."""
-        return unsupported_nodes(graph)
+        """As compile decides before it lowers (the gpu lowering table; no device needed):
+        a node that reads small integer inputs is left to the plans per their values."""
+        return [n for n in unsupported_nodes(graph) if not shape_deciding_inputs(graph, [n])]
 
 
 def unsupported_nodes(graph: Graph) -> list[Node]:
@@ -219,6 +226,20 @@ class GpuPlan:
         self.tuning = tune_plan(plan, tune, build)  # sets tuned kernel variants on the plan
         self.executor = build(plan, graphs, max_concurrency)
         self.plan = plan
+        self.bounded, self.num_outputs = plan_outputs(plan, graph)
+
+
+def plan_outputs(plan: Plan, graph: Graph) -> tuple[list, int]:
+    """How a plan's outputs are cut after a run (native/bounded.py: outputs whose dims the run
+    decides, and the hidden length outputs after the graph's) and how many the graph has."""
+    return bounded_outputs(plan.executor_steps()), len(graph.outputs)
+
+
+def finish_outputs(plan, outputs: list) -> list:
+    """A run's outputs as the graph returns them: bounded ones cut, hidden ones dropped
+    (plans that set no `bounded` / `num_outputs`, as tests' stand-ins, are returned as run)."""
+    bounded = getattr(plan, "bounded", [])
+    return cut_bounded(list(outputs), bounded)[: getattr(plan, "num_outputs", None)]
 
 
 class GpuExecutable(Executable):
@@ -233,6 +254,7 @@ class GpuExecutable(Executable):
         channels_last: bool | None = None,
         max_concurrency: int = 1,
         plan_cache_size: int = MAX_PLANS,
+        value_inputs: list[int] | None = None,
     ):
         """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device,
         replayed as a graph when `graphs`, up to `max_concurrency` runs at once; tests pass a
@@ -247,7 +269,9 @@ class GpuExecutable(Executable):
         )
         self.fast_math = fast_math
         self.precision = "fp32"  # or the half type of the options fp16 / bf16 (compile sets it)
-        self.parameters = parameter_inputs(graph)
+        # inputs whose values key the plans: those read only as parameters, and those that
+        # decide whether a node runs (compile: native/specialize.shape_deciding_inputs)
+        self.parameters = sorted(set(parameter_inputs(graph)) | set(value_inputs or ()))
         self._plans = PlanCache(plan_cache_size)
         if _static(graph.inputs) and not self.parameters:
             self._plan(tuple(static_dims(v) for v in graph.inputs), {})
@@ -291,7 +315,7 @@ class GpuExecutable(Executable):
         """numpy arrays, or device arrays (__cuda_array_interface__ / __dlpack__) read in
         place; returns numpy arrays."""
         plan, arrays = self._plan_and_arrays(inputs)
-        return plan.executor.run(arrays)
+        return finish_outputs(plan, plan.executor.run(arrays))
 
     def profile(self, inputs) -> list[tuple[str, float]]:
         """One run kernel by kernel, each step timed on the device: [(step, ms)]."""
@@ -352,6 +376,8 @@ class GpuExecutable(Executable):
                     * getattr(executor, "bytes_per_context", 0)
                 ),
                 tuning=getattr(plan, "tuning", None),
+                # steps a cpu kernel runs on the host (host_steps.py); none: all on the device
+                host_steps=_host_steps(getattr(plan, "plan", None)),
             )
         if not any(hasattr(p.executor, "graph_state") for p in plans):
             return out  # no plan yet, or emulated plans (tests): no device to ask
@@ -360,6 +386,12 @@ class GpuExecutable(Executable):
         status = getattr(load_core(), "gpu_jit_status", None)
         out["jit"] = status() if status else "n/a"
         return out
+
+
+def _host_steps(plan) -> int | None:
+    if plan is None:
+        return None
+    return sum(step.kernel.startswith(HOST_STEP_PREFIX) for step in plan.steps)
 
 
 def _on_device(a) -> bool:

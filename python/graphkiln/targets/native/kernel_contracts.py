@@ -115,7 +115,7 @@ TABLE: dict[str, dict[str, Contract]] = {
     "BatchNormalization": cpu(5, 1, "epsilon:float"),
     "Bitwise": both(2, 1, "op:str"),
     "BitwiseNot": both(1, 1),
-    "Branch": cpu(1, 0, "target:int"),  # If compiled in line: lower_control.py
+    "Branch": both(1, 0, "target:int"),  # If compiled in line: lower_control.py
     "CastLookup": both(2, 1),
     "CastSteps": both(1, 1, _CAST_STEPS),
     "CastSubByteInt": both(1, 1, "bits:int codes:ints"),
@@ -129,17 +129,27 @@ TABLE: dict[str, dict[str, Contract]] = {
         ),
     ),
     "ConvTranspose": cpu((3, None), 1, _ONEDNN_CONV),
+    "ConvTransposeDirect": cpu(
+        (2, 3),
+        1,
+        "dilations:ints group:int in_dims:ints kernel:ints out_dims:ints pads_begin:ints "
+        "strides:ints",
+    ),
     "Copy": both(1, 1),
     "CopyRegions": cpu(
         (1, None),
         (1, None),
         "dims:ints dst_strides:ints io:ints offsets:ints ranks:ints src_strides:ints",
     ),
+    "Compress": cpu(2, 2, "axis:int cut_axes:ints"),  # counted: lower_select.py
+    "Col2Im": cpu(1, 1, "block:ints dilations:ints image:ints pads:ints strides:ints"),
     "CumSum": both((1, 2), 1, "?axis:int ?exclusive:int ?prod:int ?reverse:int"),
+    "Det": cpu(1, 1),
+    "DFT": cpu(1, 1, "axis:int inverse:int length:int onesided:int"),
     "DequantizeLinear": both((2, 3), 1, _QUANT),
     "DequantizeLinearBytes": cpu(4, 1, _QUANT),
     "DynamicQuantizeLinear": cpu(1, 3),
-    "Fill": cpu(0, 1, "?bits:int"),
+    "Fill": both(0, 1, "?bits:int"),
     "Gather": both(2, 1, "axis:int"),
     "GatherElements": both(2, 1, "axis:int"),
     "GatherND": cpu(2, 1, "batch_dims:int"),
@@ -150,14 +160,15 @@ TABLE: dict[str, dict[str, Contract]] = {
     "GRU": cpu(6, (1, 2), _RECURRENT + " ?linear_before_reset:int"),
     "Hardmax": both(1, 1, "axis:int"),
     "IndexMap": both((1, 2), 1, "?fill_bits:int maps:ints"),
-    "Jump": cpu(0, 0, "target:int"),
+    "Jump": both(0, 0, "target:int"),
     "LayerNormalization": _merge(
         cpu(3, (1, 3), "axis:int epsilon:float"),
         gpu((3, 4), (1, 3), "rows:int len:int ?epsilon:float ?rms:int"),
     ),
     "LogSoftmax": gpu(1, 1, "outer:int len:int inner:int"),
-    "LoopNext": cpu((1, None), 1, "target:int"),  # Loop compiled in line: lower_control.py
-    "LoopTest": cpu(3, 0, "target:int"),
+    "LoopNext": both((1, None), 1, "target:int"),  # Loop compiled in line: lower_control.py
+    "LoopTest": both(3, 0, "target:int"),
+    "LRN": cpu(1, 1, "alpha_over_size:float beta:float bias:float size:int"),
     "LpNormalization": both(1, 1, "axis:int p:int"),
     "LSTM": cpu(8, (1, 3), _RECURRENT + " ?input_forget:int"),
     "LpPool": cpu(
@@ -173,8 +184,11 @@ TABLE: dict[str, dict[str, Contract]] = {
         "y_dims:ints y_strides:ints ?bias_arg:int ?impl_index:int " + _POST_OPS,
     ),
     "MaxPool": gpu(1, 1, _POOL_GPU),
+    "MelWeightMatrix": cpu(2, 1, "dft_length:int num_mel_bins:int sample_rate:int"),
+    "MaxUnpool": cpu(2, 1, "source_dims:ints"),
     "NegativeLogLikelihoodLoss": gpu((2, 3), 1, "?has_ignore:int ?ignore_index:int ?reduction:str"),
     "NonMaxSuppression": cpu((2, 5), 1, "center_point_box:int"),  # rows cut: lower_nms.py
+    "NonZero": cpu(1, 2, "cut_axes:ints"),  # counted: lower_select.py
     "OneHot": both(3, 1, "axis:int"),
     "Pointwise": _merge(cpu((0, None), 1, _POINTWISE), gpu((0, None), 1, _POINTWISE + " " + _JIT)),
     "Pool": cpu(
@@ -213,11 +227,13 @@ TABLE: dict[str, dict[str, Contract]] = {
     "ScatterElements": both(3, 1, "axis:int ?reduction:str"),
     "ScatterND": both(3, 1, "?reduction:str"),
     "Softmax": _merge(cpu(1, 1, "axis:int ?log:int"), gpu(1, 1, "outer:int len:int inner:int")),
+    "STFT": cpu(2, 1, "frame_length:int frame_step:int onesided:int"),
     "StridedCopy": gpu(
         1, 1, "?dims:ints ?dst_offset:int ?dst_strides:ints ?src_offset:int ?src_strides:ints"
     ),
     "TopK": both(1, 2, "axis:int ?largest:int"),
     "Trilu": _merge(cpu((1, 2), 1, "?upper:int"), gpu(1, 1, "?k:int ?upper:int")),
+    "Unique": cpu(1, 5, "axis:int cut_axes:ints sorted:int"),  # counted: lower_select.py
 }
 
 # attributes every step of a target may carry: cpu tuning's thread count (executor binding)
@@ -240,7 +256,15 @@ REDUCE_OPS = (
 CHOICES = {("Reduce", "op"): REDUCE_OPS}
 
 
+# A gpu step named "Host.<kernel>" runs the cpu kernel of that name on the host
+# (src/gpu/host_step.hip, targets/gpu/host_steps.py): the cpu contract applies.
+HOST_STEP_PREFIX = "Host."
+HOST_TARGETS = {"gpu": "cpu"}
+
+
 def contract(target: str, kernel: str) -> Contract | None:
+    if kernel.startswith(HOST_STEP_PREFIX) and target in HOST_TARGETS:
+        return TABLE.get(kernel[len(HOST_STEP_PREFIX) :], {}).get(HOST_TARGETS[target])
     return TABLE.get(kernel, {}).get(target)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from ...errors import CompileError
 from ...ir import DType, Node, TensorType, Value
 from ...ir.graph import node_reads
-from .kernel_contracts import check_step
+from .kernel_contracts import HOST_STEP_PREFIX, check_step
 from .layout import channels_last_values
 from .plan import (
     ARENA,
@@ -146,12 +146,14 @@ class LoweringContext:
         self.plan = Plan()
         self.target = target
         self.lowerings = lowerings
+        self._host_target: str | None = None  # host_steps(): the kernels' target
         self.nodes = nodes
         self.graph_outputs = list(outputs)
         self._slot: dict[Value, int] = {}
         self._plain_copy: dict[int, int] = {}
         self._channels_last_copy: dict[int, int] = {}
         self._output_index: dict[Value, int] = {}
+        self._count_slots: list[int] = []  # run_count(): hidden outputs after the graph's
         for index, v in enumerate(outputs):
             self._output_index.setdefault(v, index)
         readers: dict[Value, list[Node]] = {}
@@ -253,7 +255,9 @@ class LoweringContext:
         """The slot of a node output whose dims the run decides (NonMaxSuppression's
         rows): `dims`, the kernel's bound, in the output array of the segment; the kernel
         fills the rows after its result with -1 and the cpu segment cuts the array at the
-        first row starting with a negative value (targets/cpu/segments.py, bounded_rows).
+        first row starting with a negative value (native/bounded.py, bounded_rows),
+        or, for a counted kernel, to the length it writes to its run_count() slot along
+        the axis its step's `cut_axes` names (native/bounded.py, COUNTED_KERNELS).
         Only for segment outputs: the plan's other nodes never read such a value (its
         dims are not static, so no lowering takes it)."""
         if value not in self._output_index or value in self._slot:
@@ -264,6 +268,16 @@ class LoweringContext:
         storage = self._storage(OUTPUT, nbytes, self._output_index[value])
         slot = self._new_slot(None, PLAIN, storage, value.type.dtype, dims)
         self._slot[value] = slot
+        return slot
+
+    def run_count(self) -> int:
+        """An i64[1] slot a counted kernel writes its result's length to (Unique, Compress,
+        NonZero: their bounded outputs' length along a `cut_axes` axis): a hidden segment
+        output after the graph's outputs, which the cpu segment reads to cut those outputs
+        and then drops (native/bounded.py, COUNTED_KERNELS; the cpu segments and gpu plans cut)."""
+        index = len(self.graph_outputs) + len(self._count_slots)
+        slot = self._new_slot(None, PLAIN, self._storage(OUTPUT, 8, index), DType.i64, (1,))
+        self._count_slots.append(slot)
         return slot
 
     def temp(self, dtype: DType, dims, layout: str = PLAIN) -> int:
@@ -321,10 +335,27 @@ class LoweringContext:
     ) -> None:
         """Append a step, checked against its kernel's contract (kernel_contracts.py)."""
         attrs = dict(attrs or {})
-        error = check_step(self.target, kernel, attrs, len(inputs), len(outputs))
+        if self._host_target is not None:  # a host step: the host target's kernel, named so
+            error = check_step(self._host_target, kernel, attrs, len(inputs), len(outputs))
+            kernel = HOST_STEP_PREFIX + kernel
+        else:
+            error = check_step(self.target, kernel, attrs, len(inputs), len(outputs))
         if error:
             raise LoweringError(f"lowering node {name!r} for {self.target}: {error}")
         self.plan.steps.append(Step(kernel, list(inputs), list(outputs), attrs, name))
+
+    @contextmanager
+    def host_steps(self, host_target: str, lowerings: dict[str, Callable]):
+        """Lower with another target's table whose kernels run on the host (the gpu's host
+        steps: targets/gpu/host_steps.py): every step emitted inside is checked against
+        `host_target`'s contracts and named `HOST_STEP_PREFIX + kernel` (the executor runs it
+        between copies to and from the host: src/gpu/host_step.hip). Slots stay plain."""
+        saved = self._host_target, self.lowerings
+        self._host_target, self.lowerings = host_target, lowerings
+        try:
+            yield
+        finally:
+            self._host_target, self.lowerings = saved
 
     @contextmanager
     def branch_scope(self, nodes: list[Node]):
@@ -369,6 +400,7 @@ class LoweringContext:
             )
             self.emit("Copy", [slot], [target], {}, f"{value.name}/output")
         self.plan.output_slots = [self._output_slot(i) for i in range(len(self.graph_outputs))]
+        self.plan.output_slots += self._count_slots  # run_count(): after the graph's outputs
         self.plan.place_arena()
         return self.plan
 

@@ -12,8 +12,8 @@ are refused."""
 from __future__ import annotations
 
 from ...ir import DType, Node
-from ..native.lower import LoweringContext
-from ..native.lower_support import supports
+from .lower import LoweringContext
+from .lower_support import supports
 
 _FLOATS = (DType.f32, DType.f64)
 

@@ -8,8 +8,8 @@ defines them)."""
 from __future__ import annotations
 
 from ...ir import DType, Node
-from ..native.lower import LoweringContext
-from ..native.lower_support import supports
+from .lower import LoweringContext
+from .lower_support import supports
 
 _INDEX_DTYPES = (DType.i32, DType.i64)
 

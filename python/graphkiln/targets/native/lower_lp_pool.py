@@ -7,9 +7,9 @@ pools and padded to three spatial dims."""
 from __future__ import annotations
 
 from ...ir import DType, Node
-from ..native.lower import LoweringContext, static_dims
-from .lower_conv import _geometry
-from ..native.lower_support import supports
+from .lower import LoweringContext, static_dims
+from .window_attrs import window_attrs as _geometry
+from .lower_support import supports
 
 
 def _lp_ok(node: Node, ctx=None) -> bool:

@@ -5,7 +5,7 @@ scores, max_output_boxes_per_class (i64) and the thresholds (f32) read at run ti
 output's row count is decided by the run: the kernel writes into a slot of the bound
 (batches x classes x min(max_output_boxes_per_class, boxes) for a constant limit, else
 x boxes), rows after the selected ones -1, and the cpu segment cuts the array there
-(LoweringContext.bounded_output, segments.bounded_rows). So the output must leave the plan:
+(LoweringContext.bounded_output, native/bounded.py bounded_rows). So the output must leave the plan:
 a graph output, or read by nodes that run on ref (fallback='ref'); a native node reading it
 is refused for its dynamic dims."""
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import DType, Node
-from ..native.lower import LoweringContext, static_dims
-from ..native.lower_support import supports
+from .lower import LoweringContext, static_dims
+from .lower_support import supports
 
 
 def _scalar(value, dtype) -> bool:

@@ -12,8 +12,8 @@ predicate is its negation and the lowering raises it as a LoweringError."""
 from __future__ import annotations
 
 from ...ir import DType, Node
-from ..native.lower import LoweringContext, LoweringError, node_label
-from ..native.lower_support import supports
+from .lower import LoweringContext, LoweringError, node_label
+from .lower_support import supports
 
 # ONNX activation name (lower case) -> (code in src/cpu/rnn_cell.hpp's RnnAct, default alpha,
 # default beta); None where the activation takes no such parameter (it consumes no entry of
