@@ -99,8 +99,8 @@ STREAMING = {
 }
 # models the gpu target cannot run yet: the op it has no kernel for (compile("gpu") refuses
 # the node with a LoweringError; the same list in tests/targets/gpu/
-# test_gpu_dynamic_models_emulated.py, which checks it without a GPU)
-GPU_MISSING = {"espcn_sr": "DepthToSpace"}
+# test_gpu_dynamic_models_emulated.py, which checks it without a GPU); none now
+GPU_MISSING: dict[str, str] = {}
 # models the cpu target cannot run natively yet (compile("cpu") refuses the nodes named),
 # checked on ref, refused natively on cpu (strict), and on cpu with fallback="ref"
 CPU_MISSING = {

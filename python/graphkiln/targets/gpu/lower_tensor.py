@@ -11,6 +11,7 @@ import numpy as np
 from ...ir import Node
 from ..native.lower import LoweringContext, static_dims
 from ..native.lower_basic import LOWERINGS as VIEW_LOWERINGS
+from ..native.lower_support import supports
 from ..native.lower_pointwise import OP
 from ..native.plan import layout_strides, PLAIN
 
@@ -272,6 +273,40 @@ lower_trilu.supports = lambda node, ctx: (
 
 lower_split.supports = lambda node, ctx: True
 
+
+def _space_depth_ok(node: Node, ctx=None) -> bool:
+    mode = node.attrs.get("mode", "DCR")
+    return len(static_dims(node.inputs[0])) == 4 and mode in ("DCR", "CRD")
+
+
+def _space_depth_strides(node: Node):
+    """DepthToSpace / SpaceToDepth as one copy over the rank-6 view [N, C', H, b, W, b] of
+    the image side (the output of DepthToSpace, the input of SpaceToDepth), with the strides
+    of the channel side: DCR puts the block offset (i, j) above the channel c', CRD below."""
+    b = int(node.attrs["blocksize"])
+    depth_to_space = node.op == "DepthToSpace"
+    n, c, h, w = static_dims(node.inputs[0] if depth_to_space else node.outputs[0])
+    cs = c // (b * b)  # the channels of the image side
+    chw = h * w
+    if node.attrs.get("mode", "DCR") == "CRD":
+        channel = {"c": b * b * chw, "i": b * chw, "j": chw}
+    else:
+        channel = {"c": chw, "i": b * cs * chw, "j": cs * chw}
+    view = [n, cs, h, b, w, b]
+    channel_strides = [c * chw, channel["c"], w, channel["i"], 1, channel["j"]]
+    return view, channel_strides, _strides(view)
+
+
+@supports(_space_depth_ok)
+def lower_depth_to_space(node: Node, ctx: LoweringContext) -> None:
+    view, channel_strides, image_strides = _space_depth_strides(node)
+    src, out = ctx.input(node.inputs[0]), ctx.output(node.outputs[0])
+    if node.op == "DepthToSpace":
+        emit_copy(ctx, src, out, view, channel_strides, image_strides, name=node.name)
+    else:
+        emit_copy(ctx, src, out, view, image_strides, channel_strides, name=node.name)
+
+
 LOWERINGS = {
     # Reshape, Flatten, Squeeze, Unsqueeze, Identity, BitCast, Dropout (inference): as on cpu
     **VIEW_LOWERINGS,
@@ -283,4 +318,6 @@ LOWERINGS = {
     "Gather": lower_gather,
     "GatherElements": lower_gather_elements,
     "Trilu": lower_trilu,
+    "DepthToSpace": lower_depth_to_space,
+    "SpaceToDepth": lower_depth_to_space,
 }
