@@ -46,6 +46,8 @@ VARIABLES = {
     "GRAPHKILN_GPU_CUDNN": "0: Conv steps do not use cuDNN (im2col + GEMM instead)",
     "GRAPHKILN_GPU_NHWC": "0: half-precision convolutions stay NCHW (default: channels-last "
     "where cuDNN runs Conv steps)",
+    "GRAPHKILN_GPU_DEVICE": "which GPU the gpu target runs programs on (0, 1, ...; "
+    "compile(..., device=N) wins; default: the current device)",
     "GRAPHKILN_GPU_CUDNN_VERBOSE": "1 prints each Conv step's cuDNN choice when it is built",
     "GRAPHKILN_GPU_CUDNN_CANDIDATES": "how many of cuDNN's heuristic algorithms an untuned "
     "Conv step times when it is built, keeping the "

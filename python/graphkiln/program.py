@@ -37,6 +37,7 @@ class Program:
         from .compiler import compile_graph
 
         target = get_target(target)
+        options = {**target.defaults, **options}
         target.check_options(options)
         start = time.perf_counter()
         graph, records = compile_graph(self.graph, target, options, trace, verify_passes)

@@ -36,6 +36,19 @@ std::string current_device_name() {
   return name_of_device(device);
 }
 
+// `device` is one of this machine's GPUs, else std::invalid_argument naming those there are.
+void check_device_exists(int device) {
+  int count = 0;
+  if (hipGetDeviceCount(&count) != hipSuccess) count = 0;
+  if (device < count) return;
+  std::string have =
+      count == 0   ? "no GPU"
+      : count == 1 ? "one GPU, device 0"
+                   : std::to_string(count) + " GPUs, devices 0 to " + std::to_string(count - 1);
+  throw std::invalid_argument("GPU device " + std::to_string(device) +
+                              " does not exist: this machine has " + have);
+}
+
 // Makes `device` current on the calling thread for a scope and puts the thread's own back
 // after: a thread starts on device 0, and an executor's memory and streams belong to the
 // device it was built on.
@@ -407,9 +420,13 @@ bool GpuExecutor::Impl::capture(RunContext& c,
 GpuExecutor::GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuffer>& constants,
                          int64_t arena_bytes, std::vector<size_t> input_bytes,
                          std::vector<size_t> output_bytes, bool builtin_blas, bool use_graphs,
-                         size_t max_contexts) {
+                         size_t max_contexts, int device) {
   if (arena_bytes < 0) throw std::invalid_argument("negative arena size");
   if (max_contexts < 1) throw std::invalid_argument("max_contexts must be at least 1");
+  if (device >= 0) check_device_exists(device);
+  int current = 0;
+  check(hipGetDevice(&current), "hipGetDevice");
+  DeviceScope on_device(device >= 0 ? device : current);
   GateHold gate(false);
   // built in a local, so that a throw frees what was made while the gate is still held
   auto impl = std::make_unique<Impl>();
@@ -592,6 +609,7 @@ size_t GpuExecutor::device_bytes() const {
   return n;
 }
 std::string GpuExecutor::device_name() const { return impl_->device; }
+int GpuExecutor::device_id() const { return impl_->device_id; }
 std::string GpuExecutor::blas_backend() const {
   std::lock_guard<std::mutex> lock(impl_->pool_mutex);
   return impl_->contexts.front()->blas->backend();  // the same for every context

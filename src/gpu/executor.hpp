@@ -77,11 +77,13 @@ int dlpack_legacy_stream();
 
 class GpuExecutor {
  public:
-  // max_contexts: how many runs may execute at once (at least 1).
+  // max_contexts: how many runs may execute at once (at least 1). device: the GPU every
+  // allocation, stream, handle and graph of the executor belongs to, -1 the calling thread's
+  // current one; one that does not exist is a std::invalid_argument saying which do.
   GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuffer>& constants,
               int64_t arena_bytes, std::vector<size_t> input_bytes,
               std::vector<size_t> output_bytes, bool builtin_blas = false, bool use_graphs = true,
-              size_t max_contexts = 1);
+              size_t max_contexts = 1, int device = -1);
   // No run may be in flight (the bindings hold the executor for the length of a run).
   ~GpuExecutor();
   GpuExecutor(const GpuExecutor&) = delete;
@@ -105,6 +107,7 @@ class GpuExecutor {
   size_t contexts_created() const;   // execution contexts made so far
   size_t max_contexts() const;       // the pool's bound (lower than asked after a failed growth)
   std::string device_name() const;
+  int device_id() const;  // the GPU it runs on
   std::string blas_backend() const;
   // "off", "not captured yet", "replaying", "replaying in <k> of <n> contexts", or
   // "kernel by kernel: <why capture failed>" (with how many contexts replay, if any do)

@@ -385,8 +385,12 @@ std::shared_ptr<const JitModule> jit_module(const std::string& source,
   TargetChoice target;
   if (!usable(&c, &target, why_not)) return nullptr;
   const std::string key = cache_key(*c, target, source, entries);
+  // a module is loaded on the current device: one per device (the disk cache is by code)
+  int device = 0;
+  (void)hipGetDevice(&device);
+  const std::string loaded_key = key + "\n@device " + std::to_string(device);
   std::lock_guard<std::mutex> lock(mutex);
-  auto found = loaded().find(key);
+  auto found = loaded().find(loaded_key);
   if (found != loaded().end())
     if (auto module = found->second.lock()) return module;
   const KernelCache cache(kernel_cache_dir());
@@ -419,7 +423,7 @@ std::shared_ptr<const JitModule> jit_module(const std::string& source,
     }
     cache.store(key, binary);
   }
-  loaded()[key] = module;
+  loaded()[loaded_key] = module;
   return module;
 }
 
@@ -440,7 +444,9 @@ void jit_prefetch(const std::vector<std::string>& sources,
     std::string ignored;
     for (size_t i = 0; i < sources.size(); ++i) {
       std::string key = cache_key(*c, target, sources[i], entries[i]);
-      auto found = loaded().find(key);
+      int device = 0;
+      (void)hipGetDevice(&device);
+      auto found = loaded().find(key + "\n@device " + std::to_string(device));
       if ((found != loaded().end() && !found->second.expired()) || pending().count(key) ||
           cache.load(key, &ignored))
         continue;

@@ -82,7 +82,7 @@ class PyGpuExecutor {
  public:
   PyGpuExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
                 const py::list& inputs, const py::list& outputs, bool builtin_blas, bool use_graphs,
-                size_t max_contexts) {
+                size_t max_contexts, int device) {
     std::vector<gpu::HostBuffer> host;
     for (const py::handle& c : constants) {
       auto array = py::array::ensure(c, py::array::c_style);
@@ -104,7 +104,7 @@ class PyGpuExecutor {
       specs.push_back(step_spec(py::reinterpret_borrow<py::dict>(step), 1));
     executor_ = std::make_unique<gpu::GpuExecutor>(std::move(specs), host, arena_bytes,
                                                    std::move(in_bytes), std::move(out_bytes),
-                                                   builtin_blas, use_graphs, max_contexts);
+                                                   builtin_blas, use_graphs, max_contexts, device);
   }
 
   // The run's input buffers; `held` keeps device arrays' owners alive for the run.
@@ -157,6 +157,7 @@ class PyGpuExecutor {
   size_t contexts_created() const { return executor_->contexts_created(); }
   size_t max_contexts() const { return executor_->max_contexts(); }
   std::string device() const { return executor_->device_name(); }
+  int device_id() const { return executor_->device_id(); }
   std::string blas() const { return executor_->blas_backend(); }
   std::string graph_state() const { return executor_->graph_state(); }
 
@@ -243,12 +244,14 @@ void bind_gpu_executor(py::module_& m) {
                             "numpy arrays; device inputs (__cuda_array_interface__, "
                             "__dlpack__) are read in place")
       .def(py::init<const py::list&, const py::list&, int64_t, const py::list&, const py::list&,
-                    bool, bool, size_t>(),
+                    bool, bool, size_t, int>(),
            py::arg("steps"), py::arg("constants"), py::arg("arena_bytes"), py::arg("inputs"),
            py::arg("outputs"), py::arg("builtin_blas") = false, py::arg("use_graphs") = true,
-           py::arg("max_contexts") = 1,
+           py::arg("max_contexts") = 1, py::arg("device") = -1,
            "max_contexts: how many runs may execute at once (execution contexts, each with its "
-           "own arena, staging buffers, stream and graph; made on demand, the first here)")
+           "own arena, staging buffers, stream and graph; made on demand, the first here); "
+           "device: the GPU it runs on (-1: the current one; one that does not exist is a "
+           "ValueError naming those there are)")
       .def("run", &PyGpuExecutor::run, py::arg("inputs"))
       .def("profile", &PyGpuExecutor::profile, py::arg("inputs"),
            "One run kernel by kernel, timed on the device: [(step, ms)] in plan order")
@@ -265,6 +268,7 @@ void bind_gpu_executor(py::module_& m) {
                              "the bound of the pool of contexts (lowered where making one "
                              "more ran out of memory)")
       .def_property_readonly("device", &PyGpuExecutor::device)
+      .def_property_readonly("device_id", &PyGpuExecutor::device_id)
       .def_property_readonly("blas", &PyGpuExecutor::blas)
       .def_property_readonly("graph_state", &PyGpuExecutor::graph_state,
                              "'off', 'not captured yet', 'replaying', 'replaying in <k> of <n> "

@@ -23,6 +23,9 @@ class Target:
     name = "?"
     # option name -> what it does; compile() refuses options not listed here
     options: dict[str, str] = {}
+    # options given when the target was made (get_target("gpu", device=1)): compile's own
+    # options take precedence
+    defaults: dict = {}
 
     def passes(self, options: dict) -> list:
         """The optimization pipeline for this target (a plain list of pass modules)."""

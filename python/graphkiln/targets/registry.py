@@ -42,10 +42,14 @@ def gpu_code_built() -> bool:
     return has_gpu_code(build)
 
 
-def get_target(name) -> Target:
+def get_target(name, **defaults) -> Target:
     """The target named `name` (one of `registered_targets()`), a new instance; a Target is
-    returned as it is. Any other name is a ValueError listing the available ones."""
+    returned as it is. Any other name is a ValueError listing the available ones. `defaults`
+    are compile options the target keeps (`get_target("gpu", device=1)`), checked now; the
+    options of a compile override them."""
     if isinstance(name, Target):
+        if defaults:
+            raise ValueError("get_target: options go with a target name, not a Target")
         return name
     if not isinstance(name, str) or name not in _TARGETS:
         unbuilt = [t for t in registered_targets() if t not in available_targets()]
@@ -54,7 +58,11 @@ def get_target(name) -> Target:
             + "".join(f" ({t}: not in this build)" for t in unbuilt)
         )
     module, cls = _TARGETS[name]
-    return getattr(importlib.import_module(module), cls)()
+    target = getattr(importlib.import_module(module), cls)()
+    if defaults:
+        target.check_options(defaults)
+        target.defaults = dict(defaults)
+    return target
 
 
 def default_target() -> str:

@@ -40,7 +40,8 @@ def requires_gpu(test):
 
 class EmulatedPlan:
     """A gpu plan run by the numpy model of the kernels instead of the device (GpuPlan's
-    arguments; graph replay and tuning need the device, so they are ignored)."""
+    arguments; graph replay, tuning and the device number need the device, so they are
+    ignored)."""
 
     def __init__(
         self,
@@ -51,6 +52,7 @@ class EmulatedPlan:
         tune="lookup",
         channels_last=None,
         max_concurrency=1,
+        device=-1,
     ):
         self.plan = lower_plan(graph, fast_math, bool(channels_last))
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]

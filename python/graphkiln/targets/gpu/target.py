@@ -58,6 +58,9 @@ class GpuTarget(Target):
         "where cuDNN runs Conv steps (GRAPHKILN_GPU_NHWC=0 turns it "
         "off)",
         "max_concurrency": CONCURRENCY_HELP + f" (gpu default: {DEFAULT_MAX_CONCURRENCY})",
+        "device": "which GPU runs the program (0, 1, ...; default: GRAPHKILN_GPU_DEVICE, else "
+        "the current one, device 0 unless the caller chose another): every allocation, "
+        "stream, handle and graph of the program is on it",
         "plan_cache_size": CACHE_HELP,
         "shapes": SHAPES_HELP + "; gpu plans are the device's: the file keeps "
         "the shapes of the plans built, rebuilt on load",
@@ -96,7 +99,9 @@ class GpuTarget(Target):
         concurrency = max_concurrency(options, DEFAULT_MAX_CONCURRENCY)
         cache_size = plan_cache_size(options)
         shapes = ahead_shapes(options, list(graph.inputs))  # checked before the device
+        device = gpu_device(options)  # checked before the device too
         verdict = require_gpu()
+        check_device_exists(device)
         missing = unsupported_nodes(graph)
         # small integer inputs those nodes read (a window's size, a DFT's length): plans per
         # their values may make the nodes static (as on cpu)
@@ -120,6 +125,7 @@ class GpuTarget(Target):
             max_concurrency=concurrency,
             plan_cache_size=cache_size,
             value_inputs=value_inputs,
+            device=device,
         )
         executable.precision = next((k for k in ("fp16", "bf16") if options.get(k)), "fp32")
         executable.arch = verdict.usable[0].arch if verdict.usable else None
@@ -198,6 +204,7 @@ class GpuPlan:
         tune: str = "lookup",
         channels_last: bool | None = None,
         max_concurrency: int = 1,
+        device: int = -1,
     ):
         from ..._native import load_core
         from ...tuning.gpu import tune_plan
@@ -220,6 +227,7 @@ class GpuPlan:
                 builtin_blas,
                 use_graphs,
                 contexts,
+                device,
             )
 
         self.input_dtypes = [v.type.dtype.numpy for v in graph.inputs]
@@ -255,6 +263,7 @@ class GpuExecutable(Executable):
         max_concurrency: int = 1,
         plan_cache_size: int = MAX_PLANS,
         value_inputs: list[int] | None = None,
+        device: int = -1,
     ):
         """`plan_factory(graph, builtin_blas)` builds a plan (default GpuPlan: on the device,
         replayed as a graph when `graphs`, up to `max_concurrency` runs at once; tests pass a
@@ -264,7 +273,14 @@ class GpuExecutable(Executable):
         self.max_concurrency = max_concurrency
         self.plan_factory = plan_factory or (
             lambda g, b: GpuPlan(
-                g, b, graphs, fast_math, tune, channels_last, max_concurrency=max_concurrency
+                g,
+                b,
+                graphs,
+                fast_math,
+                tune,
+                channels_last,
+                max_concurrency=max_concurrency,
+                device=device,
             )
         )
         self.fast_math = fast_math
@@ -378,6 +394,7 @@ class GpuExecutable(Executable):
                 tuning=getattr(plan, "tuning", None),
                 # steps a cpu kernel runs on the host (host_steps.py); none: all on the device
                 host_steps=_host_steps(getattr(plan, "plan", None)),
+                device_id=getattr(executor, "device_id", None),
             )
         if not any(hasattr(p.executor, "graph_state") for p in plans):
             return out  # no plan yet, or emulated plans (tests): no device to ask
@@ -386,6 +403,45 @@ class GpuExecutable(Executable):
         status = getattr(load_core(), "gpu_jit_status", None)
         out["jit"] = status() if status else "n/a"
         return out
+
+
+def gpu_device(options: dict) -> int:
+    """The `device` option, else GRAPHKILN_GPU_DEVICE, else -1 (the current device)."""
+    from ... import env
+
+    value = options.get("device")
+    where = "device"
+    if value is None and (env.get("GRAPHKILN_GPU_DEVICE") or "").strip():
+        value, where = env.get("GRAPHKILN_GPU_DEVICE").strip(), "GRAPHKILN_GPU_DEVICE"
+        try:
+            value = int(value)
+        except ValueError:
+            raise ValueError(
+                f"{where}={value!r}: accepted values are GPU numbers 0, 1, ..."
+            ) from None
+    if value is None:
+        return -1
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{where}={value!r}: accepted values are GPU numbers 0, 1, ...")
+    return int(value)
+
+
+def check_device_exists(device: int) -> None:
+    """A ValueError naming the GPUs there are when `device` is not one of them."""
+    if device < 0:
+        return
+    from ..._native import load_core
+
+    count = int(load_core().gpu_probe_info().get("device_count", 0))
+    if device >= count:
+        have = (
+            "no GPU"
+            if count == 0
+            else "one GPU, device 0"
+            if count == 1
+            else f"{count} GPUs, devices 0 to {count - 1}"
+        )
+        raise ValueError(f"device={device}: GPU {device} does not exist; this machine has {have}")
 
 
 def _host_steps(plan) -> int | None:
