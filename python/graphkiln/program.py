@@ -53,9 +53,13 @@ class Program:
         return self._executable is not None
 
     # -- running ------------------------------------------------------------------------
-    def run(self, feeds: dict) -> list:
+    def run(self, feeds: dict, outputs: str = "numpy") -> list:
         """Run once. `feeds` maps every parameter name to a numpy array of its type (any
-        memory order or strides; a rank-0 parameter also takes a Python or numpy scalar).
+        memory order or strides; a rank-0 parameter also takes a Python or numpy scalar; on
+        `gpu` also a device array: `__cuda_array_interface__` / `__dlpack__`, read in place).
+        `outputs="device"` (gpu): the outputs stay on the GPU as graphkiln._core.DeviceArray
+        objects (`__cuda_array_interface__`, `__dlpack__`: CuPy / PyTorch take them without
+        a copy; `.numpy()` copies one to the host); the default "numpy" returns numpy arrays.
         A symbolic dim (`f32[batch,3]`) takes any size, the same wherever its symbol appears;
         a static one must match. Raises ValueError for missing / unknown names, dtypes and
         shapes (naming the input, the dim, its symbol and what set it), TypeError for
@@ -76,8 +80,18 @@ class Program:
                 f"before run() (targets: {', '.join(available_targets())}; 'ref' is the "
                 "numpy oracle, the slowest)"
             )
+        if outputs not in ("numpy", "device"):
+            raise ValueError(f"outputs={outputs!r}: accepted values are 'numpy' and 'device'")
         inputs = check_feeds(self.graph, feeds)
-        return self._executable.run(inputs)
+        if outputs == "numpy":
+            return self._executable.run(inputs)
+        run_on_device = getattr(self._executable, "run_on_device", None)
+        if run_on_device is None:
+            raise ValueError(
+                f"outputs='device': the {self.target.name} target returns numpy arrays; "
+                "outputs on the device need the gpu target"
+            )
+        return run_on_device(inputs)
 
     # -- introspection ------------------------------------------------------------------
     def get_parameter_names(self) -> list[str]:

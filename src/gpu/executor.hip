@@ -5,6 +5,7 @@
 #include "gpu/executor.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
@@ -70,6 +71,9 @@ class DeviceScope {
   int previous_ = 0;
   bool switched_ = false;
 };
+
+// run_transfer_bytes(): what runs copied in and out through the host
+std::atomic<uint64_t> host_to_device_bytes{0}, device_to_host_bytes{0};
 
 // The stream an InputBuffer's `stream` names (executor.hpp).
 hipStream_t producer_stream(uintptr_t stream) {
@@ -162,6 +166,14 @@ struct RunContext {
 };
 
 }  // namespace
+
+int dlpack_device_type() {
+#if defined(__CUDACC__) && !defined(__HIP__)
+  return 2;
+#else
+  return 10;
+#endif
+}
 
 int dlpack_legacy_stream() {
 #if defined(__CUDACC__) && !defined(__HIP__)
@@ -342,6 +354,7 @@ std::vector<const void*> GpuExecutor::Impl::stage_inputs(RunContext& c,
                            in[i].on_device ? hipMemcpyDeviceToDevice : hipMemcpyHostToDevice,
                            c.stream),
             "copying an input to the device");
+    if (!in[i].on_device) host_to_device_bytes += input_bytes[i];
     device_inputs[i] = c.inputs[i].get();
   }
   return device_inputs;
@@ -497,7 +510,7 @@ GpuExecutor::~GpuExecutor() {
 }
 
 void GpuExecutor::run(const std::vector<InputBuffer>& inputs,
-                      const std::vector<void*>& host_outputs) {
+                      const std::vector<void*>& host_outputs, bool outputs_on_device) {
   Impl& m = *impl_;
   if (inputs.size() != m.input_bytes.size())
     throw std::invalid_argument("GpuExecutor: wrong number of inputs");
@@ -522,11 +535,15 @@ void GpuExecutor::run(const std::vector<InputBuffer>& inputs,
     if (c.graph_exec) check(hipGraphLaunch(c.graph_exec, c.stream), "launching the plan's graph");
     else m.enqueue_steps(c, device_inputs);
     ++c.runs;
-    for (size_t i = 0; i < host_outputs.size(); ++i)
-      if (m.output_bytes[i])
-        check(hipMemcpyAsync(host_outputs[i], c.outputs[i].get(), m.output_bytes[i],
-                             hipMemcpyDeviceToHost, c.stream),
-              "copying an output to the host");
+    for (size_t i = 0; i < host_outputs.size(); ++i) {
+      if (!m.output_bytes[i]) continue;
+      check(
+          hipMemcpyAsync(host_outputs[i], c.outputs[i].get(), m.output_bytes[i],
+                         outputs_on_device ? hipMemcpyDeviceToDevice : hipMemcpyDeviceToHost,
+                         c.stream),
+          outputs_on_device ? "copying an output on the device" : "copying an output to the host");
+      if (!outputs_on_device) device_to_host_bytes += m.output_bytes[i];
+    }
     const hipError_t status = hipStreamSynchronize(c.stream);
     if (status != hipSuccess)
       throw std::runtime_error(m.device +
@@ -631,6 +648,34 @@ std::string GpuExecutor::graph_state() const {
 }
 
 std::vector<std::string> gpu_kernel_names() { return kernel_names(); }
+
+void* device_alloc(size_t bytes, int device) {
+  DeviceScope on_device(device);
+  GateHold gate(false);
+  void* data = nullptr;
+  if (bytes) check(hipMalloc(&data, bytes), "allocating an output on the device");
+  return data;
+}
+
+void device_free(void* data, int device) noexcept {
+  if (!data) return;
+  try {
+    DeviceScope on_device(device);
+    GateHold gate(false);
+    (void)hipFree(data);
+  } catch (...) {
+  }
+}
+
+void device_to_host(void* dst, const void* src, size_t bytes, int device) {
+  DeviceScope on_device(device);
+  GateHold gate(false);
+  if (bytes) check(hipMemcpy(dst, src, bytes, hipMemcpyDeviceToHost), "copying to the host");
+}
+
+std::pair<uint64_t, uint64_t> run_transfer_bytes() {
+  return {host_to_device_bytes.load(), device_to_host_bytes.load()};
+}
 
 }  // namespace gpu
 }  // namespace graphkiln

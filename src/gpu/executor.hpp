@@ -74,6 +74,8 @@ struct InputBuffer {
 // The value that names the legacy default stream in DLPack's __dlpack__(stream=...): 1 on
 // CUDA, 0 on ROCm.
 int dlpack_legacy_stream();
+// DLPack's device type of this build's GPUs: 2 (kDLCUDA) on NVIDIA, 10 (kDLROCM) on AMD.
+int dlpack_device_type();
 
 class GpuExecutor {
  public:
@@ -89,9 +91,11 @@ class GpuExecutor {
   GpuExecutor(const GpuExecutor&) = delete;
   GpuExecutor& operator=(const GpuExecutor&) = delete;
 
-  // host_outputs[i] receives output i (output_bytes[i] bytes); returns after one sync of the
-  // context's stream. Safe to call from several threads at once.
-  void run(const std::vector<InputBuffer>& inputs, const std::vector<void*>& host_outputs);
+  // outputs[i] receives output i (output_bytes[i] bytes): host memory, or device memory of
+  // this executor's GPU when outputs_on_device (a device-to-device copy); returns after one
+  // sync of the context's stream. Safe to call from several threads at once.
+  void run(const std::vector<InputBuffer>& inputs, const std::vector<void*>& outputs,
+           bool outputs_on_device = false);
 
   // One run kernel by kernel with a device timer around each step: (step, milliseconds) in
   // plan order. Outputs are computed but not copied back. For finding slow steps. Takes a
@@ -119,6 +123,16 @@ class GpuExecutor {
 };
 
 std::vector<std::string> gpu_kernel_names();
+
+// Device memory for outputs left on the GPU (the bindings' DeviceArray): allocated and freed
+// with `device` current, and copied to the host (synchronously) from it.
+void* device_alloc(size_t bytes, int device);
+void device_free(void* data, int device) noexcept;
+void device_to_host(void* dst, const void* src, size_t bytes, int device);
+
+// Bytes every executor of the process copied between host and device for run inputs and
+// outputs so far (device inputs and outputs count nothing): {host to device, device to host}.
+std::pair<uint64_t, uint64_t> run_transfer_bytes();
 
 }  // namespace gpu
 }  // namespace graphkiln

@@ -22,6 +22,8 @@
 #include "gpu/executor.hpp"
 #include "gpu/jit.hpp"
 #include "python/array_spec.hpp"
+#include "python/device_array.hpp"
+#include "python/dlpack.hpp"
 #include "python/executor_bindings.hpp"
 
 namespace py = pybind11;
@@ -29,30 +31,6 @@ namespace py = pybind11;
 namespace graphkiln {
 
 namespace {
-
-// DLPack's C ABI (stable since v0.5), declared here to need no header.
-struct DLDevice {
-  int32_t device_type, device_id;
-};
-struct DLDataType {
-  uint8_t code, bits;
-  uint16_t lanes;
-};
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-};
-struct DLManagedTensor {
-  DLTensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensor*);
-};
-constexpr int32_t kDLCUDA = 2, kDLROCM = 10;
 
 // A device input, what keeps it alive for the run and the stream it was written on
 // (gpu::InputBuffer's encoding; 0: the legacy default stream).
@@ -130,14 +108,24 @@ class PyGpuExecutor {
     return buffers;
   }
 
-  py::list run(const py::list& arrays) {
+  // on_device: the outputs stay on the GPU, as DeviceArray objects (no copy to the host)
+  py::list run(const py::list& arrays, bool on_device) {
     std::vector<py::object> held;
     const std::vector<gpu::InputBuffer> buffers = gather_inputs(arrays, held);
     std::vector<void*> out_ptrs;
-    py::list results = new_outputs(outputs_, &out_ptrs);
+    py::list results;
+    if (on_device) {
+      for (const ArraySpec& spec : outputs_) {
+        auto a = std::make_shared<DeviceArray>(spec.dtype, spec.shape, executor_->device_id());
+        out_ptrs.push_back(a->data());
+        results.append(py::cast(a));
+      }
+    } else {
+      results = new_outputs(outputs_, &out_ptrs);
+    }
     {
       py::gil_scoped_release release;
-      executor_->run(buffers, out_ptrs);
+      executor_->run(buffers, out_ptrs, on_device);
     }
     return results;
   }
@@ -239,6 +227,7 @@ class PyGpuExecutor {
 }  // namespace
 
 void bind_gpu_executor(py::module_& m) {
+  bind_device_array(m);
   py::class_<PyGpuExecutor>(m, "GpuExecutor",
                             "A GPU plan built into kernels: run(list of arrays) -> list of "
                             "numpy arrays; device inputs (__cuda_array_interface__, "
@@ -252,7 +241,8 @@ void bind_gpu_executor(py::module_& m) {
            "own arena, staging buffers, stream and graph; made on demand, the first here); "
            "device: the GPU it runs on (-1: the current one; one that does not exist is a "
            "ValueError naming those there are)")
-      .def("run", &PyGpuExecutor::run, py::arg("inputs"))
+      .def("run", &PyGpuExecutor::run, py::arg("inputs"), py::arg("on_device") = false,
+           "on_device=True leaves the outputs on the GPU (DeviceArray objects)")
       .def("profile", &PyGpuExecutor::profile, py::arg("inputs"),
            "One run kernel by kernel, timed on the device: [(step, ms)] in plan order")
       .def_property_readonly("arena_bytes", &PyGpuExecutor::arena_bytes)

@@ -333,6 +333,18 @@ class GpuExecutable(Executable):
         plan, arrays = self._plan_and_arrays(inputs)
         return finish_outputs(plan, plan.executor.run(arrays))
 
+    def run_on_device(self, inputs) -> list:
+        """As run, the outputs left on the GPU: graphkiln DeviceArray objects (no copy to
+        the host; `__cuda_array_interface__`, `__dlpack__`, `.numpy()`)."""
+        plan, arrays = self._plan_and_arrays(inputs)
+        if getattr(plan, "bounded", None):
+            raise ValueError(
+                "outputs='device': this plan has outputs whose size the run decides "
+                "(NonMaxSuppression, Unique, Compress, NonZero), cut on the host; run it "
+                "with outputs='numpy'"
+            )
+        return list(plan.executor.run(arrays, True))[: plan.num_outputs]
+
     def profile(self, inputs) -> list[tuple[str, float]]:
         """One run kernel by kernel, each step timed on the device: [(step, ms)]."""
         plan, arrays = self._plan_and_arrays(inputs)
