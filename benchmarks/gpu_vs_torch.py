@@ -12,7 +12,10 @@ Timing: every side gets its inputs already on the device (graphkiln reads them t
 __cuda_array_interface__) and hands back its output as a host numpy array (graphkiln's run()
 always does; torch's timed call ends with `.cpu()`), so each timed run includes one sync and
 one device-to-host copy on both sides. BERT's output is its pooled output ([batch, 768]).
-Median of --runs timed runs after --warmup untimed ones. torch.compile uses mode
+Median of --runs timed runs after --warmup untimed ones. With --device-io each side is also
+timed with its output left on the device (graphkiln: run(..., outputs="device"), a
+DeviceArray; torch: the output tensor, then torch.cuda.synchronize()), so neither copies
+anything through the host: the "dev-io" columns. torch.compile uses mode
 "reduce-overhead" (CUDA graphs); its compile time is its first call. graphkiln's compile time
 is parse_onnx + compile with an empty kernel cache (cold: GRAPHKILN_KERNEL_CACHE set to a new
 folder) and again with that cache filled (warm). TF32: off on both sides (graphkiln uses it
@@ -109,7 +112,9 @@ def print_profile(steps: list[tuple[str, float]], top: int = 12) -> None:
         print(f"    slowest: {ms:8.3f} ms  {name[:90]}")
 
 
-def graphkiln_side(path, device_inputs, precision, cache_root, warmup, runs, profile=False):
+def graphkiln_side(
+    path, device_inputs, precision, cache_root, warmup, runs, profile=False, device_io=False
+):
     import graphkiln
 
     options = {"fp16": True} if precision == "fp16" else {}
@@ -125,11 +130,15 @@ def graphkiln_side(path, device_inputs, precision, cache_root, warmup, runs, pro
     executable = program._executable  # device arrays go straight to the gpu executable
     out = executable.run(device_inputs)[0]
     ms = median_ms(lambda: executable.run(device_inputs), warmup, runs)
+    ms_device = None
+    if device_io:
+        ms_device = median_ms(lambda: executable.run_on_device(device_inputs), warmup, runs)
     summary = executable.plan_summary()
     if profile:
         print_profile(executable.profile(device_inputs))
     return {
         "ms": ms,
+        "ms_device": ms_device,
         "cold_s": cold,
         "warm_s": warm,
         "out": out,
@@ -138,16 +147,22 @@ def graphkiln_side(path, device_inputs, precision, cache_root, warmup, runs, pro
     }
 
 
-def torch_side(model, device_inputs, compiled: bool, warmup, runs):
+def torch_side(model, device_inputs, compiled: bool, warmup, runs, device_io=False):
     import torch
 
     fn = torch.compile(model, mode="reduce-overhead") if compiled else model
+
+    def on_device():
+        fn(*device_inputs)
+        torch.cuda.synchronize()
+
     with torch.inference_mode():
         start = time.perf_counter()
         out = fn(*device_inputs).float().cpu().numpy()
         first = time.perf_counter() - start
         ms = median_ms(lambda: fn(*device_inputs).float().cpu(), warmup, runs)
-    return {"ms": ms, "first_s": first, "out": out}
+        ms_device = median_ms(on_device, warmup, runs) if device_io else None
+    return {"ms": ms, "ms_device": ms_device, "first_s": first, "out": out}
 
 
 def run_case(name, batch, precision, args, cache_root, folder):
@@ -169,7 +184,14 @@ def run_case(name, batch, precision, args, cache_root, folder):
     row = {"case": f"{name} b{batch} {precision}"}
     try:
         gk = graphkiln_side(
-            path, gk_inputs, precision, cache_root, args.warmup, args.runs, args.profile
+            path,
+            gk_inputs,
+            precision,
+            cache_root,
+            args.warmup,
+            args.runs,
+            args.profile,
+            args.device_io,
         )
         scale = float(np.abs(reference).max()) or 1.0
         row.update(
@@ -179,6 +201,8 @@ def run_case(name, batch, precision, args, cache_root, folder):
             err=float(np.abs(gk["out"] - reference).max()) / scale,
             graph=gk["graph"],
         )
+        if gk["ms_device"] is not None:
+            row["gk_dev"] = gk["ms_device"]
     except Exception as exc:  # noqa: BLE001 - report the case and go on
         traceback.print_exc()
         row["gk_error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
@@ -186,8 +210,12 @@ def run_case(name, batch, precision, args, cache_root, folder):
         if compiled and args.no_torch_compile:
             continue
         try:
-            result = torch_side(model, torch_inputs, compiled, args.warmup, args.runs)
+            result = torch_side(
+                model, torch_inputs, compiled, args.warmup, args.runs, args.device_io
+            )
             row[key] = result["ms"]
+            if result["ms_device"] is not None:
+                row[key + "_dev"] = result["ms_device"]
             if compiled:
                 row["compile_s"] = result["first_s"]
         except Exception as exc:  # noqa: BLE001
@@ -204,6 +232,10 @@ def fmt(row, key, spec=".2f"):
 
 def ratio(row, key):
     return f"{row['gk'] / row[key]:.2f}" if "gk" in row and key in row else "-"
+
+
+def dev_ratio(row, key):
+    return f"{row['gk_dev'] / row[key]:.2f}" if "gk_dev" in row and key in row else "-"
 
 
 def main() -> int:
@@ -230,6 +262,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--profile", action="store_true", help="also print graphkiln's device time per kernel type"
+    )
+    parser.add_argument(
+        "--device-io",
+        action="store_true",
+        help="also time each side with its output left on the device (no host copy)",
     )
     parser.add_argument(
         "--torch-tf32",
@@ -291,6 +328,19 @@ def main() -> int:
             f"| {fmt(row, 'compile_s', '.1f')} | {fmt(row, 'err', '.2e')} "
             f"| {row.get('graph', row.get('gk_error', '-'))} |"
         )
+    if args.device_io:
+        print()
+        print(
+            "| case | graphkiln dev-io ms | eager dev-io ms | torch.compile dev-io ms "
+            "| gk/eager | gk/compile |"
+        )
+        print("| --- " * 6 + "|")
+        for row in rows:
+            print(
+                f"| {row['case']} | {fmt(row, 'gk_dev', '.3f')} | {fmt(row, 'eager_dev', '.3f')} "
+                f"| {fmt(row, 'compile_dev', '.3f')} | {dev_ratio(row, 'eager_dev')} "
+                f"| {dev_ratio(row, 'compile_dev')} |"
+            )
     return 0 if all("gk" in r for r in rows) else 1
 
 
