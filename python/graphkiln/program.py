@@ -93,6 +93,33 @@ class Program:
             )
         return run_on_device(inputs)
 
+    def run_into(self, feeds: dict, outputs) -> None:
+        """Run once, writing the outputs into `outputs` (gpu): device arrays
+        (`__cuda_array_interface__` / `__dlpack__`: PyTorch, CuPy, DeviceArray) of the output
+        shapes and dtypes, C-contiguous, one per output in `get_output_names()` order or as
+        {name: array}. For repeated calls into fixed buffers (onnxruntime's IOBinding): with
+        device inputs too, a run copies nothing through the host and replays its graph."""
+        if self._executable is None:
+            self.run(feeds)  # the "not compiled" error
+        run_into = getattr(self._executable, "run_into", None)
+        if run_into is None:
+            raise ValueError(
+                f"run_into: the {self.target.name} target returns numpy arrays; writing into "
+                "device arrays needs the gpu target"
+            )
+        names = self.get_output_names()
+        if isinstance(outputs, dict):
+            unknown = sorted(set(outputs) - set(names))
+            missing = [n for n in names if n not in outputs]
+            if unknown or missing:
+                raise ValueError(
+                    f"run_into: outputs must name every output ({', '.join(names)}); "
+                    + (f"unknown: {', '.join(unknown)}; " if unknown else "")
+                    + (f"missing: {', '.join(missing)}" if missing else "")
+                )
+            outputs = [outputs[n] for n in names]
+        run_into(check_feeds(self.graph, feeds), list(outputs))
+
     # -- introspection ------------------------------------------------------------------
     def get_parameter_names(self) -> list[str]:
         """The names of the inputs `run` takes, in order (initializers are not inputs)."""

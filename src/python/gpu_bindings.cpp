@@ -130,6 +130,32 @@ class PyGpuExecutor {
     return results;
   }
 
+  // The outputs written into the caller's device arrays (fixed buffers called again and
+  // again, as onnxruntime's IOBinding): each one's shape, dtype and C-contiguity must match.
+  void run_into(const py::list& arrays, const py::list& out_arrays) {
+    if (out_arrays.size() != outputs_.size())
+      throw std::invalid_argument("expected " + std::to_string(outputs_.size()) +
+                                  " output arrays, got " + std::to_string(out_arrays.size()));
+    std::vector<py::object> held;
+    const std::vector<gpu::InputBuffer> buffers = gather_inputs(arrays, held);
+    std::vector<void*> out_ptrs;
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      py::object item = py::reinterpret_borrow<py::object>(out_arrays[i]);
+      const std::string mismatch = "output array " + std::to_string(i) +
+                                   " does not match the plan's output (dtype, shape " +
+                                   "or C-contiguity)";
+      DeviceInput dev = device_array(outputs_[i], mismatch, item);
+      if (!dev.data)
+        throw std::invalid_argument("output array " + std::to_string(i) +
+                                    " is not a device array (__cuda_array_interface__ or "
+                                    "__dlpack__ on the GPU)");
+      held.push_back(dev.owner);
+      out_ptrs.push_back(const_cast<void*>(dev.data));
+    }
+    py::gil_scoped_release release;
+    executor_->run(buffers, out_ptrs, true);
+  }
+
   std::vector<std::pair<std::string, double>> profile(const py::list& arrays) {
     std::vector<py::object> held;
     const std::vector<gpu::InputBuffer> buffers = gather_inputs(arrays, held);
@@ -150,24 +176,27 @@ class PyGpuExecutor {
   std::string graph_state() const { return executor_->graph_state(); }
 
  private:
-  void check_shape(size_t i, const std::vector<int64_t>& shape) const {
-    if (shape != inputs_[i].shape) throw std::invalid_argument(plan_mismatch(i));
+  DeviceInput device_input(size_t i, const py::object& item) const {
+    return device_array(inputs_[i], plan_mismatch(i), item);
   }
 
-  // __cuda_array_interface__ first, then __dlpack__; {nullptr} for host arrays.
-  DeviceInput device_input(size_t i, const py::object& item) const {
+  // __cuda_array_interface__ first, then __dlpack__; {nullptr} for host arrays. `mismatch`:
+  // the error's start when the array's shape, dtype or layout differs from `spec`.
+  static DeviceInput device_array(const ArraySpec& spec, const std::string& mismatch,
+                                  const py::object& item) {
     if (py::isinstance<py::array>(item)) return {};
-    const ArraySpec& spec = inputs_[i];
+    auto check_shape = [&](const std::vector<int64_t>& shape) {
+      if (shape != spec.shape) throw std::invalid_argument(mismatch);
+    };
     if (py::hasattr(item, "__cuda_array_interface__")) {
       py::dict cai = item.attr("__cuda_array_interface__");
-      check_shape(i, cai["shape"].cast<std::vector<int64_t>>());
+      check_shape(cai["shape"].cast<std::vector<int64_t>>());
       if (cai["typestr"].cast<std::string>() != typestr(spec.dtype))
-        throw std::invalid_argument(plan_mismatch(i) + ": dtype " +
-                                    cai["typestr"].cast<std::string>());
+        throw std::invalid_argument(mismatch + ": dtype " + cai["typestr"].cast<std::string>());
       if (cai.contains("strides") && !cai["strides"].is_none()) {
         auto strides = cai["strides"].cast<std::vector<int64_t>>();
         if (!contiguous(spec.shape, strides.data(), spec.dtype.itemsize(), true))
-          throw std::invalid_argument(plan_mismatch(i) + ": not C-contiguous");
+          throw std::invalid_argument(mismatch + ": not C-contiguous");
       }
       auto data = cai["data"].cast<std::pair<uintptr_t, bool>>();
       // v3: the stream the producer wrote on (None or absent: the legacy default stream)
@@ -203,16 +232,16 @@ class PyGpuExecutor {
       if (t.device.device_type != kDLCUDA && t.device.device_type != kDLROCM)
         return {};  // a host tensor: numpy's path handles it
       std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
-      check_shape(i, shape);
+      check_shape(shape);
       const char kind = t.dtype.code == 0   ? 'i'
                         : t.dtype.code == 1 ? 'u'
                         : t.dtype.code == 2 ? 'f'
                                             : 'b';
       if (kind != spec.dtype.kind() || t.dtype.bits != spec.dtype.itemsize() * 8 ||
           t.dtype.lanes != 1)
-        throw std::invalid_argument(plan_mismatch(i) + ": DLPack dtype differs");
+        throw std::invalid_argument(mismatch + ": DLPack dtype differs");
       if (!contiguous(shape, t.strides, 1, false))
-        throw std::invalid_argument(plan_mismatch(i) + ": not C-contiguous");
+        throw std::invalid_argument(mismatch + ": not C-contiguous");
       // the capsule owns the tensor until its destructor runs the deleter; keep it for the run
       return {static_cast<const unsigned char*>(t.data) + t.byte_offset, capsule, 0};
     }
@@ -243,6 +272,8 @@ void bind_gpu_executor(py::module_& m) {
            "ValueError naming those there are)")
       .def("run", &PyGpuExecutor::run, py::arg("inputs"), py::arg("on_device") = false,
            "on_device=True leaves the outputs on the GPU (DeviceArray objects)")
+      .def("run_into", &PyGpuExecutor::run_into, py::arg("inputs"), py::arg("outputs"),
+           "writes the outputs into the given device arrays (same shapes, dtypes, C order)")
       .def("profile", &PyGpuExecutor::profile, py::arg("inputs"),
            "One run kernel by kernel, timed on the device: [(step, ms)] in plan order")
       .def_property_readonly("arena_bytes", &PyGpuExecutor::arena_bytes)

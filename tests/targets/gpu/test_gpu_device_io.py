@@ -85,3 +85,43 @@ def test_device_outputs_outlive_the_program():
     del program
     for out, w in zip(outs, want):
         _close(out.numpy(), w)
+
+
+def test_cpu_refuses_run_into_by_name():
+    model, feeds = CASES["mlp_block"]()
+    program = gk.parse_onnx_buffer(model).compile("cpu")
+    with pytest.raises(ValueError, match="run_into: the cpu target returns numpy arrays"):
+        program.run_into(feeds, [np.zeros(1)])
+
+
+@requires_gpu
+def test_run_into_fixed_buffers_replays_and_copies_nothing_through_the_host():
+    torch = pytest.importorskip("torch")
+    from graphkiln._native import load_core
+
+    core = load_core()
+    model, feeds = CASES["mlp_block"]()
+    program = gk.parse_onnx_buffer(model).compile("gpu")
+    names = program.get_output_names()
+    shapes = [t.dims for t in program.get_output_shapes()]
+    buffers = {n: torch.empty(tuple(s), device="cuda") for n, s in zip(names, shapes)}
+    rng = np.random.default_rng(3)
+    before = None
+    for k in range(4):
+        run_feeds = {
+            name: rng.standard_normal(v.shape).astype(v.dtype) if v.dtype.kind == "f" else v
+            for name, v in feeds.items()
+        }
+        on_device = {name: torch.from_numpy(v).cuda() for name, v in run_feeds.items()}
+        torch.cuda.synchronize()
+        if k == 1:
+            before = core.gpu_run_transfer_bytes()
+        program.run_into(on_device, buffers)
+        for name, w in zip(names, _ref(model, run_feeds)):
+            _close(buffers[name].cpu().numpy(), w)
+    assert core.gpu_run_transfer_bytes() == before
+    assert program._executable.plan_summary()["graph"] == "replaying"
+    with pytest.raises(ValueError, match="output array 0 does not match the plan"):
+        program.run_into(feeds, [torch.empty((1, 1), device="cuda")] * len(names))
+    with pytest.raises(ValueError, match="missing"):
+        program.run_into(feeds, {})

@@ -345,6 +345,19 @@ class GpuExecutable(Executable):
             )
         return list(plan.executor.run(arrays, True))[: plan.num_outputs]
 
+    def run_into(self, inputs, outputs: list) -> None:
+        """As run, the outputs written into `outputs`: device arrays of the outputs' shapes
+        and dtypes (C order) that the caller keeps and passes again and again (a binding, as
+        onnxruntime's IOBinding); with device inputs nothing goes through the host and graph
+        replay stays on."""
+        plan, arrays = self._plan_and_arrays(inputs)
+        if getattr(plan, "bounded", None):
+            raise ValueError(
+                "run_into: this plan has outputs whose size the run decides "
+                "(NonMaxSuppression, Unique, Compress, NonZero); use run()"
+            )
+        plan.executor.run_into(arrays, list(outputs))
+
     def profile(self, inputs) -> list[tuple[str, float]]:
         """One run kernel by kernel, each step timed on the device: [(step, ms)]."""
         plan, arrays = self._plan_and_arrays(inputs)
