@@ -56,6 +56,19 @@ def microsoft_model() -> onnx.ModelProto:
     )
 
 
+def microsoft_gelu_model() -> onnx.ModelProto:
+    """com.microsoft::FastGelu(relu(x)): a contrib op graphkiln imports."""
+    return _model(
+        [
+            h.make_node("Relu", ["x"], ["r"]),
+            h.make_node("FastGelu", ["r"], ["y"], domain="com.microsoft"),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],
+        opsets=(("", 17), ("com.microsoft", 1)),
+    )
+
+
 def symbolic_model() -> onnx.ModelProto:
     """z = relu(x) + b, x: f32[N,3] (N symbolic), b: f32[3]."""
     return _model(

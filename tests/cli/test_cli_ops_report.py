@@ -3,7 +3,7 @@
 """`graphkiln ops --model M`: per op, whether graphkiln imports it and the chosen target
 runs it natively, as the target itself decides."""
 
-from cli_models import bernoulli_model, if_model, microsoft_model, save
+from cli_models import bernoulli_model, if_model, microsoft_gelu_model, microsoft_model, save
 
 from graphkiln.cli.common import EXAMPLE_MODEL
 from graphkiln.cli.main import main
@@ -50,12 +50,19 @@ def test_an_op_of_another_domain_is_named_with_its_domain_and_opset(tmp_path, ca
         "unknown Relu x1: graphkiln imports it; the cpu target was not asked, "
         "as the model does not import (see below)"
     )
-    assert lines[2] == (
-        "MISSING com.microsoft::DynamicQuantizeLSTM x1 (opset 1): graphkiln "
-        "imports ops of the default ONNX domain, and ops ONNX defines as "
-        "functions, only"
+    assert lines[2].startswith(
+        "MISSING com.microsoft::DynamicQuantizeLSTM x1 (opset 1): graphkiln imports these "
+        "com.microsoft ops only: "
     )
+    assert "SkipLayerNormalization" in lines[2]
     assert lines[3].startswith("the model does not import: operator 'DynamicQuantizeLSTM'")
+
+
+def test_an_imported_com_microsoft_op_is_ok(tmp_path, capsys):
+    path = save(microsoft_gelu_model(), tmp_path, "gelu.onnx")
+    code, lines = _ops(capsys, "--model", path, "--target", "cpu")
+    assert code == 0, lines
+    assert "ok      com.microsoft::FastGelu x1" in lines
 
 
 def test_the_example_model_is_all_ok(capsys):

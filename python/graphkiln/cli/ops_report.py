@@ -54,6 +54,8 @@ def import_problem(op: str, domain: str, opsets: dict[str, int]) -> str:
     """Why graphkiln does not import `op` of `domain` at the model's opsets ("" if it does):
     the importer takes default-domain ops it has a converter for, and ops ONNX defines as a
     function (whose body it imports)."""
+    from ..frontends.onnx.microsoft_ops import DOMAIN as MICROSOFT_DOMAIN
+    from ..frontends.onnx.microsoft_ops import find_microsoft_converter
     from ..frontends.onnx.ops_table import TABLE, find_converter
 
     dom = "" if domain in DEFAULT_DOMAINS else domain
@@ -62,6 +64,8 @@ def import_problem(op: str, domain: str, opsets: dict[str, int]) -> str:
         return f"the model imports no opset of domain {domain or 'ai.onnx'!r}"
     if not dom and find_converter(op, opset)[0]:
         return ""
+    if dom == MICROSOFT_DOMAIN:  # onnxruntime's contrib ops: frontends/onnx/microsoft_ops.py
+        return find_microsoft_converter(op, opset)[1]
     try:
         schema = onnx.defs.get_schema(op, opset, dom)
     except (onnx.defs.SchemaError, TypeError):
@@ -70,8 +74,8 @@ def import_problem(op: str, domain: str, opsets: dict[str, int]) -> str:
         return ""  # imported as its ONNX function body
     if dom:
         return (
-            "graphkiln imports ops of the default ONNX domain, and ops ONNX defines as "
-            "functions, only"
+            "graphkiln imports ops of the default ONNX domain, ops ONNX defines as "
+            "functions, and com.microsoft ops, only"
         )
     entries = TABLE.get(op)
     if entries:

@@ -24,6 +24,8 @@ from .limits import (
     check_tensor_bytes,
     resolve_max_tensor_bytes,
 )
+from .microsoft_ops import DOMAIN as MICROSOFT_DOMAIN
+from .microsoft_ops import find_microsoft_converter
 from .ops_table import SUBGRAPH_INPUTS, TABLE, find_converter
 from .symbolic_dims import DimNamer
 
@@ -242,10 +244,16 @@ class _Importer:
         opset = self.opsets.get("", self.opsets.get("ai.onnx"))
         default_domain = domain in DEFAULT_DOMAINS
         found, converter = find_converter(op, opset) if default_domain else (False, None)
+        if domain == MICROSOFT_DOMAIN:  # onnxruntime's contrib ops: microsoft_ops.py
+            opset = self.opsets.get(domain)
+            converter, why_not = find_microsoft_converter(op, opset)
+            if converter is None:
+                raise UnsupportedOperatorError(op, label, domain, opset, why_not)
+            found = True
         # no converter: an op ONNX defines as a function is imported as its body
         if not found and expand_function(self, node, graph, scope, opset):
             return
-        if not default_domain:
+        if not found and not default_domain:
             raise UnsupportedOperatorError(
                 op,
                 label,
@@ -269,7 +277,8 @@ class _Importer:
         while inputs and inputs[-1] is None:
             inputs.pop()
         A = onnx.AttributeProto
-        self.check_attribute_kinds(node, opset, label)
+        if default_domain:  # the kinds of ONNX's schemas (com.microsoft's are not known)
+            self.check_attribute_kinds(node, opset, label)
         attrs = {
             a.name: self.attribute(a, graph, scope, label)
             for a in node.attribute
@@ -307,7 +316,7 @@ class _Importer:
                 f"node {label!r} ({op}, opset {opset}) cannot be imported: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        if op in DECOMPOSED:
+        if op in DECOMPOSED and default_domain:
             attach_decomposition(self.for_body, node, opset, graph.nodes[first_new:], inputs)
         for name, value in zip(node.output, results):
             if name:

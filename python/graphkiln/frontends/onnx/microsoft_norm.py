@@ -111,7 +111,8 @@ def embed_layer_normalization(ctx: ImportContext):
     if output_wanted(ctx, 1):
         if mask is None:
             raise refuse(ctx, "the mask_index output without a mask input")
-        counts = ctx.add("ReduceSum", cast(ctx, mask, DType.i64), ints(ctx, [1]), keepdims=0)
+        # summed as float32 (exact for 0 / 1 up to 2^24 keys), which every target reduces
+        counts = ctx.add("ReduceSum", cast(ctx, mask, DType.f32), ints(ctx, [1]), keepdims=0)
         mask_index = named(ctx, "Cast", [counts], 1, {"to": DType.i32})
     return [out, mask_index, total if output_wanted(ctx, 2) else None]
 

@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""The com.microsoft domain (onnxruntime's contrib ops, as its transformer optimizer writes
+them): op name -> importer, from microsoft_activation.py, microsoft_norm.py and
+microsoft_attention.py. Each importer writes its op as IR ops, so every target runs it.
+Opset 1 of the domain is imported; other ops of it are refused by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import microsoft_activation, microsoft_attention, microsoft_norm
+from .microsoft_common import DOMAIN
+
+OPSET = 1  # the com.microsoft opset version imported
+
+
+def _table() -> dict[str, Callable]:
+    table: dict[str, Callable] = {}
+    for family in (microsoft_activation, microsoft_norm, microsoft_attention):
+        for op, converter in family.OPS.items():
+            if op in table:
+                raise ValueError(f"com.microsoft op {op} is handled twice")
+            table[op] = converter
+    return table
+
+
+TABLE = _table()
+
+
+def find_microsoft_converter(op: str, version: int | None) -> tuple[Callable | None, str]:
+    """(converter, "") for `op` of com.microsoft at opset `version`, else (None, why not)."""
+    if version != OPSET:
+        got = "no opset" if version is None else f"opset {version}"
+        return None, f"graphkiln imports opset {OPSET} of {DOMAIN}; the model imports {got}"
+    converter = TABLE.get(op)
+    if converter is None:
+        return None, f"graphkiln imports these {DOMAIN} ops only: {', '.join(sorted(TABLE))}"
+    return converter, ""
+
+
+def supported_microsoft_ops() -> list[str]:
+    return sorted(TABLE)
