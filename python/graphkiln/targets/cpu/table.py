@@ -18,6 +18,7 @@ from ..native import (
     lower_einsum,
     lower_image,
     lower_indexing,
+    lower_integer,
     lower_loops,
     lower_lp_pool,
     lower_lrn_unpool,
@@ -66,6 +67,7 @@ for _module in (
     lower_loops,
     lower_signal,
     lower_col2im,
+    lower_integer,
 ):
     overlap = set(LOWERINGS) & set(_module.LOWERINGS)
     if overlap:

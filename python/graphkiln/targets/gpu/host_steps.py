@@ -28,6 +28,7 @@ from ..native import (
     lower_det,
     lower_image,
     lower_indexing,
+    lower_integer,
     lower_lp_pool,
     lower_lrn_unpool,
     lower_nms,
@@ -51,6 +52,7 @@ HOST_MODULES = (
     lower_lp_pool,  # LpPool
     lower_nms,  # NonMaxSuppression: rows decided by the run (native/bounded.py)
     lower_select,  # Unique, Compress, NonZero: lengths decided by the run
+    lower_integer,  # MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv
 )
 HOST_LOWERINGS: dict = {}
 for _module in HOST_MODULES:

@@ -87,6 +87,11 @@ _ONEDNN_CONV = (
 _QUANT = (
     "axis_len:int ?block:int inner:int outer:int param_axis:int param_inner:int param_outer:int"
 )
+# integer products (lower_integer.py)
+_INT_MATMUL = "a_batch_strides:ints b_batch_strides:ints batch:ints k:int m:int n:int"
+_INT_CONV = (
+    "dilations:ints group:int in_dims:ints kernel:ints out_dims:ints pads_begin:ints strides:ints"
+)
 _CAST_STEPS = "nan_code:int neg_breaks:ints neg_codes:ints pos_breaks:ints pos_codes:ints"
 _POOL_GPU = "?count_include_pad:int dilations:ints kernel_shape:ints pads:ints strides:ints"
 _POINTWISE = "?compute:str num_regs:int ?params:floats program:ints result:int"
@@ -129,6 +134,7 @@ TABLE: dict[str, dict[str, Contract]] = {
         ),
     ),
     "ConvTranspose": cpu((3, None), 1, _ONEDNN_CONV),
+    "ConvInteger": cpu((2, 4), 1, _INT_CONV),  # lower_integer.py
     "ConvTransposeDirect": cpu(
         (2, 3),
         1,
@@ -183,6 +189,7 @@ TABLE: dict[str, dict[str, Contract]] = {
         "a_dims:ints a_strides:ints b_dims:ints b_strides:ints "
         "y_dims:ints y_strides:ints ?bias_arg:int ?impl_index:int " + _POST_OPS,
     ),
+    "MatMulInteger": cpu((2, 4), 1, _INT_MATMUL + " ?a_zp_strides:ints ?b_zp_strides:ints"),
     "MaxPool": gpu(1, 1, _POOL_GPU),
     "MelWeightMatrix": cpu(2, 1, "dft_length:int num_mel_bins:int sample_rate:int"),
     "MaxUnpool": cpu(2, 1, "source_dims:ints"),
@@ -196,6 +203,13 @@ TABLE: dict[str, dict[str, Contract]] = {
         1,
         "algorithm:str ?dilations:ints kernel_shape:ints ?pads_begin:ints "
         "?pads_end:ints ?strides:ints",
+    ),
+    "QLinearConv": cpu((8, 9), 1, _INT_CONV),
+    "QLinearMatMul": cpu(
+        8,
+        1,
+        _INT_MATMUL + " a_scale_strides:ints a_zp_strides:ints b_scale_strides:ints "
+        "b_zp_strides:ints",
     ),
     "QuantizeLinear": both((2, 3), 1, _QUANT),
     "QuantizeLinearBytes": cpu(
