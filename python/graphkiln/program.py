@@ -83,6 +83,8 @@ class Program:
         if outputs not in ("numpy", "device"):
             raise ValueError(f"outputs={outputs!r}: accepted values are 'numpy' and 'device'")
         inputs = check_feeds(self.graph, feeds)
+        if not hasattr(self._executable, "run_on_device"):
+            _refuse_device_inputs(self.graph, inputs, self.target.name)
         if outputs == "numpy":
             return self._executable.run(inputs)
         run_on_device = getattr(self._executable, "run_on_device", None)
@@ -212,6 +214,17 @@ def _check_one(name: str, expected, data, bound: dict[str, tuple]):
         return [
             _check_one(f"{name}[{i}]", expected.elem, x, dict(bound)) for i, x in enumerate(data)
         ]
+    device = _device_array(data)
+    if device is not None and isinstance(expected, TensorType):
+        shape, dtype = device  # a GPU array (PyTorch, CuPy, DeviceArray): read in place
+        want = expected.dtype.numpy
+        if dtype is not None and dtype != want:
+            raise ValueError(
+                f"input {name!r}: expected dtype {expected.dtype.value} ({want}), got {dtype}"
+            )
+        if expected.dims is not None:
+            _check_dims(name, expected, shape, bound)
+        return data
     if isinstance(data, np.generic):  # a numpy scalar: a 0-d array of its own dtype
         data = np.asarray(data)
     elif not isinstance(data, np.ndarray):
@@ -237,12 +250,46 @@ def _check_one(name: str, expected, data, bound: dict[str, tuple]):
             )
     if expected.dims is None:
         return data
-    if data.ndim != len(expected.dims):
+    _check_dims(name, expected, tuple(data.shape), bound)
+    return data
+
+
+def _refuse_device_inputs(graph, inputs: list, target: str) -> None:
+    """A TypeError naming the first GPU array fed to a target that reads host memory."""
+    for v, data in zip(graph.inputs, inputs):
+        if _device_array(data) is not None:
+            raise TypeError(
+                f"input {v.name!r} is a GPU array ({type(data).__name__}); the {target} "
+                "target reads host arrays (numpy): copy it to the host, or compile for gpu"
+            )
+
+
+def _device_array(data) -> tuple[tuple, np.dtype | None] | None:
+    """(shape, numpy dtype or None where only DLPack says it) of a GPU array, else None."""
+    if isinstance(data, np.ndarray):
+        return None
+    cai = getattr(data, "__cuda_array_interface__", None)
+    if isinstance(cai, dict) and "shape" in cai:
+        try:
+            dtype = np.dtype(cai.get("typestr"))
+        except TypeError:
+            dtype = None
+        return tuple(int(d) for d in cai["shape"]), dtype
+    where = getattr(data, "__dlpack_device__", None)
+    if where is not None and hasattr(data, "__dlpack__") and hasattr(data, "shape"):
+        kind, _ = where()
+        if int(kind) in (2, 10):  # DLPack's CUDA and ROCm devices (the executor checks dtype)
+            return tuple(int(d) for d in data.shape), None
+    return None
+
+
+def _check_dims(name: str, expected, shape: tuple, bound: dict[str, tuple]) -> None:
+    if len(shape) != len(expected.dims):
         raise ValueError(
             f"input {name!r}: expected rank {len(expected.dims)} {expected}, "
-            f"got shape {list(data.shape)}"
+            f"got shape {list(shape)}"
         )
-    for axis, (want_dim, got) in enumerate(zip(expected.dims, data.shape)):
+    for axis, (want_dim, got) in enumerate(zip(expected.dims, shape)):
         if isinstance(want_dim, str):
             first = bound.setdefault(want_dim, (got, name, axis))
             if first[0] != got:
@@ -250,7 +297,7 @@ def _check_one(name: str, expected, data, bound: dict[str, tuple]):
                 by = f"dim {at} of the same input" if where == name else f"input {where!r}"
                 raise ValueError(
                     f"input {name!r}: dim {axis} is {want_dim!r}, which {by} set "
-                    f"to {first[0]}; got {got} (shape {list(data.shape)}, "
+                    f"to {first[0]}; got {got} (shape {list(shape)}, "
                     f"expected {expected})"
                 )
         elif want_dim != got:
@@ -262,9 +309,8 @@ def _check_one(name: str, expected, data, bound: dict[str, tuple]):
             )
             raise ValueError(
                 f"input {name!r}: dim {axis} is fixed at {want_dim}; got {got} "
-                f"(shape {list(data.shape)}, expected {expected}){hint}"
+                f"(shape {list(shape)}, expected {expected}){hint}"
             )
-    return data
 
 
 _SCALAR_KINDS = {bool: "b", int: "biuf", float: "fc", complex: "c", str: "OU"}

@@ -125,3 +125,28 @@ def test_run_into_fixed_buffers_replays_and_copies_nothing_through_the_host():
         program.run_into(feeds, [torch.empty((1, 1), device="cuda")] * len(names))
     with pytest.raises(ValueError, match="missing"):
         program.run_into(feeds, {})
+
+
+class _FakeDeviceArray:
+    """Only the interface: what check_feeds reads of a GPU array (never run)."""
+
+    def __init__(self, shape, typestr):
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": typestr,
+            "data": (0, False),
+            "version": 3,
+        }
+
+
+def test_feeds_of_gpu_arrays_are_checked_by_shape_and_dtype():
+    model, feeds = CASES["mlp_block"]()
+    program = gk.parse_onnx_buffer(model).compile("cpu")
+    ((name, value),) = [(k, v) for k, v in feeds.items() if v.dtype.kind == "f"][:1]
+    with pytest.raises(ValueError, match=rf"input '{name}': expected dtype f32.*got float64"):
+        program.run({**feeds, name: _FakeDeviceArray(value.shape, "<f8")})
+    with pytest.raises(ValueError, match=rf"input '{name}': dim 0 is fixed at"):
+        program.run({**feeds, name: _FakeDeviceArray((99,) + value.shape[1:], "<f4")})
+    # right shape and dtype: the cpu target says it reads host arrays
+    with pytest.raises(TypeError, match="is a GPU array .* the cpu target reads host arrays"):
+        program.run({**feeds, name: _FakeDeviceArray(value.shape, "<f4")})
