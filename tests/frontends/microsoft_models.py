@@ -15,6 +15,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from microsoft_nbits_models import nbits_cases
+from microsoft_quantized_models import quantized_cases
+
 MS = "com.microsoft"
 HIDDEN = 8
 HEADS = 2
@@ -297,4 +300,6 @@ def build_cases() -> dict[str, tuple[onnx.ModelProto, dict]]:
     cases: dict = {}
     for family in (_activations, _fused_matmul, _norms, _embed, _attention, _rotary):
         cases.update(family(rng))
+    cases.update(quantized_cases())  # seeded on their own
+    cases.update(nbits_cases())  # seeded on their own
     return cases

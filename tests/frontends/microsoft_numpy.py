@@ -10,6 +10,9 @@ import math
 
 import numpy as np
 
+from microsoft_nbits_numpy import EXPECTED_NBITS
+from microsoft_quantized_numpy import EXPECTED_QUANTIZED
+
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
@@ -177,3 +180,5 @@ EXPECTED = {
     "rotary_4d_offset_interleaved": rotary,
     "rotary_partial": rotary,
 }
+EXPECTED.update(EXPECTED_QUANTIZED)
+EXPECTED.update(EXPECTED_NBITS)

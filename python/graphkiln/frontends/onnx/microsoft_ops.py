@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """The com.microsoft domain (onnxruntime's contrib ops, as its transformer optimizer writes
-them): op name -> importer, from microsoft_activation.py, microsoft_norm.py and
-microsoft_attention.py. Each importer writes its op as IR ops, so every target runs it.
+them): op name -> importer, from microsoft_activation.py, microsoft_norm.py,
+microsoft_attention.py, microsoft_quantized.py and microsoft_fused.py (and the rest below).
+Each importer writes its op as IR ops, so every target runs it.
 Opset 1 of the domain is imported; other ops of it are refused by name."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import microsoft_activation, microsoft_attention, microsoft_norm
+from . import microsoft_activation, microsoft_attention, microsoft_matmul_nbits, microsoft_norm
+from . import microsoft_fused, microsoft_quantized
 from .microsoft_common import DOMAIN
 
 OPSET = 1  # the com.microsoft opset version imported
@@ -17,7 +19,14 @@ OPSET = 1  # the com.microsoft opset version imported
 
 def _table() -> dict[str, Callable]:
     table: dict[str, Callable] = {}
-    for family in (microsoft_activation, microsoft_norm, microsoft_attention):
+    for family in (
+        microsoft_activation,
+        microsoft_norm,
+        microsoft_attention,
+        microsoft_matmul_nbits,
+        microsoft_quantized,
+        microsoft_fused,
+    ):
         for op, converter in family.OPS.items():
             if op in table:
                 raise ValueError(f"com.microsoft op {op} is handled twice")

@@ -126,3 +126,27 @@ def _det(ctx):
 
 
 define("Det", ("X",), ("Y",), (), _det)
+
+
+def _matmul_nbits(ctx):
+    """MatMulNBits: A [.., K] times the block-quantized [N, K] weight, transposed: [.., N]."""
+    a = ctx.tensor(0)
+    n = ctx.attrs["N"]
+    return [TensorType(a.dtype, None if a.dims is None else tuple(a.dims[:-1]) + (n,))]
+
+
+# onnxruntime's com.microsoft MatMulNBits (weight-only int4 / int8): B packed uint8
+# [N, k_blocks, block_size * bits / 8], scales [N * k_blocks], zero_points packed uint8 or
+# float (absent: 2^(bits-1)); targets/ref/matmul_nbits.py says how they are read.
+define(
+    "MatMulNBits",
+    ("A", "B", "scales", "zero_points?", "bias?"),
+    ("Y",),
+    [
+        ("K", "int", REQUIRED),
+        ("N", "int", REQUIRED),
+        ("bits", "int", 4),
+        ("block_size", "int", REQUIRED),
+    ],
+    _matmul_nbits,
+)

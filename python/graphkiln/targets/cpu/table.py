@@ -22,6 +22,7 @@ from ..native import (
     lower_loops,
     lower_lp_pool,
     lower_lrn_unpool,
+    lower_nbits,
     lower_nms,
     lower_pointwise,
     lower_quantize,
@@ -68,6 +69,7 @@ for _module in (
     lower_signal,
     lower_col2im,
     lower_integer,
+    lower_nbits,
 ):
     overlap = set(LOWERINGS) & set(_module.LOWERINGS)
     if overlap:

@@ -5,6 +5,7 @@
 import ml_dtypes
 import numpy as np
 
+from .matmul_nbits import MatMulNBits
 from .quantize import to_quantized
 
 _HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
@@ -87,4 +88,5 @@ KERNELS = {
     "Det": Det,
     "MatMulInteger": MatMulInteger,
     "QLinearMatMul": QLinearMatMul,
+    "MatMulNBits": MatMulNBits,
 }
