@@ -24,13 +24,8 @@ class CompressKernel : public Kernel {
   explicit CompressKernel(const KernelSpec& spec) {
     const TensorInfo& x = spec.inputs[0];
     const int64_t axis = spec.attrs.get_int("axis");
-    if (axis < 0) {
-      n_ = x.numel();
-    } else {
-      for (int64_t d = 0; d < axis; ++d) outer_ *= x.dims[d];
-      n_ = x.dims[axis];
-      for (int64_t d = axis + 1; d < x.rank(); ++d) inner_ *= x.dims[d];
-    }
+    const select_values::AxisSplit split(x, axis);
+    outer_ = split.outer, n_ = split.n, inner_ = split.inner;
     length_ = spec.inputs[1].numel();
     conditions_ = std::min(n_, length_);
     capacity_ = axis < 0 ? spec.outputs[0].numel() : spec.outputs[0].dims[axis];

@@ -31,6 +31,20 @@ inline float f16_to_float(uint16_t bits) {
   return static_cast<float>(sign * std::ldexp(mantissa + 1024, exponent - 25));
 }
 
+// A tensor as [outer, n, inner] around `axis` (axis < 0: flattened, outer = inner = 1).
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+  AxisSplit(const TensorInfo& x, int64_t axis) {
+    if (axis < 0) {
+      n = x.numel();
+      return;
+    }
+    for (int64_t d = 0; d < axis; ++d) outer *= x.dims[d];
+    n = x.dims[axis];
+    for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dims[d];
+  }
+};
+
 template <typename T>
 T read(const void* data, int64_t i) {
   T v;

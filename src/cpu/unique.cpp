@@ -47,13 +47,8 @@ class UniqueKernel : public Kernel {
       : dtype_(spec.inputs[0].dtype), sorted_(spec.attrs.get_int("sorted") != 0) {
     const TensorInfo& x = spec.inputs[0];
     const int64_t axis = spec.attrs.get_int("axis");
-    if (axis < 0) {
-      n_ = x.numel();
-    } else {
-      for (int64_t d = 0; d < axis; ++d) outer_ *= x.dims[d];
-      n_ = x.dims[axis];
-      for (int64_t d = axis + 1; d < x.rank(); ++d) inner_ *= x.dims[d];
-    }
+    const select_values::AxisSplit split(x, axis);
+    outer_ = split.outer, n_ = split.n, inner_ = split.inner;
     elem_ = dtype_size(dtype_);
   }
 

@@ -75,10 +75,13 @@ class HostStepKernel : public Kernel {
       }
       input_bytes_.push_back(spec.has_input(i) ? extent_bytes(t) : 0);
     }
-    for (const TensorInfo& t : spec.outputs) output_bytes_.push_back(extent_bytes(t));
+    for (const TensorInfo& t : spec.outputs) {
+      output_bytes_.push_back(extent_bytes(t));
+      // a strided view spans bytes it does not write: they go back up as the device held them
+      output_strided_.push_back(output_bytes_.back() != t.nbytes());
+    }
     kernel_ = graphkiln::make_kernel(spec);  // the cpu registry; throws naming the step
     name_ = spec.kernel;
-    is_control_ = is_control_kernel(spec.kernel);
   }
 
   std::string not_capturable() const override {
@@ -111,8 +114,7 @@ class HostStepKernel : public Kernel {
     }
     for (size_t i = 0; i < out.size(); ++i) {
       out[i] = host + offset;
-      // outputs may be written only in part (views): start from what the device holds
-      if (output_bytes_[i])
+      if (output_strided_[i] && output_bytes_[i])
         check(hipMemcpyAsync(host + offset, outputs[i], output_bytes_[i], hipMemcpyDeviceToHost,
                              ctx.stream),
               "copying a host step's output to the host");
@@ -122,7 +124,6 @@ class HostStepKernel : public Kernel {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       kernel_->run(in.data(), out.data());
-      if (is_control_) ctx.next_step = kernel_->next_step(in.data());
     }
     for (size_t i = 0; i < out.size(); ++i)
       if (output_bytes_[i])
@@ -139,8 +140,8 @@ class HostStepKernel : public Kernel {
   std::unique_ptr<graphkiln::Kernel> kernel_;
   std::vector<std::vector<unsigned char>> constants_;
   std::vector<size_t> input_bytes_, output_bytes_;
+  std::vector<bool> output_strided_;
   std::string name_;
-  bool is_control_ = false;
   mutable std::mutex mutex_;
 };
 
