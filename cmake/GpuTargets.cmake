@@ -16,7 +16,8 @@ if(NOT GPU_TARGETS AND AMDGPU_TARGETS)
   set(GPU_TARGETS "${AMDGPU_TARGETS}")
 endif()
 
-set(GRAPHKILN_AMD_ALL gfx908 gfx90a gfx942 gfx950 gfx1030 gfx1100 gfx1101 gfx1102 gfx1200 gfx1201)
+set(GRAPHKILN_AMD_ALL gfx908 gfx90a gfx942 gfx950 gfx1030 gfx1100 gfx1101 gfx1102 gfx1151 gfx1200
+    gfx1201)
 set(GRAPHKILN_NVIDIA_ALL sm_80 sm_86 sm_89 sm_90 sm_100 sm_120)
 set(_gk_accepted
   "an empty GPU_TARGETS (CPU only), `native`, `all`, or a ;-separated list of one platform: "
@@ -29,7 +30,8 @@ function(_gk_amd_supported out)
     if(_root)
       file(GLOB _bc "${_root}/amdgcn/bitcode/oclc_isa_version_*.bc"
                     "${_root}/lib/*/amdgcn/bitcode/oclc_isa_version_*.bc"
-                    "${_root}/lib/llvm/lib/clang/*/lib/amdgcn/bitcode/oclc_isa_version_*.bc")
+                    "${_root}/lib/llvm/lib/clang/*/lib/amdgcn/bitcode/oclc_isa_version_*.bc"
+                    "${_root}/lib/llvm-*/lib/clang/*/amdgcn/bitcode/oclc_isa_version_*.bc")
       if(_bc)
         list(GET _bc 0 _first)
         get_filename_component(_dir "${_first}" DIRECTORY)
@@ -127,6 +129,10 @@ if(GRAPHKILN_GPU_PLATFORM STREQUAL "amd")
     list(APPEND CMAKE_PREFIX_PATH "${CMAKE_MATCH_1}/cmake")
     string(APPEND CMAKE_HIP_FLAGS
       " --rocm-path=${GRAPHKILN_HIP_ROCM_ROOT} --hip-device-lib-path=${GRAPHKILN_HIP_DEVICE_LIBS}")
+  elseif(CMAKE_SYSROOT)
+    # with --sysroot (cmake/toolchains/sysroot.cmake) clang looks for ROCm inside the sysroot
+    string(APPEND CMAKE_HIP_FLAGS
+      " --rocm-path=${GRAPHKILN_HIP_ROCM_ROOT} --hip-device-lib-path=${GRAPHKILN_HIP_DEVICE_LIBS}")
   endif()
   if(NOT CMAKE_HIP_COMPILER AND NOT DEFINED ENV{HIPCXX})
     find_program(_gk_hipconfig hipconfig HINTS "${GRAPHKILN_HIP_ROCM_ROOT}/bin")
@@ -141,7 +147,23 @@ if(GRAPHKILN_GPU_PLATFORM STREQUAL "amd")
   endif()
   set(CMAKE_HIP_PLATFORM amd)
   set(CMAKE_HIP_ARCHITECTURES ${_gk_targets})
+  # No HIP runtime on the link line (see graphkiln_add_gpu_sources): loaded at run time.
+  set(CMAKE_HIP_RUNTIME_LIBRARY NONE)
   enable_language(HIP)
+  # The HIP major version of this toolchain decides which runtimes may load the module:
+  # a HIP 6 build runs on ROCm 6 and 7 (libamdhip64.so.6 / .so.7), a HIP 5 build on ROCm 5.
+  string(REGEX MATCH "^[0-9]+" GRAPHKILN_HIP_MAJOR "${CMAKE_HIP_COMPILER_ROCM_VERSION}")
+  if(NOT GRAPHKILN_HIP_MAJOR)
+    find_program(_gk_hipconfig_v hipconfig HINTS "${GRAPHKILN_HIP_ROCM_ROOT}/bin")
+    if(_gk_hipconfig_v)
+      execute_process(COMMAND "${_gk_hipconfig_v}" --version OUTPUT_VARIABLE _gk_hip_version
+                      OUTPUT_STRIP_TRAILING_WHITESPACE)
+      string(REGEX MATCH "^[0-9]+" GRAPHKILN_HIP_MAJOR "${_gk_hip_version}")
+    endif()
+  endif()
+  if(NOT GRAPHKILN_HIP_MAJOR)
+    set(GRAPHKILN_HIP_MAJOR 6)
+  endif()
 elseif(GRAPHKILN_GPU_PLATFORM STREQUAL "nvidia")
   _gk_nvidia_supported(_have)
   foreach(_isa IN LISTS _gk_targets)
@@ -223,17 +245,19 @@ function(graphkiln_add_gpu_sources target)
     target_link_libraries(graphkiln_gpu PUBLIC CUDA::cudart_static ${CMAKE_DL_LIBS})
     target_compile_options(graphkiln_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3>)
   else()
-    # dlopen: hipRTC is found at run time (src/gpu/rtc.hip)
-    target_link_libraries(graphkiln_gpu PUBLIC hip-lang::amdhip64 ${CMAKE_DL_LIBS})
-    find_package(rocblas CONFIG QUIET)
-    if(rocblas_FOUND)
-      target_link_libraries(graphkiln_gpu PRIVATE roc::rocblas)
-      target_compile_definitions(graphkiln_gpu PRIVATE GRAPHKILN_HAVE_ROCBLAS=1)
-      message(STATUS "graphkiln GPU BLAS: rocBLAS")
-    else()
-      message(STATUS "graphkiln GPU BLAS: rocBLAS not found (no rocblas-dev here); GEMMs use "
-                     "graphkiln's own tiled kernel")
-    endif()
+    # The HIP runtime is not linked: graphkiln/_native.py loads libamdhip64 (.so.7 or .so.6,
+    # whichever ROCm is installed; .so.5 for a ROCm 5 build) with RTLD_GLOBAL before it
+    # imports this module, whose HIP references are then unversioned and bind to either.
+    # A linked libamdhip64 would pin one soname and its symbol versions, and a machine
+    # without ROCm could not import the module at all (the wheel's _core_cpu serves it).
+    # hipRTC, rocBLAS are found at run time too (src/gpu/rtc.hip, blas.hip).
+    # (The HIP headers come with the compiler's own -idirafter of its ROCm: never an
+    # -isystem of ROCm's prefix, which for a distribution's ROCm is /usr/include and would
+    # put that system's C library headers before a --sysroot's; cmake/toolchains/.)
+    target_compile_definitions(graphkiln_gpu PUBLIC
+      $<TARGET_PROPERTY:hip-lang::amdhip64,INTERFACE_COMPILE_DEFINITIONS>)
+    target_link_libraries(graphkiln_gpu PUBLIC ${CMAKE_DL_LIBS})
+    message(STATUS "graphkiln HIP runtime: loaded at run time (libamdhip64.so.${GRAPHKILN_HIP_MAJOR}+)")
   endif()
   target_compile_definitions(${target} PUBLIC GRAPHKILN_WITH_GPU=1)
   target_link_libraries(${target} PUBLIC graphkiln_gpu)

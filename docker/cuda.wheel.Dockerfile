@@ -26,7 +26,7 @@ ENV PATH=/usr/local/cuda/bin:$PATH \
     HIP_PLATFORM=nvidia
 WORKDIR /src
 COPY . .
-RUN docker/build-wheels.sh "${GPU_ARCH}"
+RUN docker/wheel-entry.sh "${GPU_ARCH}"
 
 FROM scratch AS export
 COPY --from=build /src/dist/ /

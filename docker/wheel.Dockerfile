@@ -1,33 +1,24 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 #
-# ROCm wheels on manylinux_2_28: one ISA (GPU_ARCH=gfx942) or fat (GPU_ARCH=all), one wheel
-# per CPython, exported to the host with --output:
+# ROCm wheels: one ISA (GPU_ARCH=gfx942) or fat (GPU_ARCH=all), one wheel per CPython of the
+# base, exported with --output (docker/build-wheels.sh runs this with docker or buildah):
 #   docker build -f docker/wheel.Dockerfile --build-arg GPU_ARCH=gfx942 \
-#     --build-arg ROCM_VERSION=6.4.1 --output type=local,dest=dist .
-# A fat wheel of the whole supported list (gfx950, gfx12xx) needs ROCm 7.
-# manylinux images roll forward; pass a dated tag (quay.io/pypa/manylinux_2_28_x86_64) to
-# rebuild a release exactly.
-ARG MANYLINUX_TAG=latest
-ARG ROCM_VERSION=6.4.1
+#     --output type=local,dest=dist .
+# BASE_IMAGE is the toolchain: a ROCm 6.4+ image with hipcc, clang and Python with pip (the
+# public default; its wheels get that image's glibc floor), or the local base that
+# docker/make-rocm-root.sh makes from Debian packages (ROCm 6.4 / clang 21, host code against
+# a glibc 2.31 sysroot, CPython 3.11 and the build requirements inside: manylinux_2_31 and no
+# network needed), as CI does: BASE_IMAGE=localhost/graphkiln-rocm-base.
+ARG BASE_IMAGE=rocm/dev-ubuntu-24.04:6.4.1
 
-FROM quay.io/pypa/manylinux_2_28_x86_64:${MANYLINUX_TAG} AS build
-ARG ROCM_VERSION
+FROM ${BASE_IMAGE} AS build
 ARG GPU_ARCH=all
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# The HIP compiler, headers, runtime and device libraries from AMD's EL8 repository.
-# Package versions follow the repository chosen by the version ARG above.
-# hadolint ignore=DL3041
-RUN printf '[rocm]\nname=ROCm %s\nbaseurl=https://repo.radeon.com/rocm/el8/%s/main\nenabled=1\ngpgcheck=1\ngpgkey=https://repo.radeon.com/rocm/rocm.gpg.key\n' \
-      "${ROCM_VERSION}" "${ROCM_VERSION}" > /etc/yum.repos.d/rocm.repo \
-    && dnf install -y hip-devel hipcc rocm-device-libs rocm-llvm rocminfo \
-    && dnf clean all
-ENV ROCM_PATH=/opt/rocm \
-    HIP_PLATFORM=amd \
-    PATH=/opt/rocm/bin:$PATH
+ENV HIP_PLATFORM=amd
 WORKDIR /src
 COPY . .
-RUN docker/build-wheels.sh "${GPU_ARCH}"
+RUN docker/wheel-entry.sh "${GPU_ARCH}"
 
 FROM scratch AS export
 COPY --from=build /src/dist/ /

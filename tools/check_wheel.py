@@ -112,6 +112,23 @@ def wheel_isas(path: Path) -> dict[str, set[str]]:
     return found
 
 
+def rocm_layout_problems(path: Path) -> list[str]:
+    """A ROCm wheel must load without the HIP runtime and with either ROCm's: its GPU module
+    names no libamdhip64 (no DT_NEEDED, no symbol version of one: graphkiln/_native.py loads
+    the runtime at run time), and it carries the CPU-only module that serves without one."""
+    with zipfile.ZipFile(path) as wheel:
+        names = wheel.namelist()
+        problems = []
+        if not any(re.fullmatch(r"graphkiln/_cpu_only/_core[^/]*\.so", n) for n in names):
+            problems.append("no graphkiln/_cpu_only/_core*.so (the module without GPU code)")
+        for name in names:
+            if re.fullmatch(r"graphkiln/_core[^/]*\.so", name):
+                dynstr = elf_sections(wheel.read(name)).get(".dynstr", b"")
+                if b"libamdhip64" in dynstr:
+                    problems.append(f"{name} links libamdhip64 (it must be loaded at run time)")
+    return problems
+
+
 def metadata_problems(path: Path) -> list[str]:
     """What the wheel's .dist-info lacks of the license and metadata ([] when nothing)."""
     with zipfile.ZipFile(path) as wheel:
@@ -176,6 +193,8 @@ def check(path: Path, expect: list[str] | None, max_mb: float | None) -> tuple[b
     if size_mb > budget:
         problems.append(f"{size_mb:.2f} MB is over the {budget:g} MB budget")
     problems += metadata_problems(path)
+    if flavor.platform == "amd":
+        problems += rocm_layout_problems(path)
     where = "; ".join(f"{name}: {_join(v)}" for name, v in sorted(carried.items()))
     lines = [
         f"{path.name}: {size_mb:.2f} MB (budget {budget:g} MB)",

@@ -11,6 +11,9 @@
 Each index holds `index.html` (the project list) and `graphkiln/index.html` (the files, with
 `#sha256=` fragments) beside copies of the wheels; OUT/index.html lists the indexes.
 The flavor of a wheel is its version label (tools/build_wheels.py).
+Variant wheels (PEP 825 draft, tools/make_variant_wheel.py) go to OUT/variants/, with the
+CPU wheel as the fallback and the release's `graphkiln-<version>-variants.json`
+(tools/wheel_variants.py), for variant-enabled installers.
 
     python tools/make_index.py dist/ site/
 """
@@ -26,8 +29,11 @@ from collections import defaultdict
 from pathlib import Path
 
 from build_wheels import parse_label, wheel_version
+from make_variant_wheel import read_variant_json
+from wheel_variants import variant_label_of, write_variants_json
 
 PROJECT = "graphkiln"
+VARIANT_INDEX = "variants"
 
 
 def _page(title: str, links: list[tuple[str, str]]) -> str:
@@ -53,8 +59,12 @@ def write_index(out: Path, folder: str, wheels: list[Path]) -> None:
     project_dir = out / folder / PROJECT
     project_dir.mkdir(parents=True, exist_ok=True)
     links = []
+    if folder == VARIANT_INDEX:  # the *-variants.json files are linked like the wheels
+        variants = [w for w in wheels if variant_label_of(w.name)]
+        wheels = wheels + write_variants_json(project_dir, variants, read_variant_json)
     for wheel in sorted(wheels, key=lambda w: w.name):
-        shutil.copyfile(wheel, project_dir / wheel.name)
+        if wheel.parent != project_dir:
+            shutil.copyfile(wheel, project_dir / wheel.name)
         digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
         links.append((f"{wheel.name}#sha256={digest}", wheel.name))
     (project_dir / "index.html").write_text(_page(f"Links for {PROJECT}", links))
@@ -67,7 +77,10 @@ def make_index(wheel_dir: Path, out: Path) -> dict[str, list[Path]]:
     wheels = sorted(wheel_dir.glob(f"{PROJECT}-*.whl"))
     if not wheels:
         raise SystemExit(f"make_index: no {PROJECT} wheel in {wheel_dir}")
-    groups = group_wheels(wheels)
+    variant_wheels = [w for w in wheels if variant_label_of(w.name)]
+    groups = group_wheels([w for w in wheels if w not in variant_wheels])
+    if variant_wheels:
+        groups[VARIANT_INDEX] = variant_wheels + groups.get("cpu", [])
     for folder, members in groups.items():
         write_index(out, folder, members)
     (out / "index.html").write_text(

@@ -140,7 +140,8 @@ def devices() -> list[Device]:
 @dataclass
 class Verdict:
     """`status`: compatible | no-gpu | cpu-build (this build has no GPU code, GPUs here or
-    not) | mismatch | no-core. The cpu and ref targets run whatever the status; the gpu
+    not) | mismatch | no-runtime (the ISAs match, but the GPU runtime this ROCm build loads
+    at run time is missing: graphkiln._core is then its CPU-only module) | no-core. The cpu and ref targets run whatever the status; the gpu
     target needs `compatible` (the devices in `usable`)."""
 
     status: str
@@ -282,14 +283,21 @@ def check_gpu_compatibility() -> Verdict:
     missing = [d for d in found if d not in usable]
     if not missing:
         isas = ", ".join(build["gpu_targets"])
-        return Verdict(
-            "compatible",
-            found,
-            build,
-            distribution,
-            usable,
-            f"every GPU is covered by the ISAs compiled in ({isas})",
-        )
+        covered = f"every GPU is covered by the ISAs compiled in ({isas})"
+        from ._native import gpu_runtime_problem
+
+        problem = gpu_runtime_problem()
+        if problem:
+            return Verdict(
+                "no-runtime",
+                found,
+                build,
+                distribution,
+                usable,
+                f"the wheel matches: {covered}. But its GPU code cannot load: {problem}. "
+                "The CPU targets (cpu, ref) run.",
+            )
+        return Verdict("compatible", found, build, distribution, usable, covered)
     return Verdict(
         "mismatch",
         found,

@@ -36,6 +36,9 @@ std::vector<std::string> split_targets(const std::string& list) {
 std::string gpu_toolkit() {
 #ifdef GRAPHKILN_WITH_GPU
   return gk_gpu_toolkit_version();
+#elif defined(GRAPHKILN_GPU_RUNTIME_ABSENT)
+  // the CPU-only module of a ROCm wheel: the toolkit its GPU module was built with
+  return GRAPHKILN_GPU_RUNTIME_ABSENT;
 #else
   return "";
 #endif  // GRAPHKILN_WITH_GPU

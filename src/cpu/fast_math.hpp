@@ -8,14 +8,17 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/bit_cast.hpp"
+#include "core/half_float.hpp"
+
 namespace graphkiln {
 namespace fastmath {
 
 __attribute__((always_inline)) static inline float as_float(int32_t i) {
-  return __builtin_bit_cast(float, i);
+  return bit_as<float>(i);
 }
 __attribute__((always_inline)) static inline int32_t as_int(float f) {
-  return __builtin_bit_cast(int32_t, f);
+  return bit_as<int32_t>(f);
 }
 
 // exp(x): exact-ish to ~1 ulp on [-86.5, 88.7]; 0 below, inf above, NaN stays NaN.
@@ -116,8 +119,8 @@ __attribute__((always_inline)) static inline void exp_v(V& x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   V y = p * r * r + r + 1.0f;
-  VI ni = __builtin_bit_cast(VI, t) - 0x4B400000;
-  V scale = __builtin_bit_cast(V, (ni + 126) << 23);
+  VI ni = bit_as<VI>(t) - 0x4B400000;
+  V scale = bit_as<V>((ni + 126) << 23);
   V result = y * scale * 2.0f;
   result = x < lo ? V{} : result;
   result = x > hi ? V{} + __builtin_inff() : result;

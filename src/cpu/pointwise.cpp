@@ -16,6 +16,8 @@
 
 // FP exceptions are never inspected: let the vectorizer if-convert float selects.
 #pragma GCC optimize("no-trapping-math")
+#include "core/bit_cast.hpp"
+#include "core/half_float.hpp"
 #include "core/kernel.hpp"
 #include "cpu/pointwise_program.hpp"
 
@@ -42,11 +44,11 @@ void load(DType dtype, const void* src, int64_t stride, int64_t n, T* dst) {
   switch (dtype) {
     case DType::f32: return load_as(static_cast<const float*>(src), stride, n, dst);
     case DType::f64: return load_as(static_cast<const double*>(src), stride, n, dst);
-    case DType::f16: return load_as(static_cast<const _Float16*>(src), stride, n, dst);
+    case DType::f16: return load_as(static_cast<const Half*>(src), stride, n, dst);
     case DType::bf16: {
       const uint16_t* s = static_cast<const uint16_t*>(src);
       for (int64_t i = 0; i < n; ++i)
-        dst[i] = static_cast<T>(__builtin_bit_cast(float, uint32_t(s[i * stride]) << 16));
+        dst[i] = static_cast<T>(bit_as<float>(uint32_t(s[i * stride]) << 16));
       return;
     }
     case DType::i8: return load_as(static_cast<const int8_t*>(src), stride, n, dst);
@@ -81,11 +83,11 @@ void store(DType dtype, const T* src, int64_t n, void* dst, int64_t stride) {
   switch (dtype) {
     case DType::f32: return store_as(src, n, static_cast<float*>(dst), stride);
     case DType::f64: return store_as(src, n, static_cast<double*>(dst), stride);
-    case DType::f16: return store_as(src, n, static_cast<_Float16*>(dst), stride);
+    case DType::f16: return store_as(src, n, static_cast<Half*>(dst), stride);
     case DType::bf16: {
       uint16_t* o = static_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; ++i) {
-        uint32_t u = __builtin_bit_cast(uint32_t, static_cast<float>(src[i]));
+        uint32_t u = bit_as<uint32_t>(static_cast<float>(src[i]));
         if ((u & 0x7fffffffu) > 0x7f800000u) u |= 0x00400000u;
         else u = u + 0x7fffu + ((u >> 16) & 1u);
         o[i * stride] = static_cast<uint16_t>(u >> 16);

@@ -24,6 +24,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/bit_cast.hpp"
 #include "core/kernel.hpp"
 
 namespace graphkiln {
@@ -323,7 +324,7 @@ class QuantizeBytesKernel : public Kernel {
 
  private:
   uint8_t to_float(float v) const {
-    const uint32_t bits = __builtin_bit_cast(uint32_t, v);
+    const uint32_t bits = bit_as<uint32_t>(v);
     const uint32_t mag = bits & 0x7fffffffu;
     if (mag > 0x7f800000u) return nan_;
     const bool neg = (bits >> 31) != 0;

@@ -13,8 +13,8 @@
 #if defined(__CUDACC__) && !defined(__HIP__)
 #include <dlfcn.h>
 #define GRAPHKILN_BLAS_CUBLAS 1
-#elif defined(GRAPHKILN_HAVE_ROCBLAS)
-#include <rocblas/rocblas.h>
+#else
+#include <dlfcn.h>
 #define GRAPHKILN_BLAS_ROCBLAS 1
 #endif  // vendor BLAS
 
@@ -173,6 +173,50 @@ int cuda_data_type(DType t) {
 }
 #endif  // GRAPHKILN_BLAS_CUBLAS
 
+#if defined(GRAPHKILN_BLAS_ROCBLAS)
+// rocBLAS, found at run time like cuBLAS above: the wheel then needs neither rocBLAS at build
+// time nor a particular soname (ROCm 6 ships librocblas.so.4, ROCm 7 librocblas.so.5).
+using RocblasHandle = void*;
+struct Rocblas {
+  int (*create)(RocblasHandle*) = nullptr;
+  int (*destroy)(RocblasHandle) = nullptr;
+  int (*set_stream)(RocblasHandle, hipStream_t) = nullptr;
+  // rocblas_sgemm_strided_batched: rocblas_operation (int), rocblas_int (int32) sizes,
+  // rocblas_stride (int64) strides
+  int (*sgemm_strided_batched)(RocblasHandle, int, int, int, int, int, const float*, const float*,
+                               int, int64_t, const float*, int, int64_t, const float*, float*,
+                               int, int64_t, int) = nullptr;
+  std::string error;
+};
+
+// rocblas_operation values (rocblas-types.h)
+constexpr int kRocblasNoTrans = 111, kRocblasTrans = 112;
+
+const Rocblas& rocblas() {
+  static const Rocblas lib = [] {
+    Rocblas r;
+    void* so = nullptr;
+    for (const char* name : {"librocblas.so.5", "librocblas.so.4", "librocblas.so"}) {
+      so = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (so) break;
+    }
+    if (!so) {
+      r.error = "librocblas.so.5/.4 not found on the library path";
+      return r;
+    }
+    r.create = reinterpret_cast<decltype(r.create)>(dlsym(so, "rocblas_create_handle"));
+    r.destroy = reinterpret_cast<decltype(r.destroy)>(dlsym(so, "rocblas_destroy_handle"));
+    r.set_stream = reinterpret_cast<decltype(r.set_stream)>(dlsym(so, "rocblas_set_stream"));
+    r.sgemm_strided_batched = reinterpret_cast<decltype(r.sgemm_strided_batched)>(
+        dlsym(so, "rocblas_sgemm_strided_batched"));
+    if (!r.create || !r.destroy || !r.set_stream || !r.sgemm_strided_batched)
+      r.error = "librocblas lacks an entry point graphkiln uses";
+    return r;
+  }();
+  return lib;
+}
+#endif  // GRAPHKILN_BLAS_ROCBLAS
+
 }  // namespace
 
 Blas::Blas(hipStream_t stream, bool builtin) : stream_(stream) {
@@ -194,14 +238,14 @@ Blas::Blas(hipStream_t stream, bool builtin) : stream_(stream) {
   lt_ = std::make_unique<LtGemms>();
   backend_ = "cuBLAS";
 #elif defined(GRAPHKILN_BLAS_ROCBLAS)
-  rocblas_handle h = nullptr;
-  if (rocblas_create_handle(&h) != rocblas_status_success)
-    throw std::runtime_error("rocblas_create_handle failed");
-  rocblas_set_stream(h, stream_);
-  handle_ = h;
+  const Rocblas& lib = rocblas();
+  if (!lib.error.empty()) {
+    backend_ += " (rocBLAS not used: " + lib.error + ")";
+    return;
+  }
+  if (lib.create(&handle_) != 0) throw std::runtime_error("rocblas_create_handle failed");
+  if (lib.set_stream(handle_, stream_) != 0) throw std::runtime_error("rocblas_set_stream failed");
   backend_ = "rocBLAS";
-#else
-  backend_ += " (this build has no vendor BLAS: rocBLAS headers were not found)";
 #endif  // vendor BLAS
 }
 
@@ -212,7 +256,7 @@ Blas::~Blas() {
   cublas().destroy(handle_);
   if (workspace_) hipFree(workspace_);
 #elif defined(GRAPHKILN_BLAS_ROCBLAS)
-  rocblas_destroy_handle(static_cast<rocblas_handle>(handle_));
+  rocblas().destroy(handle_);
 #endif  // vendor BLAS
 }
 
@@ -288,14 +332,15 @@ void Blas::gemm(const GemmArgs& g) {
         " failed (status " + std::to_string(status) + ")");
 #elif defined(GRAPHKILN_BLAS_ROCBLAS)
   if (g.ab_type != DType::f32 || g.c_type != DType::f32) return builtin_gemm(g);
-  const rocblas_status status = rocblas_sgemm_strided_batched(
-      static_cast<rocblas_handle>(handle_),
-      g.trans_b ? rocblas_operation_transpose : rocblas_operation_none,
-      g.trans_a ? rocblas_operation_transpose : rocblas_operation_none, g.n, g.m, g.k, &g.alpha,
-      static_cast<const float*>(g.b), g.ldb, g.stride_b, static_cast<const float*>(g.a), g.lda,
-      g.stride_a, &g.beta, static_cast<float*>(g.c), g.ldc, g.stride_c, g.batch);
-  if (status != rocblas_status_success)
-    throw std::runtime_error("rocblas_sgemm_strided_batched failed");
+  const int status = rocblas().sgemm_strided_batched(
+      handle_, g.trans_b ? kRocblasTrans : kRocblasNoTrans, g.trans_a ? kRocblasTrans : kRocblasNoTrans,
+      static_cast<int>(g.n), static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha,
+      static_cast<const float*>(g.b), static_cast<int>(g.ldb), g.stride_b,
+      static_cast<const float*>(g.a), static_cast<int>(g.lda), g.stride_a, &g.beta,
+      static_cast<float*>(g.c), static_cast<int>(g.ldc), g.stride_c, static_cast<int>(g.batch));
+  if (status != 0)
+    throw std::runtime_error("rocblas_sgemm_strided_batched failed (status " +
+                             std::to_string(status) + ")");
 #endif  // vendor BLAS
 }
 

@@ -84,7 +84,8 @@ def make_wheel(
     """graphkiln-<version>-cp311-cp311-manylinux_2_28_x86_64.whl with an _core ELF, METADATA
     (METADATA_FIELDS but those named in `leave_out`, e.g. "Author" or "Project-URL: Issues")
     and dist-info/licenses/LICENSE (the repository's, or `license_text`; not there when
-    `leave_out` names "licenses/LICENSE")."""
+    `leave_out` names "licenses/LICENSE"); a ROCm version also gets the CPU-only module
+    graphkiln/_cpu_only/_core (not when `leave_out` names "_cpu_only")."""
     path = folder / f"graphkiln-{version}-cp311-cp311-manylinux_2_28_x86_64.whl"
     info = f"graphkiln-{version}.dist-info"
     fields = [
@@ -95,6 +96,10 @@ def make_wheel(
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as wheel:
         wheel.writestr("graphkiln/_core.cpython-311-x86_64-linux-gnu.so", make_elf(sections or {}))
         wheel.writestr("graphkiln/__init__.py", "")
+        if "+rocm" in version and "_cpu_only" not in leave_out:  # a ROCm build's 2nd module
+            wheel.writestr(
+                "graphkiln/_cpu_only/_core.cpython-311-x86_64-linux-gnu.so", make_elf({})
+            )
         if padding:
             wheel.writestr("graphkiln/models/blob.bin", bytes(padding))
         wheel.writestr(

@@ -23,6 +23,22 @@ def test_amd_wheel_carries_its_label(tmp_path):
     assert check_wheel.main([str(wheel)]) == 0
 
 
+def test_rocm_wheel_needs_its_cpu_only_module_and_no_linked_hip_runtime(tmp_path, capsys):
+    bare = make_wheel(
+        tmp_path, "0.1.0+rocm6.gfx90a", amd_sections(["gfx90a"]), leave_out=("_cpu_only",)
+    )
+    assert check_wheel.main([str(bare)]) == 1
+    assert "no graphkiln/_cpu_only/_core*.so" in capsys.readouterr().out
+    (tmp_path / "linked").mkdir()
+    linked = make_wheel(
+        tmp_path / "linked",
+        "0.1.0+rocm6.gfx90a",
+        {**amd_sections(["gfx90a"]), ".dynstr": b"\0libamdhip64.so.6\0hipMalloc\0"},
+    )
+    assert check_wheel.main([str(linked)]) == 1
+    assert "links libamdhip64 (it must be loaded at run time)" in capsys.readouterr().out
+
+
 def test_amd_wheel_with_a_missing_isa_fails(tmp_path, capsys):
     wheel = make_wheel(tmp_path, "0.1.0+rocm6.gfx942", amd_sections(["gfx90a"]))
     assert check_wheel.main([str(wheel)]) == 1

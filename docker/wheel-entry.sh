@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+#
+# What the wheel images run inside (docker/wheel.Dockerfile, cuda.wheel.Dockerfile; start
+# them with docker/build-wheels.sh): one wheel per Python for one GPU flavor, repaired and
+# checked by tools/build_wheels.py, into dist/.
+#   docker/wheel-entry.sh GPU_ARCH [PYTHON...]
+# GPU_ARCH: gfx942 | sm_90 | all (fat) | cpu. PYTHON: interpreters (default: a manylinux
+# image's CPython 3.10-3.13, else the local ROCm base's /opt/py3*, else python3).
+# On the local ROCm base (docker/make-rocm-root.sh) the host code is built against its
+# /opt/sysroot (cmake/toolchains/sysroot.cmake) with the build requirements it carries
+# (no network, no build isolation).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+arch=${1:?usage: docker/build-wheels.sh GPU_ARCH [PYTHON...]}
+shift
+pythons=("$@")
+if [ "${#pythons[@]}" -eq 0 ]; then
+  for version in cp310-cp310 cp311-cp311 cp312-cp312 cp313-cp313; do
+    if [ -x "/opt/python/$version/bin/python" ]; then
+      pythons+=("/opt/python/$version/bin/python")
+    fi
+  done
+fi
+if [ "${#pythons[@]}" -eq 0 ]; then
+  for python in /opt/py3*/bin/python; do
+    if [ -x "$python" ]; then
+      pythons+=("$python")
+    fi
+  done
+fi
+if [ "${#pythons[@]}" -eq 0 ]; then
+  pythons=(python3)
+fi
+isolation=(--build-isolation)
+if [ -d /opt/sysroot ]; then
+  export CMAKE_TOOLCHAIN_FILE=${CMAKE_TOOLCHAIN_FILE:-$PWD/cmake/toolchains/sysroot.cmake}
+  isolation=()
+fi
+
+target_args=()
+if [ "$arch" != "cpu" ]; then
+  target_args=(--gpu-targets "$arch")
+fi
+for python in "${pythons[@]}"; do
+  echo "== graphkiln wheel: GPU_ARCH=$arch, $("$python" --version)"
+  "$python" tools/build_wheels.py "${isolation[@]}" --out dist "${target_args[@]}"
+done
