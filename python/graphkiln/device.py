@@ -141,8 +141,9 @@ def devices() -> list[Device]:
 class Verdict:
     """`status`: compatible | no-gpu | cpu-build (this build has no GPU code, GPUs here or
     not) | mismatch | no-runtime (the ISAs match, but the GPU runtime this ROCm build loads
-    at run time is missing: graphkiln._core is then its CPU-only module) | no-core. The cpu and ref targets run whatever the status; the gpu
-    target needs `compatible` (the devices in `usable`)."""
+    at run time is missing: graphkiln._core is then its CPU-only module) | no-core. The cpu
+    and ref targets run whatever the status; the gpu target needs `compatible` (the devices
+    in `usable`)."""
 
     status: str
     devices: list[Device]

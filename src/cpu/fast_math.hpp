@@ -14,12 +14,8 @@
 namespace graphkiln {
 namespace fastmath {
 
-__attribute__((always_inline)) static inline float as_float(int32_t i) {
-  return bit_as<float>(i);
-}
-__attribute__((always_inline)) static inline int32_t as_int(float f) {
-  return bit_as<int32_t>(f);
-}
+__attribute__((always_inline)) static inline float as_float(int32_t i) { return bit_as<float>(i); }
+__attribute__((always_inline)) static inline int32_t as_int(float f) { return bit_as<int32_t>(f); }
 
 // exp(x): exact-ish to ~1 ulp on [-86.5, 88.7]; 0 below, inf above, NaN stays NaN.
 __attribute__((always_inline)) static inline float exp(float x) {

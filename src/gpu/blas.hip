@@ -184,8 +184,8 @@ struct Rocblas {
   // rocblas_sgemm_strided_batched: rocblas_operation (int), rocblas_int (int32) sizes,
   // rocblas_stride (int64) strides
   int (*sgemm_strided_batched)(RocblasHandle, int, int, int, int, int, const float*, const float*,
-                               int, int64_t, const float*, int, int64_t, const float*, float*,
-                               int, int64_t, int) = nullptr;
+                               int, int64_t, const float*, int, int64_t, const float*, float*, int,
+                               int64_t, int) = nullptr;
   std::string error;
 };
 
@@ -333,10 +333,10 @@ void Blas::gemm(const GemmArgs& g) {
 #elif defined(GRAPHKILN_BLAS_ROCBLAS)
   if (g.ab_type != DType::f32 || g.c_type != DType::f32) return builtin_gemm(g);
   const int status = rocblas().sgemm_strided_batched(
-      handle_, g.trans_b ? kRocblasTrans : kRocblasNoTrans, g.trans_a ? kRocblasTrans : kRocblasNoTrans,
-      static_cast<int>(g.n), static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha,
-      static_cast<const float*>(g.b), static_cast<int>(g.ldb), g.stride_b,
-      static_cast<const float*>(g.a), static_cast<int>(g.lda), g.stride_a, &g.beta,
+      handle_, g.trans_b ? kRocblasTrans : kRocblasNoTrans,
+      g.trans_a ? kRocblasTrans : kRocblasNoTrans, static_cast<int>(g.n), static_cast<int>(g.m),
+      static_cast<int>(g.k), &g.alpha, static_cast<const float*>(g.b), static_cast<int>(g.ldb),
+      g.stride_b, static_cast<const float*>(g.a), static_cast<int>(g.lda), g.stride_a, &g.beta,
       static_cast<float*>(g.c), static_cast<int>(g.ldc), g.stride_c, static_cast<int>(g.batch));
   if (status != 0)
     throw std::runtime_error("rocblas_sgemm_strided_batched failed (status " +
