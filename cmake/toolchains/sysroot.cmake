@@ -6,7 +6,7 @@
 # clang (the one that compiles the HIP device code, new enough for today's AMD ISAs) with
 # --sysroot for the HIP sources, so the module needs only the sysroot's glibc and libstdc++
 # symbol versions and the wheel's manylinux tag is the sysroot's.
-#   GRAPHKILN_SYSROOT  the sysroot (default /opt/sysroot: docker/rocm-base/make-root.sh puts
+#   GRAPHKILN_SYSROOT  the sysroot (default /opt/sysroot: docker/make-rocm-root.sh puts
 #                      Debian bullseye there: glibc 2.31, GCC 10)
 #   GRAPHKILN_HIP_CLANG  the clang++ for HIP (default: clang++ on PATH)
 # Used by docker/wheel.Dockerfile through CMAKE_TOOLCHAIN_FILE. ROCm's headers come after
