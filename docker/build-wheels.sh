@@ -4,8 +4,10 @@
 #
 # Build graphkiln wheels with the project's wheel images and copy them out:
 #   docker/build-wheels.sh GPU_ARCH [OUT_DIR]
-# GPU_ARCH: one ISA (gfx942, sm_90) or all (the fat wheel); sm_* uses cuda.wheel.Dockerfile,
-# gfx* wheel.Dockerfile. OUT_DIR: where the wheels go (default dist/).
+# GPU_ARCH: one ISA (gfx942, sm_90), all (the fat wheel) or cpu; a comma-separated list
+# (cpu,gfx942,all) builds those wheels in one image build. sm_* uses cuda.wheel.Dockerfile,
+# the others wheel.Dockerfile (ROCm; do not mix the two in one list). OUT_DIR: where the
+# wheels go (default dist/).
 # Environment:
 #   ENGINE      docker or buildah (default: docker when its daemon answers, else buildah,
 #               rootful with the vfs storage driver and chroot isolation: what runs here)
@@ -17,8 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${1:?usage: docker/build-wheels.sh GPU_ARCH [OUT_DIR]}
 out=$(mkdir -p "${2:-dist}" && cd "${2:-dist}" && pwd)
-case "$arch" in
-  sm_*) dockerfile=docker/cuda.wheel.Dockerfile ;;
+case ",$arch," in
+  *,sm_*)
+    case ",$arch," in *,gfx*|*,all,*) echo "build-wheels: $arch mixes CUDA and ROCm wheels: build them apart" >&2; exit 2 ;; esac
+    dockerfile=docker/cuda.wheel.Dockerfile ;;
   *) dockerfile=docker/wheel.Dockerfile ;;
 esac
 
@@ -53,7 +57,7 @@ if [ "$engine" = docker ]; then
     --output "type=local,dest=$out" .
 else
   command -v buildah >/dev/null || { echo "build-wheels: neither docker nor buildah" >&2; exit 1; }
-  tag=localhost/graphkiln-wheels-$arch
+  tag=localhost/graphkiln-wheels-${arch//,/-}
   buildah "${storage[@]}" bud --isolation chroot -f "$dockerfile" --build-arg "GPU_ARCH=$arch" \
     "${base_args[@]}" -t "$tag" .
   container=$(buildah "${storage[@]}" from "$tag")

@@ -38,16 +38,18 @@ if [ ! -e "$root/.graphkiln-root-done" ]; then
   mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
   trap 'umount "$root/proc" 2>/dev/null || true' EXIT
   # CPython 3.11 comes from bookworm (unstable has 3.14 only); pinned low, so only what is
-  # asked for by name comes from there.
+  # asked for by name comes from there and its dependencies come from unstable where their
+  # versions allow (not `-t bookworm`: unstable's newer libexpat1 then conflicts).
   echo "deb $mirror bookworm main" > "$root/etc/apt/sources.list.d/bookworm.list"
   printf 'Package: *\nPin: release n=bookworm\nPin-Priority: 100\n' \
     > "$root/etc/apt/preferences.d/bookworm"
   in_root apt-get "${apt_opts[@]}" update
   echo "== make-rocm-root: ROCm (hipcc, clang 21, HIP runtime and headers, device libraries)"
-  # libmpc3 libmpfr6 libisl23 libzstd1: what the sysroot's GCC 10 needs to run here
+  # libmpc3 libmpfr6 libisl23 libzstd1: what the sysroot's GCC 10 needs to run here; ccache:
+  # the host objects several wheels of one image build share
   in_root apt-get "${apt_opts[@]}" install hipcc libamdhip64-dev rocm-device-libs-21 \
-    binutils libmpc3 libmpfr6 libisl23 libzstd1 ca-certificates >/dev/null
-  in_root apt-get "${apt_opts[@]}" install -t bookworm python3.11-dev >/dev/null
+    binutils libmpc3 libmpfr6 libisl23 libzstd1 ca-certificates ccache >/dev/null
+  in_root apt-get "${apt_opts[@]}" install python3.11-dev >/dev/null
   echo "== make-rocm-root: Debian bullseye sysroot (glibc 2.31, GCC 10) in /opt/sysroot"
   debootstrap --variant=minbase --include=g++-10,libc6-dev bullseye "$root/opt/sysroot" \
     "$mirror" >/dev/null
@@ -85,7 +87,8 @@ if [ -n "$image" ]; then
   tar -C "$root" --exclude=./proc/* -cf - . | tar -C "$mount" -xf -
   buildah "${storage[@]}" umount "$container" >/dev/null
   buildah "${storage[@]}" config --env PATH=/opt/py311/bin:/usr/lib/llvm-21/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --env HIP_PLATFORM=amd --env GRAPHKILN_SYSROOT=/opt/sysroot "$container"
+    --env HIP_PLATFORM=amd --env GRAPHKILN_SYSROOT=/opt/sysroot \
+    --env PIP_DISABLE_PIP_VERSION_CHECK=1 "$container"
   buildah "${storage[@]}" commit -q --rm "$container" "$image" >/dev/null
   echo "== make-rocm-root: image $image"
 fi

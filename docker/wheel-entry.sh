@@ -6,7 +6,9 @@
 # them with docker/build-wheels.sh): one wheel per Python for one GPU flavor, repaired and
 # checked by tools/build_wheels.py, into dist/.
 #   docker/wheel-entry.sh GPU_ARCH [PYTHON...]
-# GPU_ARCH: gfx942 | sm_90 | all (fat) | cpu. PYTHON: interpreters (default: a manylinux
+# GPU_ARCH: gfx942 | sm_90 | all (fat) | cpu, or a comma-separated list of those (one wheel
+# each, built one after the other: compiler caches, where there are, serve the later ones).
+# PYTHON: interpreters (default: a manylinux
 # image's CPython 3.10-3.13, else the local ROCm base's /opt/py3*, else python3).
 # On the local ROCm base (docker/make-rocm-root.sh) the host code is built against its
 # /opt/sysroot (cmake/toolchains/sysroot.cmake) with the build requirements it carries
@@ -40,11 +42,23 @@ if [ -d /opt/sysroot ]; then
   isolation=()
 fi
 
-target_args=()
-if [ "$arch" != "cpu" ]; then
-  target_args=(--gpu-targets "$arch")
+if command -v ccache >/dev/null; then  # the host objects are the same in each wheel
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR=$PWD CCACHE_DIR=${CCACHE_DIR:-/tmp/graphkiln-ccache} CCACHE_NOHASHDIR=1
 fi
-for python in "${pythons[@]}"; do
-  echo "== graphkiln wheel: GPU_ARCH=$arch, $("$python" --version)"
-  "$python" tools/build_wheels.py "${isolation[@]}" --out dist "${target_args[@]}"
+IFS=, read -r -a archs <<< "$arch"
+for one in "${archs[@]}"; do
+  target_args=()
+  if [ "$one" != "cpu" ]; then
+    target_args=(--gpu-targets "$one")
+  fi
+  for python in "${pythons[@]}"; do
+    t0=$SECONDS
+    echo "== graphkiln wheel: GPU_ARCH=$one, $("$python" --version)"
+    "$python" tools/build_wheels.py "${isolation[@]}" --out dist "${target_args[@]}"
+    echo "== graphkiln wheel: GPU_ARCH=$one built in $((SECONDS - t0)) s"
+  done
 done
+if command -v ccache >/dev/null; then
+  ccache --show-stats | grep -iE 'hits|misses' || true
+fi

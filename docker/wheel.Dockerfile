@@ -12,6 +12,8 @@
 # network needed), as CI does: BASE_IMAGE=localhost/graphkiln-rocm-base.
 ARG BASE_IMAGE=rocm/dev-ubuntu-24.04:6.4.1
 
+# the tag is in BASE_IMAGE (older hadolint cannot see through the argument)
+# hadolint ignore=DL3006
 FROM ${BASE_IMAGE} AS build
 ARG GPU_ARCH=all
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]

@@ -32,9 +32,14 @@ endif()
 list(GET _gk_gxx 0 CMAKE_CXX_COMPILER)
 list(GET _gk_gcc 0 CMAKE_C_COMPILER)
 set(CMAKE_HIP_COMPILER "${_gk_clang}")
-# the build system's binutils: the sysroot's own (bullseye's) cannot run outside it
-set(CMAKE_AR /usr/bin/ar CACHE FILEPATH "the build system's ar")
-set(CMAKE_RANLIB /usr/bin/ranlib CACHE FILEPATH "the build system's ranlib")
+# the build system's binutils: the sysroot's own (bullseye's) cannot run outside it (their
+# libbfd is not on this system's library path)
+foreach(_gk_tool AR RANLIB STRIP NM OBJCOPY OBJDUMP READELF ADDR2LINE)
+  string(TOLOWER "${_gk_tool}" _gk_name)
+  if(EXISTS "/usr/bin/${_gk_name}")
+    set(CMAKE_${_gk_tool} "/usr/bin/${_gk_name}" CACHE FILEPATH "the build system's ${_gk_name}")
+  endif()
+endforeach()
 # packages (pybind11, oneDNN, Python, hip-lang) live outside the sysroot: search both
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)

@@ -26,12 +26,19 @@ _LIBRARY = "libdnnl.so.3"
 # symbols in .so.5 (importing it on a newer runtime fails, and the CPU-only module serves).
 HIP_RUNTIMES = ("libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5")
 _gpu_runtime_problem: str | None = None
+_hip_runtime_path: str | None = None
 
 
 def gpu_runtime_problem() -> str | None:
     """Why the GPU module of a ROCm build was not loaded (no HIP runtime here, or one it
     cannot use), after load_core(); None when it was loaded or the build has none."""
     return _gpu_runtime_problem
+
+
+def hip_runtime_loaded() -> str | None:
+    """The libamdhip64 a ROCm build opened (the path or name given to the loader), after
+    load_core(); None for other builds or when none was found."""
+    return _hip_runtime_path
 
 
 def _hip_runtime() -> str:
@@ -46,12 +53,27 @@ def _hip_runtime() -> str:
             except OSError:
                 tried.append(path)
                 continue
-            return path
+            return _mapped_file(name) or path
     raise OSError(
         f"no HIP runtime found ({', '.join(HIP_RUNTIMES)} on the library path, "
         f"$ROCM_PATH/lib, /opt/rocm/lib): install ROCm 6 or 7, or put its lib folder on "
         "LD_LIBRARY_PATH"
     )
+
+
+def _mapped_file(name: str) -> str | None:
+    """The file the dynamic loader mapped for library `name` (a symlink's real target), from
+    /proc/self/maps; None where that is not readable."""
+    stem = name.split(".so")[0] + ".so"
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.rstrip("\n").split(maxsplit=5)[-1]
+                if os.path.basename(path).startswith(stem):
+                    return path
+    except OSError:
+        pass
+    return None
 
 
 def _candidate_dirs() -> list[str]:
@@ -97,12 +119,13 @@ def _import_file(path: str):
 def _load_rocm_build(gpu_module, cpu_only_file: str):
     """A ROCm build: the GPU module when a HIP runtime serves it, else the CPU-only one.
     `gpu_module` imports the GPU module (by path or by name)."""
-    global _gpu_runtime_problem
+    global _gpu_runtime_problem, _hip_runtime_path
     try:
         runtime = _hip_runtime()
     except OSError as exc:
         _gpu_runtime_problem = str(exc)
     else:
+        _hip_runtime_path = runtime
         try:
             return gpu_module()
         except ImportError as exc:

@@ -182,7 +182,7 @@ def _distribution() -> str:
 
 def _backend(device: Device, build: dict) -> str:
     """The index folder name of the device's platform: rocm<major> or cu<major>."""
-    toolkit = re.fullmatch(r"(HIP|CUDA) (\d+)\..*", build.get("gpu_toolkit") or "")
+    toolkit = re.fullmatch(r"(HIP|CUDA) (\d+)(\..*)?", build.get("gpu_toolkit") or "")
     major = toolkit.group(2) if toolkit and build.get("gpu_platform") == device.platform else None
     prefix = "rocm" if device.platform == "amd" else "cu"
     return f"{prefix}{major or '<major>'}"

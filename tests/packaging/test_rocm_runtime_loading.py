@@ -9,7 +9,10 @@ import pytest
 import graphkiln
 from graphkiln import _native
 
-_core = pytest.importorskip("graphkiln._core", reason="the C++ core is not built")
+try:
+    _core = _native.load_core()  # also from a build folder (GRAPHKILN_CORE_DIR)
+except ImportError:
+    pytest.skip("the C++ core is not built", allow_module_level=True)
 
 AMD_WHEEL = {
     "version": "0.1.0",
@@ -77,4 +80,44 @@ def test_verdict_matches_but_says_the_runtime_is_missing(monkeypatch):
     assert verdict.message.startswith("the wheel matches: every GPU is covered")
     assert "no HIP runtime found" in verdict.message and "cpu, ref" in verdict.message
     monkeypatch.setenv("GRAPHKILN_FAKE_GPU_ARCH", "gfx1100")
-    assert graphkiln.check_gpu_compatibility().status == "mismatch"
+    mismatch = graphkiln.check_gpu_compatibility()
+    assert mismatch.status == "mismatch"
+    # the CPU-only module reports its toolkit as a bare major ("HIP 6"): the fixes name it
+    assert "/rocm6/gfx1100/" in mismatch.message and "<major>" not in mismatch.message
+
+
+def test_the_loaded_runtime_is_kept_for_doctor(monkeypatch, restore_core):
+    from graphkiln.cli.doctor import _hip_runtime_lines
+
+    monkeypatch.setattr(_native, "_hip_runtime_path", None)
+    assert _hip_runtime_lines() == []  # not a ROCm build: nothing to say
+    monkeypatch.setattr(_native, "_hip_runtime", lambda: "/opt/rocm-7.0.2/lib/libamdhip64.so.7.0")
+    sentinel = object()
+    assert _native._load_rocm_build(lambda: sentinel, _core.__file__) is sentinel
+    assert _native.hip_runtime_loaded() == "/opt/rocm-7.0.2/lib/libamdhip64.so.7.0"
+    assert _hip_runtime_lines() == ["HIP runtime: /opt/rocm-7.0.2/lib/libamdhip64.so.7.0"]
+
+
+def test_doctor_says_when_no_runtime_was_found(monkeypatch, restore_core):
+    from graphkiln.cli.doctor import _hip_runtime_lines
+
+    monkeypatch.setattr(_native, "_hip_runtime_path", None)
+
+    def missing():
+        raise OSError("no HIP runtime found (libamdhip64.so.7, ...)")
+
+    monkeypatch.setattr(_native, "_hip_runtime", missing)
+    _native._load_rocm_build(lambda: None, _core.__file__)
+    (line,) = _hip_runtime_lines()
+    assert line.startswith("HIP runtime: none found") and "CPU-only module" in line
+
+
+def test_a_loaded_library_is_named_by_its_mapped_file():
+    import ctypes
+    import os
+
+    libc = ctypes.CDLL("libc.so.6")
+    assert libc is not None
+    mapped = _native._mapped_file("libc.so.6")
+    assert mapped is not None and os.path.isfile(mapped) and "libc" in os.path.basename(mapped)
+    assert _native._mapped_file("libgraphkiln-not-loaded.so.3") is None

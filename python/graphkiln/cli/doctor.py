@@ -20,7 +20,18 @@ def _distribution_lines(verdict) -> list[str]:
     except ImportError as exc:
         return lines + [f"C++ core: not importable ({exc}); install graphkiln with pip to build it"]
     lines.append(f"C++ core: {_core.__file__}")
-    return lines
+    return lines + _hip_runtime_lines()
+
+
+def _hip_runtime_lines() -> list[str]:
+    """A ROCm build (it carries graphkiln/_cpu_only): the HIP runtime it found, or why not."""
+    from .._native import gpu_runtime_problem, hip_runtime_loaded
+
+    runtime, problem = hip_runtime_loaded(), gpu_runtime_problem()
+    if runtime is None and problem is None:
+        return []
+    found = f"HIP runtime: {runtime}" if runtime else "HIP runtime: none found"
+    return [found + ("" if problem is None else " (the CPU-only module serves: see GPU check)")]
 
 
 def _build_lines(build: dict) -> list[str]:
