@@ -150,6 +150,10 @@ if(GRAPHKILN_GPU_PLATFORM STREQUAL "amd")
   # No HIP runtime on the link line (see graphkiln_add_gpu_sources): loaded at run time.
   set(CMAKE_HIP_RUNTIME_LIBRARY NONE)
   enable_language(HIP)
+  # Older clangs (ROCm 5.x's clang 15) add -lamdhip64 to every HIP link (--hip-link), and
+  # CMake records it among the HIP implicit libraries, which it then puts on the C++ link
+  # line of any target holding HIP objects: drop it there too.
+  list(REMOVE_ITEM CMAKE_HIP_IMPLICIT_LINK_LIBRARIES amdhip64)
   # The HIP major version of this toolchain decides which runtimes may load the module:
   # a HIP 6 build runs on ROCm 6 and 7 (libamdhip64.so.6 / .so.7), a HIP 5 build on ROCm 5.
   string(REGEX MATCH "^[0-9]+" GRAPHKILN_HIP_MAJOR "${CMAKE_HIP_COMPILER_ROCM_VERSION}")
