@@ -50,6 +50,10 @@ if [ ! -e "$root/.graphkiln-root-done" ]; then
   in_root apt-get "${apt_opts[@]}" install hipcc libamdhip64-dev rocm-device-libs-21 \
     binutils libmpc3 libmpfr6 libisl23 libzstd1 ca-certificates ccache >/dev/null
   in_root apt-get "${apt_opts[@]}" install python3.11-dev >/dev/null
+  # MIOpen's headers only (not the library and its kernel databases): wheel-entry.sh checks
+  # graphkiln's MIOpen declarations against them
+  in_root sh -c 'cd /tmp && apt-get -o Acquire::Check-Valid-Until=false -qq download libmiopen-dev \
+    && dpkg-deb -x libmiopen-dev_*.deb /opt/miopen-dev && rm libmiopen-dev_*.deb'
   echo "== make-rocm-root: Debian bullseye sysroot (glibc 2.31, GCC 10) in /opt/sysroot"
   debootstrap --variant=minbase --include=g++-10,libc6-dev bullseye "$root/opt/sysroot" \
     "$mirror" >/dev/null

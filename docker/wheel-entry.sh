@@ -47,6 +47,20 @@ if command -v ccache >/dev/null; then  # the host objects are the same in each w
   export CCACHE_BASEDIR=$PWD CCACHE_DIR=${CCACHE_DIR:-/tmp/graphkiln-ccache} CCACHE_NOHASHDIR=1
 fi
 IFS=, read -r -a archs <<< "$arch"
+
+# ROCm wheels: graphkiln's MIOpen declarations (src/gpu/miopen.hpp, loaded with dlopen)
+# checked against MIOpen's own header at compile time, where the image has that header
+# (/opt/rocm/include on ROCm's images; the local base keeps libmiopen-dev's in /opt/miopen-dev).
+if [[ ",$arch," != *,sm_* && ",$arch," != ",cpu," ]]; then
+  for include in /opt/rocm/include /opt/miopen-dev/usr/include; do
+    if [ -f "$include/miopen/miopen.h" ]; then
+      hipcc -x hip --cuda-host-only -fsyntax-only -std=c++17 -Isrc -I"$include" \
+        tests/cpp/miopen_abi_check.hip
+      echo "== MIOpen declarations match $include/miopen/miopen.h"
+      break
+    fi
+  done
+fi
 for one in "${archs[@]}"; do
   target_args=()
   if [ "$one" != "cpu" ]; then

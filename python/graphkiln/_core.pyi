@@ -124,6 +124,9 @@ def gpu_kernels() -> list[str]:
 def gpu_cudnn_status() -> str:
     """Whether Conv steps can use cuDNN here: 'cudnn' or 'off: <why>' (GPU builds only)."""
 
+def gpu_miopen_status() -> str:
+    """Whether Conv steps can use MIOpen here: 'miopen' or 'off: <why>' (GPU builds only)."""
+
 def gpu_lt_gemm_calls() -> int:
     """How many GEMMs ran as one cuBLASLt call with their bias / ReLU epilogue in this
     process (GPU builds only; 0 where cuBLASLt is not used)."""

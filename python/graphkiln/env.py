@@ -55,6 +55,11 @@ VARIABLES = {
     "runs is kept, the same on every build)",
     "GRAPHKILN_CUDNN_LIBRARY": "path of libcudnn.so.9 to load (default: the library path, "
     "then beside libcublas and in pip's nvidia/cudnn/lib)",
+    "GRAPHKILN_GPU_MIOPEN": "0: Conv steps do not use MIOpen on AMD builds (conv.hip's kernel "
+    "instead)",
+    "GRAPHKILN_GPU_MIOPEN_VERBOSE": "1 prints each Conv step's MIOpen choice when it is built",
+    "GRAPHKILN_MIOPEN_LIBRARY": "path of libMIOpen.so.1 to load (default: the library path, then "
+    "$ROCM_PATH/lib and /opt/rocm/lib)",
     "GRAPHKILN_FAKE_GPU_ARCH": "tests: the device check sees GPUs of these ISAs "
     "(gfx1100,sm_90; none)",
     "GRAPHKILN_MAX_TENSOR_BYTES": "largest tensor (bytes) an imported model may declare or "

@@ -8,9 +8,11 @@
 // cudnnConvolutionForward and, when there is a bias or residual, the epilogue kernel below.
 // The call form and algorithm: the tuning database's variant, else the first of cuDNN's
 // heuristic choices (fused call first) that a trial run on scratch buffers accepts
-// (GRAPHKILN_GPU_CUDNN_CANDIDATES > 1 times that many of each form and keeps the fastest). Elsewhere (AMD, GRAPHKILN_GPU_CUDNN=0, cuDNN missing or
-// refusing the shapes) conv.hip's kernel runs, followed by the epilogue kernel when the step
-// has a residual or an activation, so a plan means the same on every build.
+// (GRAPHKILN_GPU_CUDNN_CANDIDATES > 1 times that many of each form and keeps the fastest).
+// On AMD builds MIOpen runs NCHW steps when it loads and accepts them (conv_miopen.hip).
+// Elsewhere (GRAPHKILN_GPU_CUDNN=0 or GRAPHKILN_GPU_MIOPEN=0, the library missing or refusing
+// the shapes) conv.hip's kernel runs, followed by the epilogue kernel (conv_epilogue.hip) when
+// the step has a residual or an activation, so a plan means the same on every build.
 // float32 runs with FMA math (no TF32) unless the step's fast_math attribute allows TF32;
 // float16 / bfloat16 use tensor cores, with float32 accumulation.
 // Layouts: x, y and z either all contiguous NCHW or all packed channels-last (NCHW dims with
@@ -26,7 +28,7 @@
 // algorithm, kVariantAlgos+1..2*kVariantAlgos the plain call with the k-th, kConvHipVariant
 // conv.hip's kernel. A variant cuDNN refuses here falls back to conv.hip's kernel.
 // Threads: the step's descriptors and choice are made at build and only read after; runs call
-// cuDNN on their execution context's own handle (Context::cudnn, bound to the context's
+// cuDNN on their execution context's own handle (Context::dnn, bound to the context's
 // stream), builds on the process's build handle under its lock (cudnn.hpp).
 #include "gpu/common.hpp"
 
@@ -37,6 +39,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "gpu/conv_epilogue.hpp"
+#include "gpu/conv_miopen.hpp"
 #include "gpu/cudnn.hpp"
 #include "gpu/cudnn_status.hpp"
 #include "gpu/half.hpp"
@@ -48,6 +52,15 @@ namespace gpu {
 
 namespace {
 
+using conv_step::Epilogue;
+using conv_step::kConvHipVariant;
+using conv_step::kVariantAlgos;
+using conv_step::kWorkspaceCap;
+using conv_step::launch_epilogue;
+using conv_step::Layout;
+using conv_step::layout_of;
+using conv_step::read_epilogue;
+
 bool verbose() {
   const char* v = std::getenv("GRAPHKILN_GPU_CUDNN_VERBOSE");
   return v && std::strcmp(v, "0") != 0 && v[0] != '\0';
@@ -56,72 +69,6 @@ bool verbose() {
 bool cudnn_disabled() {
   const char* v = std::getenv("GRAPHKILN_GPU_CUDNN");
   return v && std::strcmp(v, "0") == 0;
-}
-
-struct Epilogue {
-  bool relu = false;
-  bool has_z = false;
-};
-
-enum class Layout { kNchw, kNhwc, kOther };
-
-// contiguous NCHW, packed NHWC (strides [H*W*C, 1, W*C, C]) or neither
-Layout layout_of(const TensorInfo& t) {
-  if (t.rank() != 4) return Layout::kOther;
-  if (t.is_contiguous()) return Layout::kNchw;
-  const int64_t c = t.dims[1], h = t.dims[2], w = t.dims[3];
-  const std::vector<int64_t> nhwc = {h * w * c, 1, w * c, c};
-  for (int i = 0; i < 4; ++i)
-    if (t.dims[i] != 1 && t.strides[i] != nhwc[i]) return Layout::kOther;
-  return Layout::kNhwc;
-}
-
-Epilogue read_epilogue(const KernelSpec& spec) {
-  Epilogue e;
-  const std::string act = spec.attrs.get_str("activation", "");
-  if (act == "relu") {
-    e.relu = true;
-  } else if (!act.empty()) {
-    spec_error(spec, "activation '" + act + "' is not accepted (accepted: relu, or none)");
-  }
-  e.has_z = spec.has_input(3);
-  if (e.has_z) {
-    const TensorInfo& z = spec.inputs.at(3);
-    const TensorInfo& y = spec.outputs.at(0);
-    if (z.dtype != y.dtype || z.dims != y.dims || layout_of(z) != layout_of(y) ||
-        layout_of(z) == Layout::kOther)
-      spec_error(spec,
-                 "the residual input (input 3) must have the output's shape, type and "
-                 "layout (contiguous NCHW or packed NHWC)");
-  }
-  return e;
-}
-
-// y = act(y + bias[channel] + z), in float, one rounding (bias and z may be null)
-// (plane = 1 for channels-last data: the channel is then i % channels)
-template <typename T>
-__global__ void conv_epilogue(T* y, const T* bias, const T* z, int64_t channels, int64_t plane,
-                              int64_t total, bool relu) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float v = load_float(y[i]);
-    if (bias) v += load_float(bias[(i / plane) % channels]);
-    if (z) v += load_float(z[i]);
-    if (relu && v < 0.f) v = 0.f;
-    y[i] = store_float<T>(v);
-  }
-}
-
-void launch_epilogue(DType dtype, void* y, const void* bias, const void* z, int64_t channels,
-                     int64_t plane, int64_t total, bool relu, hipStream_t stream) {
-  if (total == 0) return;
-  dispatch_float(dtype, [&](auto t) {
-    using T = decltype(t);
-    conv_epilogue<T><<<blocks_for(total, 256), 256, 0, stream>>>(
-        static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(z), channels, plane,
-        total, relu);
-  });
-  check_launch("conv_epilogue");
 }
 
 // conv.hip's kernel (x, w, bias) followed by the residual / activation epilogue
@@ -155,7 +102,6 @@ class ConvThenEpilogue : public Kernel {
 
 #if defined(GRAPHKILN_GPU_CUDNN)
 
-constexpr size_t kWorkspaceCap = size_t{256} << 20;
 // Algorithms timed per call form (fused / plain): GRAPHKILN_GPU_CUDNN_CANDIDATES (1 to 8; 8
 // times every algorithm cuDNN offers). The default, 1, times nothing: the first form and
 // algorithm in cuDNN's heuristic order that runs is taken, so every build of a plan makes
@@ -167,27 +113,10 @@ int candidates() {
   return n < 1 ? 1 : n > cudnn::kFwdAlgoCount ? cudnn::kFwdAlgoCount : n;
 }
 constexpr int kTimedRuns = 3;
-constexpr int kVariantAlgos = 4;
-constexpr int kConvHipVariant = 2 * kVariantAlgos + 1;
 
 int cudnn_type(DType t) {
   return t == DType::f16 ? cudnn::kHalf : t == DType::bf16 ? cudnn::kBfloat16 : cudnn::kFloat;
 }
-
-bool fits_int(int64_t v) { return v >= 0 && v < (int64_t{1} << 31); }
-
-// Device scratch owned for the duration of a build-time trial.
-struct DeviceBuffer {
-  void* p = nullptr;
-  explicit DeviceBuffer(size_t bytes) {
-    if (bytes && hipMalloc(&p, bytes) == hipSuccess) (void)hipMemsetAsync(p, 0, bytes, nullptr);
-  }
-  ~DeviceBuffer() {
-    if (p) (void)hipFree(p);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
 
 class CudnnConv : public Kernel {
  public:
@@ -212,14 +141,14 @@ class CudnnConv : public Kernel {
   }
 
   size_t workspace_bytes() const override { return workspace_; }
-  bool uses_cudnn() const override { return true; }
+  bool uses_dnn() const override { return true; }
 
   // On the context's own handle (bound to ctx.stream when the context was made: no other
   // run uses it, so no lock and no cudnnSetStream here)
   void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
-    if (!ctx.cudnn)
+    if (!ctx.dnn)
       throw std::runtime_error("Conv step '" + name_ + "': no cuDNN handle in the context");
-    cudnn::check(enqueue(ctx.cudnn, inputs, outputs[0], ctx.workspace),
+    cudnn::check(enqueue(ctx.dnn, inputs, outputs[0], ctx.workspace),
                  fused_ ? "cudnnConvolutionBiasActivationForward" : "cudnnConvolutionForward");
     if (!fused_ && (has_bias_ || epilogue_.has_z || epilogue_.relu))
       launch_epilogue(dtype_, outputs[0], has_bias_ ? inputs[2] : nullptr,
@@ -305,7 +234,7 @@ class CudnnConv : public Kernel {
       return refuse("x and y not both contiguous NCHW or both packed NHWC, or w neither");
     if (x.numel() == 0 || y.numel() == 0 || w.numel() == 0) return refuse("empty tensor");
     for (const TensorInfo* t : {&x, &w, &y})
-      if (!fits_int(t->numel())) return refuse("a tensor of 2^31 elements or more");
+      if (!conv_step::fits_int(t->numel())) return refuse("a tensor of 2^31 elements or more");
     const std::vector<int64_t> pads = spec.attrs.get_ints("pads");
     const std::vector<int64_t> strides = spec.attrs.get_ints("strides");
     const std::vector<int64_t> dilations = spec.attrs.get_ints("dilations");
@@ -368,7 +297,7 @@ class CudnnConv : public Kernel {
 
     if (api_.set_stream(build_handle_, nullptr) != cudnn::kSuccess) return refuse("cudnnSetStream");
     // scratch operands for the trial runs (zeros); the fused call's missing bias reads zeros
-    DeviceBuffer xb(x.nbytes()), wb(w.nbytes()), yb(y.nbytes()),
+    conv_step::ScratchBuffer xb(x.nbytes()), wb(w.nbytes()), yb(y.nbytes()),
         zb(epilogue_.has_z ? y.nbytes() : 0),
         bb(static_cast<size_t>(channels_) * dtype_size(dtype_));
     if (!xb.p || !wb.p || !yb.p || (epilogue_.has_z && !zb.p) || !bb.p)
@@ -407,7 +336,7 @@ class CudnnConv : public Kernel {
                                 &bytes) != cudnn::kSuccess ||
             bytes > kWorkspaceCap)
           continue;
-        DeviceBuffer ws(bytes);
+        conv_step::ScratchBuffer ws(bytes);
         if (bytes && !ws.p) continue;
         fused_ = fused;
         algo_ = p.algo;
@@ -467,7 +396,7 @@ class CudnnConv : public Kernel {
 std::unique_ptr<Kernel> make_conv_step(const KernelSpec& spec) {
   const Epilogue e = read_epilogue(spec);
   const bool channels_last = layout_of(spec.outputs.at(0)) == Layout::kNhwc;
-  std::string why = "this build has no cuDNN";
+  std::string why = "this build has no cuDNN";  // AMD: MIOpen says why below
 #if defined(GRAPHKILN_GPU_CUDNN)
   const int64_t variant = spec.attrs.get_int("variant", 0);
   // batch 1, NCHW, no tuned variant, no timing asked for: im2col + GEMM (see the top)
@@ -487,6 +416,11 @@ std::unique_ptr<Kernel> make_conv_step(const KernelSpec& spec) {
   (void)cudnn_disabled;
   (void)verbose;
 #endif  // GRAPHKILN_GPU_CUDNN
+#if defined(GRAPHKILN_GPU_MIOPEN)
+  if (!channels_last) {
+    if (std::unique_ptr<Kernel> k = try_make_miopen_conv(spec, e, &why)) return k;
+  }
+#endif  // GRAPHKILN_GPU_MIOPEN
   if (channels_last)
     spec_error(spec,
                "channels-last (NHWC) data needs cuDNN, which does not run it here (" + why + ")");

@@ -13,6 +13,7 @@
 
 #include "gpu/blas.hpp"
 #include "gpu/cudnn.hpp"
+#include "gpu/miopen.hpp"
 #include "gpu/device_gate.hpp"
 #include "gpu/kernel.hpp"
 
@@ -129,7 +130,7 @@ struct RunContext {
   hipStream_t stream = nullptr;
   hipEvent_t inputs_ready = nullptr;  // recorded on a producer's stream, waited for on ours
   std::unique_ptr<Blas> blas;
-  void* cudnn = nullptr;  // cudnnHandle_t bound to `stream` (NVIDIA, plans with cuDNN steps)
+  void* dnn = nullptr;  // cuDNN / MIOpen handle bound to `stream` (plans with such steps)
   DeviceBuffer arena, workspace;
   std::vector<DeviceBuffer> inputs, outputs;
   int64_t runs = 0;
@@ -146,7 +147,9 @@ struct RunContext {
     if (graph_exec) (void)hipGraphExecDestroy(graph_exec);
     if (graph) (void)hipGraphDestroy(graph);
 #if defined(GRAPHKILN_GPU_CUDNN)
-    cudnn::destroy_handle(cudnn);
+    cudnn::destroy_handle(dnn);
+#elif defined(GRAPHKILN_GPU_MIOPEN)
+    miopen::destroy_handle(dnn);
 #endif
     blas.reset();  // before the stream it is bound to
     if (inputs_ready) (void)hipEventDestroy(inputs_ready);
@@ -161,7 +164,7 @@ struct RunContext {
   }
 
   Context kernel_context() {
-    return Context{stream, blas.get(), workspace.get(), workspace.size(), cudnn};
+    return Context{stream, blas.get(), workspace.get(), workspace.size(), dnn};
   }
 };
 
@@ -200,7 +203,7 @@ struct GpuExecutor::Impl {
   std::vector<Step> steps;
   int64_t arena_bytes = 0;
   size_t workspace_bytes = 0;
-  bool builtin_blas = false, use_graphs = true, uses_cudnn = false;
+  bool builtin_blas = false, use_graphs = true, uses_dnn = false;
   // why the plan is never captured (its first control or host step's reason), or empty
   std::string not_capturable;
 
@@ -263,7 +266,9 @@ std::unique_ptr<RunContext> GpuExecutor::Impl::make_context() const {
   check(hipEventCreateWithFlags(&c->inputs_ready, hipEventDisableTiming), "hipEventCreate");
   c->blas = std::make_unique<Blas>(c->stream, builtin_blas);
 #if defined(GRAPHKILN_GPU_CUDNN)
-  if (uses_cudnn) c->cudnn = cudnn::create_handle(c->stream);
+  if (uses_dnn) c->dnn = cudnn::create_handle(c->stream);
+#elif defined(GRAPHKILN_GPU_MIOPEN)
+  if (uses_dnn) c->dnn = miopen::create_handle(c->stream);
 #endif
   c->arena = DeviceBuffer(static_cast<size_t>(arena_bytes), "the activation arena");
   c->workspace = DeviceBuffer(workspace_bytes, "kernel scratch space");
@@ -473,7 +478,7 @@ GpuExecutor::GpuExecutor(std::vector<StepSpec> steps, const std::vector<HostBuff
     step.name = s.spec.kernel + " '" + s.spec.name + "'";
     step.kernel = gpu::make_kernel(s.spec);
     m.workspace_bytes = std::max(m.workspace_bytes, step.kernel->workspace_bytes());
-    m.uses_cudnn = m.uses_cudnn || step.kernel->uses_cudnn();
+    m.uses_dnn = m.uses_dnn || step.kernel->uses_dnn();
     if (m.not_capturable.empty()) m.not_capturable = step.kernel->not_capturable();
     step.inputs = std::move(s.inputs);
     step.outputs = std::move(s.outputs);

@@ -22,7 +22,7 @@ namespace gpu {
 class Blas;
 
 // What a kernel may use while it runs: one execution context's stream, its BLAS handles
-// (cuBLAS / cuBLASLt / rocBLAS with their workspace and plans), its cuDNN handle and one
+// (cuBLAS / cuBLASLt / rocBLAS with their workspace and plans), its cuDNN / MIOpen handle and one
 // scratch buffer shared by all steps of a run (they run one after another on the stream).
 // Each context is used by one run at a time, so a kernel may use all of it freely.
 struct Context {
@@ -30,8 +30,9 @@ struct Context {
   Blas* blas = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
-  // cudnnHandle_t bound to `stream` (NVIDIA builds, when a step's uses_cudnn()), else null
-  void* cudnn = nullptr;
+  // The DNN library's handle bound to `stream` when a step's uses_dnn(): cudnnHandle_t on
+  // NVIDIA builds, miopenHandle_t on AMD builds; else null
+  void* dnn = nullptr;
   // Set by a control step's run() (control.hip: Branch, Jump, LoopTest, LoopNext): the step
   // the executor goes on at; -1, what every other step leaves, is the next one.
   int64_t next_step = -1;
@@ -44,8 +45,9 @@ class Kernel {
   // runs of several contexts call it at once, so it writes nothing of the kernel's own.
   virtual void run(const void* const* inputs, void* const* outputs, Context& ctx) const = 0;
   virtual size_t workspace_bytes() const { return 0; }
-  // Whether run() needs ctx.cudnn (the executor then gives each context a cuDNN handle).
-  virtual bool uses_cudnn() const { return false; }
+  // Whether run() needs ctx.dnn (the executor then gives each context a cuDNN / MIOpen
+  // handle).
+  virtual bool uses_dnn() const { return false; }
   // Why this step cannot be captured into a HIP/CUDA graph, or empty: control steps read a
   // value back on the host and pick the next step; host steps run a cpu kernel between two
   // copies. A plan holding one runs kernel by kernel (GpuExecutor::graph_state() says why).

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gpu/blas_lt_count.hpp"
+#include "gpu/conv_miopen.hpp"
 #include "gpu/cudnn_status.hpp"
 #include "gpu/executor.hpp"
 #include "gpu/jit.hpp"
@@ -297,6 +298,8 @@ void bind_gpu_executor(py::module_& m) {
   m.def("gpu_kernels", &gpu::gpu_kernel_names, "Names of the GPU kernels compiled in");
   m.def("gpu_cudnn_status", &gpu::cudnn_status,
         "Whether Conv steps can use cuDNN here: 'cudnn' or 'off: <why>'");
+  m.def("gpu_miopen_status", &gpu::miopen_status,
+        "Whether Conv steps can use MIOpen here: 'miopen' or 'off: <why>'");
   m.def("gpu_lt_gemm_calls", &gpu::lt_gemm_calls,
         "How many GEMMs ran as one cuBLASLt call with their bias / ReLU epilogue so far");
   m.def("gpu_jit_status", &gpu::jit_status,

@@ -80,9 +80,22 @@ def test_supported_configs_from_recorded_outputs(recorded_tools):
     }
     assert as_dict(NvidiaPlugin.get_supported_configs()) == {
         "sm_arch": (["90_real", "89_real"], True),
-        "cuda_major": (["13"], False),
+        "cuda_major": (["13", "12", "11"], False),
         "isa_build": (["targeted", "fat"], False),
     }
+
+
+def test_runtime_serves_older_build_majors():
+    """ROCm 7 runs HIP 6 builds (and prefers its own); ROCm 5 only ROCm 5 builds; a CUDA 13
+    driver runs cu13, cu12 and cu11 builds."""
+    assert AMDPlugin.majors_served(["7"]) == ["7", "6"]
+    assert AMDPlugin.majors_served(["6"]) == ["6"]
+    assert AMDPlugin.majors_served(["5"]) == ["5"]
+    assert AMDPlugin.majors_served(["6", "7"]) == ["7", "6"]
+    assert AMDPlugin.majors_served([]) == []
+    assert NvidiaPlugin.majors_served(["13"]) == ["13", "12", "11"]
+    amd = as_dict(AMDPlugin.configs(["gfx942"], ["7"]))
+    assert amd["rocm_major"] == (["7", "6"], False)
 
 
 def test_cli_prints_properties(recorded_tools, capsys):

@@ -218,7 +218,9 @@ def installer_choice(variants_json_text, amd=None, nvidia=None):
         ((["gfx90a", "gfx942"], ["6"]), None, ["rocm6", "rocm6_gfx942", "null"]),
         ((["gfx942", "gfx90a"], ["6"]), None, ["rocm6_gfx942", "rocm6", "null"]),
         ((["gfx1100"], ["6"]), None, ["rocm6", "null"]),
-        ((["gfx942"], ["7"]), None, ["null"]),  # another ROCm: the CPU wheel
+        # ROCm 7 runs the HIP 6 build (it loads libamdhip64.so.7): the same choice
+        ((["gfx942"], ["7"]), None, ["rocm6_gfx942", "rocm6", "null"]),
+        ((["gfx942"], ["5"]), None, ["null"]),  # ROCm 5 cannot: the CPU wheel
         ((["gfx942"], []), None, ["null"]),  # ROCm not found: the CPU wheel
         ((["gfx906"], ["6"]), None, ["null"]),
         (None, (["90_real"], ["13"]), ["cu13_sm90", "null"]),

@@ -6,12 +6,15 @@ variantlib): `AMDPlugin` (namespace `amd`) and `NvidiaPlugin` (namespace `nvidia
 A graphkiln variant wheel says, for example,
 
     amd :: gfx_arch :: gfx942        the ISAs it carries code for (any one must be here)
-    amd :: rocm_major :: 6           the ROCm it links (libamdhip64.so.6)
+    amd :: rocm_major :: 6           the HIP major it was built with (it loads libamdhip64.so.6
+                                     or .so.7 at run time)
     amd :: isa_build :: targeted     built for chosen ISAs (`fat`: every supported one)
 
 `get_supported_configs()` lists what this machine has, most preferred first: the ISAs of its
-GPUs, its runtime major, and `targeted` before `fat`, so that an installer ranks the wheel
-built for the GPU above the fat wheel. No GPU found: no configs, so no GPU variant fits.
+GPUs, the runtime majors whose wheels its runtime serves (its own first: ROCm 7 also serves
+HIP 6 builds, a CUDA 13 driver also cu12 and cu11 ones), and `targeted` before `fat`, so that
+an installer ranks the wheel built for the GPU above the fat wheel. No GPU found: no configs,
+so no GPU variant fits.
 """
 
 from __future__ import annotations
@@ -77,10 +80,24 @@ class _GpuPlugin:
         if not isas:
             return []
         found = [FeatureConfig(cls.isa_feature, list(isas), multi_value=True)]
-        if majors:
-            found.append(FeatureConfig(cls.major_feature, list(majors)))
+        served = cls.majors_served(majors)
+        if served:
+            found.append(FeatureConfig(cls.major_feature, served))
         found.append(FeatureConfig("isa_build", list(ISA_BUILDS)))
         return found
+
+    # The oldest build major the runtime of a newer major still serves (see majors_served).
+    oldest_served = 0
+
+    @classmethod
+    def majors_served(cls, majors: list[str]) -> list[str]:
+        """The build majors whose wheels these runtime majors run, newest first: each major
+        down to oldest_served (a major below it serves only its own builds)."""
+        served: list[str] = []
+        for major in sorted({int(m) for m in majors}, reverse=True):
+            lowest = cls.oldest_served if major >= cls.oldest_served else major
+            served += [str(m) for m in range(major, lowest - 1, -1) if str(m) not in served]
+        return served
 
     @classmethod
     def get_all_configs(cls) -> list[FeatureConfig]:
@@ -104,6 +121,8 @@ class AMDPlugin(_GpuPlugin):
     all_majors = ROCM_MAJORS
     isa_probe = "amd_isas"
     major_probe = "rocm_majors"
+    # HIP 6 builds load libamdhip64.so.7 too (graphkiln/_native.py); ROCm 5 builds need ROCm 5
+    oldest_served = 6
 
 
 class NvidiaPlugin(_GpuPlugin):
@@ -114,6 +133,8 @@ class NvidiaPlugin(_GpuPlugin):
     all_majors = CUDA_MAJORS
     isa_probe = "nvidia_sm_archs"
     major_probe = "cuda_majors"
+    # the driver runs code built for its CUDA major and older ones (cudart is linked statically)
+    oldest_served = 11
 
 
 PLUGINS = (AMDPlugin, NvidiaPlugin)

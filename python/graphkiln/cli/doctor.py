@@ -20,7 +20,26 @@ def _distribution_lines(verdict) -> list[str]:
     except ImportError as exc:
         return lines + [f"C++ core: not importable ({exc}); install graphkiln with pip to build it"]
     lines.append(f"C++ core: {_core.__file__}")
-    return lines + _hip_runtime_lines()
+    return lines + _hip_runtime_lines() + _gpu_library_lines(_core)
+
+
+def _gpu_library_lines(_core) -> list[str]:
+    """A GPU module: which library runs convolutions (cuDNN, MIOpen, or graphkiln's kernels)."""
+    statuses = [
+        status()
+        for status in (
+            getattr(_core, "gpu_cudnn_status", None),
+            getattr(_core, "gpu_miopen_status", None),
+        )
+        if status is not None
+    ]
+    if not statuses:
+        return []
+    library = next((s for s in statuses if not s.startswith("off")), None)
+    if library:
+        return [f"convolutions: {'cuDNN' if library == 'cudnn' else 'MIOpen'}"]
+    why = "; ".join(s.removeprefix("off: ") for s in statuses)
+    return [f"convolutions: graphkiln's kernels ({why})"]
 
 
 def _hip_runtime_lines() -> list[str]:
