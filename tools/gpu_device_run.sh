@@ -116,6 +116,7 @@ print("device check:", verdict.status, "-", verdict.message)
 print("probe:", core.gpu_probe_info())
 print("gpu kernels:", ", ".join(core.gpu_kernels()))
 PY
+python3 -c "from graphkiln.cli.main import main; main(['doctor'])"
 
 if [ "$SKIP_TESTS" = 0 ]; then
   step "gpu tests (tests/targets/gpu, tests/models/test_dynamic_models.py)"
