@@ -21,8 +21,17 @@ is parse_onnx + compile with an empty kernel cache (cold: GRAPHKILN_KERNEL_CACHE
 folder) and again with that cache filled (warm). TF32: off on both sides (graphkiln uses it
 only with fast_math=True; PyTorch's convolutions would by default: --torch-tf32 keeps that).
 
+With --ort, onnxruntime-gpu's CUDA execution provider runs the same ONNX file too (fp32 cases
+only: it runs the file as exported; `use_tf32=0`), its inputs bound on the device and its
+output copied to the host (IOBinding), like the other sides. "device MB" is what a program
+holds on the device: for graphkiln and onnxruntime the growth of the device's used memory
+(cudaMemGetInfo) from before the program is built to after its timed runs (weights,
+activations, workspaces, library handles); for torch, torch.cuda.max_memory_allocated() over
+its timed runs (weights and activations in PyTorch's allocator).
+
     python3 benchmarks/gpu_vs_torch.py                       # all 8 cases
     python3 benchmarks/gpu_vs_torch.py --models resnet50 --precisions fp16 --no-torch-compile
+    PYTHONPATH=/tmp/ortgpu python3 benchmarks/gpu_vs_torch.py --ort   # + onnxruntime-gpu
 """
 
 from __future__ import annotations
@@ -112,11 +121,21 @@ def print_profile(steps: list[tuple[str, float]], top: int = 12) -> None:
         print(f"    slowest: {ms:8.3f} ms  {name[:90]}")
 
 
+def used_device_bytes() -> int:
+    """Device memory in use on the current GPU (cudaMemGetInfo), by every allocator."""
+    import torch
+
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    return total - free
+
+
 def graphkiln_side(
     path, device_inputs, precision, cache_root, warmup, runs, profile=False, device_io=False
 ):
     import graphkiln
 
+    before = used_device_bytes()
     options = {"fp16": True} if precision == "fp16" else {}
     os.environ["GRAPHKILN_KERNEL_CACHE"] = tempfile.mkdtemp(dir=cache_root)
     start = time.perf_counter()
@@ -133,11 +152,13 @@ def graphkiln_side(
     ms_device = None
     if device_io:
         ms_device = median_ms(lambda: executable.run_on_device(device_inputs), warmup, runs)
+    device_bytes = used_device_bytes() - before
     summary = executable.plan_summary()
     if profile:
         print_profile(executable.profile(device_inputs))
     return {
         "ms": ms,
+        "device_bytes": device_bytes,
         "ms_device": ms_device,
         "cold_s": cold,
         "warm_s": warm,
@@ -147,10 +168,53 @@ def graphkiln_side(
     }
 
 
+def ort_side(path, device_inputs, names, warmup, runs):
+    """onnxruntime-gpu's CUDA execution provider on the ONNX file: inputs bound on the
+    device, the output copied to the host (IOBinding)."""
+    import onnxruntime as ort
+    import torch
+
+    numpy_types = {torch.float32: np.float32, torch.float16: np.float16, torch.int64: np.int64}
+    before = used_device_bytes()
+    start = time.perf_counter()
+    session = ort.InferenceSession(
+        path,
+        providers=[
+            ("CUDAExecutionProvider", {"device_id": 0, "use_tf32": 0}),
+            "CPUExecutionProvider",
+        ],
+    )
+    if session.get_providers()[0] != "CUDAExecutionProvider":
+        raise RuntimeError(f"onnxruntime did not take the CUDA provider: {session.get_providers()}")
+    binding = session.io_binding()
+    for name, tensor in zip(names, device_inputs):
+        binding.bind_input(
+            name,
+            "cuda",
+            0,
+            numpy_types[tensor.dtype],
+            list(tensor.shape),
+            tensor.data_ptr(),
+        )
+    output = session.get_outputs()[0].name
+    binding.bind_output(output, "cpu")
+
+    def run():
+        session.run_with_iobinding(binding)
+        return binding.copy_outputs_to_cpu()[0]
+
+    out = run()
+    first = time.perf_counter() - start
+    ms = median_ms(run, warmup, runs)
+    device_bytes = used_device_bytes() - before
+    return {"ms": ms, "first_s": first, "out": out, "device_bytes": device_bytes}
+
+
 def torch_side(model, device_inputs, compiled: bool, warmup, runs, device_io=False):
     import torch
 
     fn = torch.compile(model, mode="reduce-overhead") if compiled else model
+    torch.cuda.reset_peak_memory_stats()
 
     def on_device():
         fn(*device_inputs)
@@ -162,7 +226,14 @@ def torch_side(model, device_inputs, compiled: bool, warmup, runs, device_io=Fal
         first = time.perf_counter() - start
         ms = median_ms(lambda: fn(*device_inputs).float().cpu(), warmup, runs)
         ms_device = median_ms(on_device, warmup, runs) if device_io else None
-    return {"ms": ms, "ms_device": ms_device, "first_s": first, "out": out}
+    device_bytes = torch.cuda.max_memory_allocated()
+    return {
+        "ms": ms,
+        "ms_device": ms_device,
+        "first_s": first,
+        "out": out,
+        "device_bytes": device_bytes,
+    }
 
 
 def run_case(name, batch, precision, args, cache_root, folder):
@@ -200,12 +271,26 @@ def run_case(name, batch, precision, args, cache_root, folder):
             gk_warm=gk["warm_s"],
             err=float(np.abs(gk["out"] - reference).max()) / scale,
             graph=gk["graph"],
+            gk_mb=gk["device_bytes"] / 2**20,
         )
         if gk["ms_device"] is not None:
             row["gk_dev"] = gk["ms_device"]
     except Exception as exc:  # noqa: BLE001 - report the case and go on
         traceback.print_exc()
         row["gk_error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+    if args.ort and precision == "fp32":
+        try:
+            result = ort_side(path, gk_inputs, names, args.warmup, args.runs)
+            scale = float(np.abs(reference).max()) or 1.0
+            row.update(
+                ort=result["ms"],
+                ort_mb=result["device_bytes"] / 2**20,
+                ort_err=float(np.abs(result["out"] - reference).max()) / scale,
+            )
+        except Exception as exc:  # noqa: BLE001
+            traceback.print_exc()
+            row["ort_error"] = f"{type(exc).__name__}: {str(exc)[:160]}"
+        torch.cuda.empty_cache()
     for key, compiled in (("eager", False), ("compile", True)):
         if compiled and args.no_torch_compile:
             continue
@@ -214,6 +299,7 @@ def run_case(name, batch, precision, args, cache_root, folder):
                 model, torch_inputs, compiled, args.warmup, args.runs, args.device_io
             )
             row[key] = result["ms"]
+            row[key + "_mb"] = result["device_bytes"] / 2**20
             if result["ms_device"] is not None:
                 row[key + "_dev"] = result["ms_device"]
             if compiled:
@@ -275,6 +361,11 @@ def main() -> int:
         "by default TF32 is off on both sides, as graphkiln uses none unless "
         "compiled with fast_math=True",
     )
+    parser.add_argument(
+        "--ort",
+        action="store_true",
+        help="also run onnxruntime-gpu's CUDA execution provider on the same files (fp32 cases)",
+    )
     args = parser.parse_args()
     if args.runs < 1 or args.warmup < 0:
         parser.error("--runs must be >= 1 and --warmup >= 0")
@@ -327,6 +418,19 @@ def main() -> int:
             f"| {fmt(row, 'gk_cold', '.1f')} | {fmt(row, 'gk_warm', '.1f')} "
             f"| {fmt(row, 'compile_s', '.1f')} | {fmt(row, 'err', '.2e')} "
             f"| {row.get('graph', row.get('gk_error', '-'))} |"
+        )
+    print()
+    print(
+        "| case | graphkiln ms | onnxruntime-gpu ms | gk/ort | graphkiln device MB "
+        "| onnxruntime device MB | eager device MB | torch.compile device MB | ort max err |"
+    )
+    print("| --- " * 9 + "|")
+    for row in rows:
+        print(
+            f"| {row['case']} | {fmt(row, 'gk', '.3f')} | {fmt(row, 'ort', '.3f')} "
+            f"| {ratio(row, 'ort')} | {fmt(row, 'gk_mb', '.0f')} | {fmt(row, 'ort_mb', '.0f')} "
+            f"| {fmt(row, 'eager_mb', '.0f')} | {fmt(row, 'compile_mb', '.0f')} "
+            f"| {fmt(row, 'ort_err', '.2e') if 'ort_err' in row else row.get('ort_error', '-')} |"
         )
     if args.device_io:
         print()

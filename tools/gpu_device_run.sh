@@ -23,13 +23,15 @@
 #   request streams against onnxruntime; e.g. "--requests 200"; "" is not empty enough)
 #   --phases "ARGS": also run benchmarks/new_shape_phases.py --target gpu ARGS, with the JIT on
 #   and with GRAPHKILN_GPU_JIT=0 (where a new shape's time goes; e.g. "--shapes 8")
+#   --ort: put onnxruntime-gpu together from the parts earlier calls stashed
+#   (tools/device_ort_gpu.sh) and make it importable, for --bench "--ort ..."
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
 #
 # Logs go to $OUT (the device tool's folder) or /tmp/gk-out.
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 ORT=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -45,6 +47,7 @@ while [ $# -gt 0 ]; do
     --concurrency) CONCURRENCY="$2"; shift 2 ;;
     --dynamic) DYNAMIC="$2"; shift 2 ;;
     --phases) PHASES="$2"; shift 2 ;;
+    --ort) ORT=1; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -103,6 +106,12 @@ else
   tail -n 40 /tmp/gk-*.log > "$OUT/builds.log" 2>/dev/null
 fi
 export PYTHONPATH="$PWD/python"
+if [ "$ORT" = 1 ]; then
+  step "onnxruntime-gpu from the stashed parts"
+  ort_env=$(bash tools/device_ort_gpu.sh install) || exit 1
+  eval "$ort_env"
+  python3 -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())"
+fi
 
 step "device check and probe"
 python3 - <<'PY'
