@@ -12,7 +12,10 @@
 #     the CPU wheel's manylinux tag (reported; it must be older than 2_35);
 #   - the gfx942 wheel in a fresh venv: `graphkiln doctor` with a simulated gfx942 says the
 #     wheel matches, with a simulated gfx1100 it gives the actionable error, and the cpu
-#     target runs (and matches ref) in both.
+#     target runs (and matches ref) in both;
+#   - the variant wheels (PEP 825 draft) of the gfx942 and fat wheels and the index's
+#     *-variants.json, made by tools/make_variant_wheel.py and make_index.py, checked by
+#     variantlib.
 # The base root and image are made once per run (kept in a temporary folder, removed after).
 # Needs root (debootstrap, chroot, buildah), Debian's mirror and PyPI.
 # Usage: tools/ci_rocm_wheels.sh [OUT_DIR]
@@ -104,4 +107,34 @@ print(f"{sys.argv[1]} simulated: the cpu target runs and matches ref:", [g.shape
 PY
   done
 )
+echo "== variant wheels (PEP 825 draft) of the gfx942 and fat wheels, and the index, checked by variantlib"
+"$venv/bin/pip" install -q "variantlib>=0.2.2,<0.3"
+rm -rf "$out/variants" "$work/site"
+"$venv/bin/python" tools/make_variant_wheel.py "${gfx942_wheels[0]}" "$fat" --out "$out/variants"
+cp "$cpu_wheel" "$out/variants/"
+"$venv/bin/python" tools/make_index.py "$out/variants" "$work/site"
+"$venv/bin/python" - "$work/site" <<'PY'
+import sys
+from pathlib import Path
+
+import variantlib  # noqa: F401 - the validate_* calls below check with it only where installed
+
+sys.path.insert(0, "tools")
+from make_variant_wheel import read_variant_json  # noqa: E402
+from wheel_variants import validate_dist_info, validate_variants_json, variant_label_of  # noqa: E402
+
+site = Path(sys.argv[1])
+checked = []
+for wheel in sorted(site.rglob("*.whl")):
+    label = variant_label_of(wheel.name)
+    if label:
+        validate_dist_info(read_variant_json(wheel), label)
+        checked.append(wheel.name)
+indexes = sorted(site.rglob("*-variants.json"))
+for index in indexes:
+    validate_variants_json(index.read_text())
+if len(checked) < 2 or not indexes:
+    raise SystemExit(f"ci_rocm_wheels: expected 2+ variant wheels and an index, got {checked} {indexes}")
+print("valid:", ", ".join(checked + [str(i.relative_to(site)) for i in indexes]))
+PY
 echo "ci_rocm_wheels: CPU, gfx942 and fat ROCm wheels built with the wheel image, checked and installed in $((SECONDS - t_start)) s"
