@@ -26,6 +26,8 @@ needs_core = pytest.mark.skipif(default_target() != "cpu", reason="needs the C++
 CPU_EXTRA = {"onednn_post_ops.cpp": ["Conv", "ConvTranspose", "MatMul"]}
 GPU_EXTRA = {
     "conv.hip": ["Conv"],
+    "conv_epilogue.hip": ["Conv"],  # the Conv step's epilogue (conv_cudnn.hip's factory)
+    "conv_miopen.hip": ["Conv"],  # Conv steps on MIOpen (AMD)
     "attention.hip": ["Attention"],
     "attention_mma.hip": ["Attention"],
     "attention_mma_f32.hip": ["Attention"],
