@@ -218,6 +218,7 @@ function(graphkiln_add_gpu_sources target)
     "${_src}/gpu/kernel_cache.cpp"
     "${_src}/gpu/gather.hip"
     "${_src}/gpu/gemm.hip"
+    "${_src}/gpu/matmul_nbits.hip"
     "${_src}/gpu/conv.hip"
     "${_src}/gpu/cudnn.hip"
     "${_src}/gpu/conv_cudnn.hip"

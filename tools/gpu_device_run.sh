@@ -23,6 +23,8 @@
 #   request streams against onnxruntime; e.g. "--requests 200"; "" is not empty enough)
 #   --phases "ARGS": also run benchmarks/new_shape_phases.py --target gpu ARGS, with the JIT on
 #   and with GRAPHKILN_GPU_JIT=0 (where a new shape's time goes; e.g. "--shapes 8")
+#   --nbits "ARGS": also run benchmarks/matmul_nbits_gpu.py ARGS (int4 / int8 MatMulNBits
+#   against the memory it reads and torch's fp16 matmul; "" is not empty enough: "--runs 200")
 #   --ort: put onnxruntime-gpu together from the parts earlier calls stashed
 #   (tools/device_ort_gpu.sh) and make it importable, for --bench "--ort ..."
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
@@ -31,7 +33,7 @@
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 ORT=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 ORT=0 NBITS="" TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
     --dynamic) DYNAMIC="$2"; shift 2 ;;
     --phases) PHASES="$2"; shift 2 ;;
     --ort) ORT=1; shift ;;
+    --nbits) NBITS="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -160,6 +163,12 @@ if [ -n "$PHASES" ]; then
   { python3 benchmarks/new_shape_phases.py --target gpu $PHASES
     GRAPHKILN_GPU_JIT=0 python3 benchmarks/new_shape_phases.py --target gpu $PHASES; } 2>&1 \
     | tee "$OUT/new_shape_phases_gpu.txt" | tail -60
+fi
+
+if [ -n "$NBITS" ]; then
+  step "benchmarks/matmul_nbits_gpu.py $NBITS"
+  # shellcheck disable=SC2086
+  python3 benchmarks/matmul_nbits_gpu.py $NBITS 2>&1 | tee "$OUT/matmul_nbits_gpu.md" | tail -20
 fi
 
 if [ -n "$BENCH" ]; then

@@ -14,6 +14,7 @@ std::unique_ptr<Kernel> make_pointwise(const KernelSpec& spec);     // pointwise
 std::unique_ptr<Kernel> make_gather(const KernelSpec& spec);        // gather.hip
 std::unique_ptr<Kernel> make_gather_elements(const KernelSpec& spec);  // gather.hip
 std::unique_ptr<Kernel> make_gemm(const KernelSpec& spec);          // gemm.hip
+std::unique_ptr<Kernel> make_matmul_nbits(const KernelSpec& spec);  // matmul_nbits.hip
 std::unique_ptr<Kernel> make_conv(const KernelSpec& spec);          // conv.hip
 // "Conv" steps: cuDNN where it loads, else make_conv (+ the epilogue)  // conv_cudnn.hip
 std::unique_ptr<Kernel> make_conv_step(const KernelSpec& spec);

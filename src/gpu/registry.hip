@@ -20,6 +20,7 @@ const std::map<std::string, Factory>& table() {
       {"Pointwise", make_pointwise},
       {"Gather", make_gather},
       {"Gemm", make_gemm},
+      {"MatMulNBits", make_matmul_nbits},
       {"Conv", make_conv_step},
       {"MaxPool", make_max_pool},
       {"AveragePool", make_average_pool},

@@ -611,6 +611,14 @@ class Emulator:
             c = np.flip(c, axis)
         self.write(step["outputs"][0], c.reshape(x.shape))
 
+    def k_MatMulNBits(self, step, a):  # src/gpu/matmul_nbits.hip: the op's own semantics
+        from graphkiln.targets.ref.matmul_nbits import MatMulNBits
+
+        args = [None if t is None else self.tensor(t) for t in step["inputs"]]
+        args += [None] * (5 - len(args))
+        y = MatMulNBits(*args, K=a["K"], N=a["N"], bits=a["bits"], block_size=a["block_size"])
+        self.write(step["outputs"][0], y.reshape(step["outputs"][0]["dims"]))
+
     def k_OneHot(self, step, a):
         idx = self.tensor(step["inputs"][0]).astype(np.int64)
         values = self.tensor(step["inputs"][2]).reshape(-1)

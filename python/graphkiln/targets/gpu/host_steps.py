@@ -31,7 +31,6 @@ from ..native import (
     lower_integer,
     lower_lp_pool,
     lower_lrn_unpool,
-    lower_nbits,
     lower_nms,
     lower_rnn,
     lower_select,
@@ -54,7 +53,6 @@ HOST_MODULES = (
     lower_nms,  # NonMaxSuppression: rows decided by the run (native/bounded.py)
     lower_select,  # Unique, Compress, NonZero: lengths decided by the run
     lower_integer,  # MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv
-    lower_nbits,  # MatMulNBits (weights kept packed)
 )
 HOST_LOWERINGS: dict = {}
 for _module in HOST_MODULES:

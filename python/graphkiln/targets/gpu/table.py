@@ -4,12 +4,13 @@
 shared Einsum decomposition, targets/native/lower_einsum.py; the Scan entry of
 targets/native/lower_loops.py: unrolled by the plan's specialization; If and Loop compiled in
 line with the gpu's control steps, targets/native/lower_control.py; ConstantOfShape, Shape and
-Size from targets/native/lower_data.py), then the host steps (host_steps.py): ops whose kernels only
+Size from targets/native/lower_data.py; MatMulNBits from targets/native/lower_nbits.py), then
+the host steps (host_steps.py): ops whose kernels only
 the C++ core's cpu side has, run on the host inside the gpu plan."""
 
 from __future__ import annotations
 
-from ..native import lower_control, lower_einsum, lower_loops
+from ..native import lower_control, lower_einsum, lower_loops, lower_nbits
 from ..native import lower_data as native_data
 from ..native.lower_support import SupportContext
 from . import (
@@ -48,6 +49,8 @@ LOWERINGS.update(lower_control.LOWERINGS)
 LOWERINGS["Loop"] = lower_control.LOOP_LOWERING
 for _op in ("ConstantOfShape", "Shape", "Size"):
     LOWERINGS[_op] = native_data.LOWERINGS[_op]
+# MatMulNBits: the shared lowering, to the gpu's own kernel (src/gpu/matmul_nbits.hip)
+LOWERINGS.update(lower_nbits.LOWERINGS)
 # the gpu's own lowerings, before the host steps are added
 GPU_LOWERINGS = dict(LOWERINGS)
 LOWERINGS = host_steps.add_host_lowerings(GPU_LOWERINGS)

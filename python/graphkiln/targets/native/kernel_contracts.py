@@ -190,7 +190,7 @@ TABLE: dict[str, dict[str, Contract]] = {
         "y_dims:ints y_strides:ints ?bias_arg:int ?impl_index:int " + _POST_OPS,
     ),
     "MatMulInteger": cpu((2, 4), 1, _INT_MATMUL + " ?a_zp_strides:ints ?b_zp_strides:ints"),
-    "MatMulNBits": cpu((3, 5), 1, "K:int N:int bits:int block_size:int"),  # lower_nbits.py
+    "MatMulNBits": both((3, 5), 1, "K:int N:int bits:int block_size:int"),  # lower_nbits.py
     "MaxPool": gpu(1, 1, _POOL_GPU),
     "MelWeightMatrix": cpu(2, 1, "dft_length:int num_mel_bins:int sample_rate:int"),
     "MaxUnpool": cpu(2, 1, "source_dims:ints"),

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""MatMulNBits -> kernel "MatMulNBits" (src/cpu/matmul_nbits.cpp): f32 A [.., K] times
+"""MatMulNBits -> kernel "MatMulNBits" (src/cpu/matmul_nbits.cpp on cpu, src/gpu/matmul_nbits.hip
+on gpu): f32 A [.., K] times
 the block-quantized weight kept packed (B u8, scales f32, zero points u8 packed or f32,
 optional f32 bias), dequantized block by block inside the kernel. Refused (the ref target
 runs it): a non-f32 A, scales or bias, bits other than 4 / 8, zero points of another type,
