@@ -93,30 +93,9 @@ def test_matmul_nbits(bits, block_size, a_shape, n, zero_kind, with_bias):
     assert np.max(np.abs(expected - approx)) < tolerance * np.sqrt(k)
 
 
+
 def test_matmul_nbits_refuses_two_bits():
     b, scales, _ = quantize_weight(rand((4, 32)), 4, 32, "none")
     model = _model((2, 32), 4, 32, 2, 32, b[:, :, :8], scales, None, None)
     with pytest.raises(gk.UnsupportedOperatorError, match="bits=2"):
         gk.parse_onnx_buffer(model)
-
-
-def test_matmul_nbits_on_the_emulated_gpu_is_a_host_step():
-    """The gpu runs the cpu kernel as a host step (targets/gpu/host_steps.py), packed."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
-    from gpu_testing import run_emulated  # noqa: E402 - the gpu tests' helpers
-
-    from graphkiln.compiler import compile_graph
-    from graphkiln.targets.gpu.target import GpuTarget, lower_plan
-
-    n, k, bits, block = 12, 45, 4, 16
-    w = np.random.default_rng(5).standard_normal((n, k)).astype(np.float32)
-    b, scales, zero = quantize_weight(w, bits, block, "packed")
-    model = _model([3, k], n, k, bits, block, b, scales, zero, None)
-    feeds = {"A": rand((3, k), seed=6)}
-    want = gk.parse_onnx_buffer(model).compile("ref").run(feeds)
-    np.testing.assert_allclose(run_emulated(model, feeds)[0], want[0], rtol=1e-5, atol=1e-5)
-    graph, _ = compile_graph(gk.parse_onnx_buffer(model).graph, GpuTarget(), {}, False, False)
-    assert [s.kernel for s in lower_plan(graph).steps] == ["Host.MatMulNBits"]
