@@ -7,15 +7,20 @@
 // zero points absent (2^(bits-1)), u8 packed like the codes (one row of
 // ceil(k_blocks * bits / 8) bytes per n) or f32 [N * k_blocks].
 // A row of W is one contiguous stream of codes (k_blocks * block_size of them, the last block
-// padded), so each lane of a warp reads 8 consecutive codes at once (4 bytes of int4, 8 of
-// int8; block_size is a power of two >= 16, so the 8 share a block and its scale), and a warp
-// covers kRows rows of W together, reading each 8 floats of A once for all of them. Per
-// block of codes: scale * sum((code - zero) * a), in float; the lanes' sums meet in a warp
-// reduction. Rows of A are taken kTileM at a time (registers), so batch 1 (a GEMV, bound by the
-// weights' bytes) reads W once. targets/ref/matmul_nbits.py is the oracle.
+// padded). A block of kWarps warps computes kRows outputs n together: its threads take the
+// row's codes a load at a time (16 bytes where the block size allows: 32 int4 or 16 int8
+// codes, all in one quantization block, so one scale and zero point), interleaved across the
+// whole block so that every thread has loads in flight (a GEMV is bound by the weights' bytes;
+// one warp per row left most of the memory system idle), and each 8 floats of A read serve all
+// kRows rows. Per load: scale * sum((code - zero) * a), in float; the threads' sums meet in warp
+// shuffles and then in shared memory. Rows of A are taken kTileM at a time (registers), so
+// batch 1 reads W once and small batches re-read it from L2. targets/ref/matmul_nbits.py is the
+// oracle.
 #include "gpu/common.hpp"
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "gpu/block_reduce.hpp"
 #include "gpu/kernel.hpp"
@@ -26,10 +31,10 @@ namespace gpu {
 
 namespace {
 
-constexpr int kRows = 4;         // rows of W (outputs n) per warp
-constexpr int kTileM = 4;        // rows of A per pass over W
-constexpr int kWarpsPerBlock = 4;
-constexpr int kCodesPerLane = 8;  // consecutive codes a lane takes per step
+constexpr int kRows = 4;   // rows of W (outputs n) per block
+constexpr int kTileM = 4;  // rows of A per pass over W (1 for a GEMV)
+constexpr int kWarps = 4;  // warps per block, all on the same kRows rows
+constexpr int kChunk = 8;  // codes per dot product step (32 bits of int4, 64 of int8)
 
 enum class Zero { kNone, kPacked, kFloat };
 
@@ -37,18 +42,38 @@ struct Shape {
   int64_t m, n, k, k_blocks, block, zero_row;
 };
 
-template <int BITS>
-__device__ inline void load_codes(const uint8_t* row, int64_t k0, int codes[kCodesPerLane]) {
-  if constexpr (BITS == 4) {
-    const uint32_t word = *reinterpret_cast<const uint32_t*>(row + k0 / 2);
-#pragma unroll
-    for (int i = 0; i < kCodesPerLane; ++i) codes[i] = (word >> (4 * i)) & 0xF;
+// LOAD bytes of codes (8 or 16) as 32-bit words
+template <int LOAD>
+__device__ inline void load_words(const uint8_t* p, uint32_t words[LOAD / 4]) {
+  if constexpr (LOAD == 16) {
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    words[0] = v.x, words[1] = v.y, words[2] = v.z, words[3] = v.w;
   } else {
-    const uint2 words = *reinterpret_cast<const uint2*>(row + k0);
+    const uint2 v = *reinterpret_cast<const uint2*>(p);
+    words[0] = v.x, words[1] = v.y;
+  }
+}
+
+// A code as a float without an int-to-float conversion (a quarter-rate instruction on NVIDIA
+// GPUs, which bounded the kernel): 2^23 + code has the code in its low mantissa bits.
+__device__ inline float magic_code(uint32_t code) { return __uint_as_float(code | 0x4B000000u); }
+constexpr float kMagic = 8388608.f;  // 2^23
+
+// the kChunk codes of chunk c of the loaded words, minus the zero point: offset is 2^23 + zero
+// (exact for the integer zero points), or 2^23 alone and zero the float zero point
+template <int BITS>
+__device__ inline void chunk_weights(const uint32_t* words, int c, float offset, float zero,
+                                     float w[kChunk]) {
+  if constexpr (BITS == 4) {
+    const uint32_t word = words[c];
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) w[i] = magic_code((word >> (4 * i)) & 0xF) - offset - zero;
+  } else {
+    const uint32_t lo = words[2 * c], hi = words[2 * c + 1];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      codes[i] = (words.x >> (8 * i)) & 0xFF;
-      codes[4 + i] = (words.y >> (8 * i)) & 0xFF;
+      w[i] = magic_code((lo >> (8 * i)) & 0xFF) - offset - zero;
+      w[4 + i] = magic_code((hi >> (8 * i)) & 0xFF) - offset - zero;
     }
   }
 }
@@ -68,8 +93,8 @@ __device__ inline float zero_of(const void* zero, const Shape& s, int64_t n, int
 
 // 8 floats of A from k0 (fewer past K: zeros), as two 16-byte loads where A's rows allow
 template <bool VEC>
-__device__ inline void load_a(const float* a_row, int64_t k0, int64_t k, float out[8]) {
-  if (VEC && k0 + kCodesPerLane <= k) {
+__device__ inline void load_a(const float* a_row, int64_t k0, int64_t k, float out[kChunk]) {
+  if (VEC && k0 + kChunk <= k) {
     const float4 lo = *reinterpret_cast<const float4*>(a_row + k0);
     const float4 hi = *reinterpret_cast<const float4*>(a_row + k0 + 4);
     out[0] = lo.x, out[1] = lo.y, out[2] = lo.z, out[3] = lo.w;
@@ -77,64 +102,81 @@ __device__ inline void load_a(const float* a_row, int64_t k0, int64_t k, float o
     return;
   }
 #pragma unroll
-  for (int i = 0; i < kCodesPerLane; ++i) out[i] = k0 + i < k ? a_row[k0 + i] : 0.f;
+  for (int i = 0; i < kChunk; ++i) out[i] = k0 + i < k ? a_row[k0 + i] : 0.f;
 }
 
-// One warp: outputs n0 .. n0 + kRows - 1 for every row of A.
-template <int BITS, Zero ZERO, bool VEC>
+// One block: outputs n0 .. n0 + kRows - 1 for every row of A. LOAD: bytes of codes a thread
+// reads at once (8 or 16, dividing the block's bytes: one scale per load). TILE: rows of A
+// per pass over W.
+template <int BITS, Zero ZERO, bool VEC, int LOAD, int TILE>
 __global__ void matmul_nbits(const float* a, const uint8_t* b, const float* scales,
                              const void* zero, const float* bias, float* y, Shape s) {
-  const int lane = threadIdx.x % warpSize;
-  const int64_t n0 =
-      (static_cast<int64_t>(blockIdx.x) * (blockDim.x / warpSize) + threadIdx.x / warpSize) * kRows;
-  if (n0 >= s.n) return;  // whole warps leave together: the shuffles below stay full
+  constexpr int kCodes = LOAD * 8 / BITS;  // codes per load
+  __shared__ float partial[TILE * kRows][kWarps];
+  const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int64_t row_bytes = s.k_blocks * s.block * BITS / 8;
-  const int64_t steps = (s.k + kCodesPerLane - 1) / kCodesPerLane;  // codes past K: padding
-  for (int64_t m0 = 0; m0 < s.m; m0 += kTileM) {
-    float acc[kTileM][kRows] = {};
-    for (int64_t step = lane; step < steps; step += warpSize) {
-      const int64_t k0 = step * kCodesPerLane;
+  const int64_t steps = (s.k + kCodes - 1) / kCodes;  // codes past K: padding, A there is 0
+  for (int64_t m0 = 0; m0 < s.m; m0 += TILE) {
+    float acc[TILE][kRows] = {};
+    for (int64_t step = threadIdx.x; step < steps; step += blockDim.x) {
+      const int64_t k0 = step * kCodes;
       const int64_t j = k0 / s.block;
-      float av[kTileM][kCodesPerLane];
-#pragma unroll
-      for (int t = 0; t < kTileM; ++t) {
-        if (m0 + t < s.m) {
-          load_a<VEC>(a + (m0 + t) * s.k, k0, s.k, av[t]);
-        } else {
-#pragma unroll
-          for (int i = 0; i < kCodesPerLane; ++i) av[t][i] = 0.f;
-        }
-      }
+      uint32_t words[kRows][LOAD / 4];
+      float scale[kRows], offset[kRows], zp[kRows];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
-        const int64_t n = n0 + r;
-        if (n >= s.n) break;
-        int codes[kCodesPerLane];
-        load_codes<BITS>(b + n * row_bytes, k0, codes);
-        const float zp = zero_of<BITS, ZERO>(zero, s, n, j);
-        const float scale = scales[n * s.k_blocks + j];
-        float w[kCodesPerLane];
+        const int64_t n = n0 + r < s.n ? n0 + r : s.n - 1;  // rows past N: computed, not kept
+        load_words<LOAD>(b + n * row_bytes + k0 * BITS / 8, words[r]);
+        scale[r] = scales[n * s.k_blocks + j];
+        const float z = zero_of<BITS, ZERO>(zero, s, n, j);
+        offset[r] = ZERO == Zero::kFloat ? kMagic : kMagic + z;  // 2^23 + z: exact below 2^8
+        zp[r] = ZERO == Zero::kFloat ? z : 0.f;
+      }
 #pragma unroll
-        for (int i = 0; i < kCodesPerLane; ++i) w[i] = static_cast<float>(codes[i]) - zp;
+      for (int c = 0; c < kCodes / kChunk; ++c) {
+        float av[TILE][kChunk];
 #pragma unroll
-        for (int t = 0; t < kTileM; ++t) {
-          float dot = 0.f;
+        for (int t = 0; t < TILE; ++t) {
+          if (m0 + t < s.m) {
+            load_a<VEC>(a + (m0 + t) * s.k, k0 + c * kChunk, s.k, av[t]);
+          } else {
 #pragma unroll
-          for (int i = 0; i < kCodesPerLane; ++i) dot += w[i] * av[t][i];
-          acc[t][r] += scale * dot;
+            for (int i = 0; i < kChunk; ++i) av[t][i] = 0.f;
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          float w[kChunk];
+          chunk_weights<BITS>(words[r], c, offset[r], zp[r], w);
+#pragma unroll
+          for (int t = 0; t < TILE; ++t) {
+            float dot = 0.f;
+#pragma unroll
+            for (int i = 0; i < kChunk; ++i) dot += w[i] * av[t][i];
+            acc[t][r] += scale[r] * dot;
+          }
         }
       }
     }
 #pragma unroll
-    for (int t = 0; t < kTileM; ++t) {
+    for (int t = 0; t < TILE; ++t) {
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         const float sum = warp_reduce(acc[t][r], SumOp());
-        const int64_t n = n0 + r;
-        if (lane == 0 && m0 + t < s.m && n < s.n)
-          y[(m0 + t) * s.n + n] = bias ? sum + bias[n] : sum;
+        if (lane == 0) partial[t * kRows + r][warp] = sum;
       }
     }
+    __syncthreads();
+    if (threadIdx.x < TILE * kRows) {
+      const int t = threadIdx.x / kRows, r = threadIdx.x % kRows;
+      const int64_t n = n0 + r;
+      float sum = 0.f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) sum += partial[threadIdx.x][w];
+      if (m0 + t < s.m && n < s.n) y[(m0 + t) * s.n + n] = bias ? sum + bias[n] : sum;
+    }
+    __syncthreads();  // partial is reused by the next rows of A
   }
 }
 
@@ -157,7 +199,7 @@ class MatMulNBitsKernel : public Kernel {
       spec_error(spec, "A, scales and the output must be float32");
     if (!spec.inputs.at(0).is_contiguous() || !spec.outputs.at(0).is_contiguous())
       spec_error(spec, "needs contiguous A and output");
-#if defined(__HIP__)  // 64 on CDNA, 32 on RDNA: a block covers kWarpsPerBlock whole warps
+#if defined(__HIP__)  // 64 on CDNA, 32 on RDNA: a block covers kWarps whole warps
     int device = 0;
     hipDeviceProp_t props;
     check(hipGetDevice(&device), "MatMulNBits: hipGetDevice");
@@ -172,40 +214,58 @@ class MatMulNBitsKernel : public Kernel {
   void run(const void* const* inputs, void* const* outputs, Context& ctx) const override {
     if (s_.m == 0) return;
     const bool vec = s_.k % 4 == 0 && reinterpret_cast<uintptr_t>(inputs[0]) % 16 == 0;
+    // 16-byte loads of codes where the block holds that many bytes and B is aligned for them
+    int load = static_cast<int>(s_.block * bits_ / 8 < 16 ? s_.block * bits_ / 8 : 16);
+    if (reinterpret_cast<uintptr_t>(inputs[1]) % load != 0) load = 8;
+    if (reinterpret_cast<uintptr_t>(inputs[1]) % load != 0)
+      throw std::runtime_error("MatMulNBits: the packed weight is not aligned to " +
+                               std::to_string(load) + " bytes");
     if (bits_ == 4) {
-      launch_zero<4>(vec, inputs, outputs, ctx);
+      launch_zero<4>(vec, load, inputs, outputs, ctx);
     } else {
-      launch_zero<8>(vec, inputs, outputs, ctx);
+      launch_zero<8>(vec, load, inputs, outputs, ctx);
     }
     check_launch("matmul_nbits");
   }
 
  private:
   template <int BITS>
-  void launch_zero(bool vec, const void* const* in, void* const* out, Context& ctx) const {
+  void launch_zero(bool vec, int load, const void* const* in, void* const* out,
+                   Context& ctx) const {
     switch (zero_) {
-      case Zero::kNone: return launch<BITS, Zero::kNone>(vec, in, out, ctx);
-      case Zero::kPacked: return launch<BITS, Zero::kPacked>(vec, in, out, ctx);
-      case Zero::kFloat: return launch<BITS, Zero::kFloat>(vec, in, out, ctx);
+      case Zero::kNone: return launch_load<BITS, Zero::kNone>(vec, load, in, out, ctx);
+      case Zero::kPacked: return launch_load<BITS, Zero::kPacked>(vec, load, in, out, ctx);
+      case Zero::kFloat: return launch_load<BITS, Zero::kFloat>(vec, load, in, out, ctx);
     }
   }
 
   template <int BITS, Zero ZERO>
+  void launch_load(bool vec, int load, const void* const* in, void* const* out,
+                   Context& ctx) const {
+    const bool gemv = s_.m == 1;
+    if (load == 16) {
+      return gemv ? launch<BITS, ZERO, 16, 1>(vec, in, out, ctx)
+                  : launch<BITS, ZERO, 16, kTileM>(vec, in, out, ctx);
+    }
+    return gemv ? launch<BITS, ZERO, 8, 1>(vec, in, out, ctx)
+                : launch<BITS, ZERO, 8, kTileM>(vec, in, out, ctx);
+  }
+
+  template <int BITS, Zero ZERO, int LOAD, int TILE>
   void launch(bool vec, const void* const* in, void* const* out, Context& ctx) const {
-    const int warp = warp_size_;
-    const int64_t warps = (s_.n + kRows - 1) / kRows;
-    const unsigned grid = static_cast<unsigned>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    const unsigned grid = static_cast<unsigned>((s_.n + kRows - 1) / kRows);
+    const unsigned threads = static_cast<unsigned>(kWarps * warp_size_);
     const auto* a = static_cast<const float*>(in[0]);
     const auto* b = static_cast<const uint8_t*>(in[1]);
     const auto* scales = static_cast<const float*>(in[2]);
     const auto* bias = has_bias_ ? static_cast<const float*>(in[4]) : nullptr;
     auto* y = static_cast<float*>(out[0]);
     if (vec) {
-      matmul_nbits<BITS, ZERO, true>
-          <<<grid, kWarpsPerBlock * warp, 0, ctx.stream>>>(a, b, scales, in[3], bias, y, s_);
+      matmul_nbits<BITS, ZERO, true, LOAD, TILE>
+          <<<grid, threads, 0, ctx.stream>>>(a, b, scales, in[3], bias, y, s_);
     } else {
-      matmul_nbits<BITS, ZERO, false>
-          <<<grid, kWarpsPerBlock * warp, 0, ctx.stream>>>(a, b, scales, in[3], bias, y, s_);
+      matmul_nbits<BITS, ZERO, false, LOAD, TILE>
+          <<<grid, threads, 0, ctx.stream>>>(a, b, scales, in[3], bias, y, s_);
     }
   }
 
