@@ -62,7 +62,7 @@ def patch(target: str, timers: Timers) -> None:
     if target == "cpu":
         from graphkiln.targets.cpu import segments, target as cpu_target
 
-        timers.wrap(cpu_target, "specialize")
+        timers.wrap(cpu_target, "plan_graph", "specialize")
         timers.wrap(cpu_target, "split_segments", "split_segments")
         timers.wrap(segments, "build_executor")
     else:

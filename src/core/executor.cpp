@@ -14,7 +14,6 @@
 namespace graphkiln {
 
 namespace {
-constexpr size_t kArenaAlign = 64;
 
 thread_local StepPacking* current_packing = nullptr;
 
@@ -190,8 +189,11 @@ class Executor::Lease {
 
 Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constants,
                    int64_t arena_bytes, int num_threads, const StorageBytes& sizes,
-                   int max_contexts)
-    : constants_(std::move(constants)), arena_bytes_(arena_bytes), num_threads_(num_threads),
+                   int max_contexts, std::shared_ptr<ArenaPool> arenas)
+    : constants_(std::move(constants)),
+      arena_bytes_(arena_bytes),
+      arenas_(arenas ? std::move(arenas) : std::make_shared<ArenaPool>()),
+      num_threads_(num_threads),
       max_contexts_(max_contexts) {
   if (arena_bytes_ < 0) throw std::invalid_argument("negative arena size");
   if (max_contexts_ < 1) throw std::invalid_argument("max_contexts must be at least 1");
@@ -272,7 +274,7 @@ void Executor::build_step(size_t i, int default_threads, StepPacking& packing,
   if (own) set_num_threads(default_threads);
 }
 
-// Builds every step's kernel and an arena. The first context records what its kernels
+// Builds every step's kernel. The first context records what its kernels
 // packed; later ones are given those packings, which their kernels take as they are.
 // The first context's heavy kernels (heavy_kernel) are built on up to kMaxBuildThreads
 // threads (the calling thread and helpers) when at least two heavy steps and two cores of
@@ -370,12 +372,6 @@ std::unique_ptr<Executor::Context> Executor::build_context(
     step.out_ptrs.resize(t.outputs.size());
     context->steps.push_back(std::move(step));
   }
-  if (arena_bytes_ > 0) {
-    const size_t size =
-        (static_cast<size_t>(arena_bytes_) + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
-    context->arena = static_cast<unsigned char*>(std::aligned_alloc(kArenaAlign, size));
-    if (!context->arena) throw std::bad_alloc();
-  }
   return context;
 }
 
@@ -424,15 +420,16 @@ int Executor::contexts_created() const {
 void Executor::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
   Lease lease(*this);
   CoreLease cores(cores_needed_);
-  run_in(lease.context(), inputs, outputs);
+  ArenaLease arena(*arenas_, static_cast<size_t>(arena_bytes_));
+  run_in(lease.context(), arena.data(), inputs, outputs);
 }
 
-void Executor::run_in(Context& context, const std::vector<const void*>& inputs,
+void Executor::run_in(Context& context, unsigned char* arena, const std::vector<const void*>& inputs,
                       const std::vector<void*>& outputs) {
   set_num_threads(num_threads_);
   auto resolve = [&](const TensorRef& r) -> unsigned char* {
     switch (r.storage) {
-      case Storage::arena: return context.arena + r.offset;
+      case Storage::arena: return arena + r.offset;
       case Storage::constant:
         return const_cast<unsigned char*>(static_cast<const unsigned char*>(constants_[r.index])) +
                r.offset;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Copyright graphkiln authors
-// Runs a plan: a flat list of kernel calls whose tensors live in one arena (allocated
-// once), in constants, in the caller's input buffers or in the caller's output buffers.
+// Runs a plan: a flat list of kernel calls whose tensors live in one arena (taken from an
+// ArenaPool for each run), in constants, in the caller's input buffers or in the caller's
+// output buffers.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arena_pool.hpp"
 #include "core/kernel.hpp"
 
 namespace graphkiln {
@@ -60,9 +62,10 @@ struct StorageBytes {
   std::vector<int64_t> constants, inputs, outputs;
 };
 
-// Runs of one Executor may overlap: everything a run writes (the arena, the kernels'
-// pointer tables and scratch, the profiling sums) lives in an execution context taken from
-// the executor's pool for the run and given back after it. What runs share is read-only
+// Runs of one Executor may overlap: everything a run writes (the kernels' pointer tables
+// and scratch, the profiling sums) lives in an execution context taken from the executor's
+// pool for the run and given back after it, and its arena is a buffer of the arena pool,
+// likewise taken for the run. What runs share is read-only
 // after construction: the constants, the packed constants (oneDNN weights, packed once by
 // context 0 and handed to every later context's kernels as they are), the plan. The pool
 // starts with one context (built in the constructor, so build errors surface there) and
@@ -74,8 +77,11 @@ struct StorageBytes {
 class Executor {
  public:
   // constants[i] must stay valid for the executor's life (the binding keeps them).
+  // arenas: where runs take their arena (a program's plans share one pool); null: a pool of
+  // this executor's own
   Executor(std::vector<StepSpec> steps, std::vector<const void*> constants, int64_t arena_bytes,
-           int num_threads, const StorageBytes& sizes = {}, int max_contexts = 1);
+           int num_threads, const StorageBytes& sizes = {}, int max_contexts = 1,
+           std::shared_ptr<ArenaPool> arenas = nullptr);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -121,8 +127,6 @@ class Executor {
   };
   struct Context {
     std::vector<Step> steps;
-    unsigned char* arena = nullptr;
-    ~Context() { std::free(arena); }
   };
   class Lease;
 
@@ -132,13 +136,14 @@ class Executor {
                   std::unique_ptr<Kernel>& kernel) const;
   Context* acquire();
   void release(Context* context);
-  void run_in(Context& context, const std::vector<const void*>& inputs,
+  void run_in(Context& context, unsigned char* arena, const std::vector<const void*>& inputs,
               const std::vector<void*>& outputs);
 
   std::atomic<bool> profiling_{false};
   std::vector<StepTemplate> templates_;
   std::vector<const void*> constants_;
   int64_t arena_bytes_;
+  std::shared_ptr<ArenaPool> arenas_;  // each run's arena, taken for the run
   int num_threads_;
   int max_contexts_;
   int cores_needed_ = 1;  // the most threads any step runs with

@@ -81,7 +81,8 @@ namespace {
 class PyExecutor {
  public:
   PyExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
-             const py::list& inputs, const py::list& outputs, int num_threads, int max_contexts) {
+             const py::list& inputs, const py::list& outputs, int num_threads, int max_contexts,
+             std::shared_ptr<ArenaPool> arenas) {
     std::vector<const void*> pointers;
     StorageBytes sizes;
     sizes.checked = true;
@@ -107,7 +108,7 @@ class PyExecutor {
       if (d.contains("packed")) specs.back().saved_packing = saved_packing(d["packed"]);
     }
     executor_ = std::make_unique<Executor>(std::move(specs), std::move(pointers), arena_bytes,
-                                           num_threads, sizes, max_contexts);
+                                           num_threads, sizes, max_contexts, std::move(arenas));
   }
 
   // [(step index, [(layout, read-only uint8 view)])] for the steps whose kernels packed
@@ -188,12 +189,25 @@ class PyExecutor {
 }  // namespace
 
 void bind_executor(py::module_& m) {
+  py::class_<ArenaPool, std::shared_ptr<ArenaPool>>(
+      m, "ArenaPool",
+      "Arenas for the runs of several plans (one program's shapes): a run takes an idle "
+      "buffer large enough, or a new one, and gives it back after; at most max_free stay idle")
+      .def(py::init<size_t>(), py::arg("max_free") = 4)
+      .def_property_readonly("idle_bytes", &ArenaPool::idle_bytes)
+      .def_property_readonly("allocated_bytes", &ArenaPool::allocated_bytes,
+                             "bytes of every buffer not freed, idle or in a run")
+      .def_property_readonly("allocations", &ArenaPool::allocations,
+                             "buffers allocated so far");
   py::class_<PyExecutor>(m, "Executor",
                          "A CPU plan built into kernels: run(list of arrays) -> list of arrays")
       .def(py::init<const py::list&, const py::list&, int64_t, const py::list&, const py::list&,
-                    int, int>(),
+                    int, int, std::shared_ptr<ArenaPool>>(),
            py::arg("steps"), py::arg("constants"), py::arg("arena_bytes"), py::arg("inputs"),
-           py::arg("outputs"), py::arg("num_threads"), py::arg("max_contexts") = 1)
+           py::arg("outputs"), py::arg("num_threads"), py::arg("max_contexts") = 1,
+           py::arg("arena_pool") = nullptr,
+           "arena_pool: an ArenaPool the runs take their arena from (the plans of one program "
+           "share one); None: the executor's own")
       .def("run", &PyExecutor::run, py::arg("inputs"),
            "one run; safe from several threads at once (each takes an execution context)")
       .def("set_profiling", &PyExecutor::set_profiling, py::arg("on"),
@@ -213,7 +227,7 @@ void bind_executor(py::module_& m) {
       .def_property_readonly("max_contexts", &PyExecutor::max_contexts,
                              "how many runs may execute at once (execution contexts)")
       .def_property_readonly("contexts_created", &PyExecutor::contexts_created,
-                             "execution contexts built so far (each holds one arena)");
+                             "execution contexts built so far");
   m.def("set_core_budget", &set_core_budget, py::arg("cores"),
         "the cores concurrent cpu runs may hold at once, process-wide");
   m.def("core_budget", &core_budget, "the cores concurrent cpu runs may hold at once");

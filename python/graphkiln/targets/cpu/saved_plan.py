@@ -85,7 +85,7 @@ def saved_plan(segment) -> SavedPlan:
 class SavedPlanSegment(ExecutorSegment):
     """A plan segment built from saved data: no lowering, packed constants given back."""
 
-    def __init__(self, saved: SavedPlan, threads: int, max_contexts: int = 1):
+    def __init__(self, saved: SavedPlan, threads: int, max_contexts: int = 1, arena_pool=None):
         from .core_executor import build_executor
 
         check_saved_steps(saved)
@@ -109,6 +109,7 @@ class SavedPlanSegment(ExecutorSegment):
             specs(saved.output_specs),
             threads,
             max_contexts,
+            arena_pool,
         )
         self.num_steps = len(saved.steps)
         self.arena_bytes = saved.arena_bytes
@@ -142,12 +143,13 @@ def saved_segments(
     graph_inputs: list[Value],
     graph_outputs: list[Value],
     max_contexts: int = 1,
+    arena_pool=None,
 ) -> list[Segment]:
     """Segments from saved data: a SavedPlan, or a list of nodes the ref target runs."""
     segments: list[Segment] = []
     for item in items:
         if isinstance(item, SavedPlan):
-            segments.append(SavedPlanSegment(item, threads, max_contexts))
+            segments.append(SavedPlanSegment(item, threads, max_contexts, arena_pool))
         else:
             segments.append(RefSegment(list(item)))
     for s in segments:

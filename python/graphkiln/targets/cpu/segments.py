@@ -69,6 +69,7 @@ class PlanSegment(ExecutorSegment):
         tune: str = "lookup",
         max_contexts: int = 1,
         packing=None,
+        arena_pool=None,
     ):
         from ...tuning.cpu import tune_plan
 
@@ -93,6 +94,7 @@ class PlanSegment(ExecutorSegment):
             specs(plan.output_slots),
             threads,
             max_contexts,
+            arena_pool,
         )
         if packing is not None:
             packing.remember(keys, self.executor, steps, plan.constants)
@@ -135,13 +137,17 @@ def split_segments(
     tune: str = "lookup",
     max_contexts: int = 1,
     packing=None,
+    arena_pool=None,
 ) -> list[Segment]:
+    """The graph's plan segments. packing (packing_cache.py) and arena_pool (an ArenaPool
+    of core_executor.new_arena_pool()) are what the plans of one program share."""
     with memoized_family_checks():  # each Fused node's check once, not per caller
-        return _split_segments(graph, fallback, threads, tune, max_contexts, packing)
+        shared = (packing, arena_pool)
+        return _split_segments(graph, fallback, threads, tune, max_contexts, shared)
 
 
 def _split_segments(
-    graph: Graph, fallback: bool, threads: int, tune: str, max_contexts: int, packing
+    graph: Graph, fallback: bool, threads: int, tune: str, max_contexts: int, shared: tuple
 ) -> list[Segment]:
     nodes = [n for n in graph.nodes if n.op != "Constant"]
     runs: list[tuple[bool, list[Node]]] = []
@@ -157,18 +163,18 @@ def _split_segments(
     if len(runs) <= 1 and (not runs or runs[0][0]):
         segments: list[Segment] = [
             PlanSegment(
-                nodes, list(graph.inputs), list(graph.outputs), threads, tune, max_contexts, packing
+                nodes, list(graph.inputs), list(graph.outputs), threads, tune, max_contexts, *shared
             )
         ]
     else:
-        segments = _mixed(graph, runs, threads, tune, max_contexts, packing)
+        segments = _mixed(graph, runs, threads, tune, max_contexts, shared)
     for s in segments:
         s.graph_inputs, s.graph_outputs = list(graph.inputs), list(graph.outputs)
     return segments
 
 
 def _mixed(
-    graph: Graph, runs, threads: int, tune: str = "lookup", max_contexts: int = 1, packing=None
+    graph: Graph, runs, threads: int, tune: str, max_contexts: int, shared: tuple
 ) -> list[Segment]:
     later_reads: list[set[Value]] = []
     reads: set[Value] = set(graph.outputs)
@@ -190,6 +196,6 @@ def _mixed(
                     inputs.append(v)
         outputs = [v for n in run_nodes for v in n.outputs if v is not None and v in after]
         segments.append(
-            PlanSegment(run_nodes, inputs, outputs, threads, tune, max_contexts, packing)
+            PlanSegment(run_nodes, inputs, outputs, threads, tune, max_contexts, *shared)
         )
     return segments

@@ -26,6 +26,7 @@ from ..plan_options import (
     plan_cache_size,
 )
 from ..native.lower import LoweringError, static_dims
+from .core_executor import new_arena_pool
 from .packing_cache import PackingCache
 from .saved_plan import SavedSpecialization, saved_segments, segment_data
 from .segments import ExecutorSegment, Segment, split_segments
@@ -185,6 +186,7 @@ class CpuExecutable(Executable):
         self.profiling = False
         self.value_inputs: list[int] = []
         self.packing = PackingCache()
+        self.arena_pool = new_arena_pool()  # every plan's runs take their arenas here
         self._plans: OrderedDict[tuple, list[Segment]] = OrderedDict()
         self._runners: dict[tuple, object] = {}  # the same keys: the hit path's callable
         self._saved_unshared: list = []  # saved segments not yet given to self.packing
@@ -199,7 +201,12 @@ class CpuExecutable(Executable):
                 saved = [SavedSpecialization(tuple(static_dims(v) for v in graph.inputs), saved)]
             for entry in saved:
                 segments = saved_segments(
-                    entry.items, self.threads, list(graph.inputs), list(graph.outputs), max_contexts
+                    entry.items,
+                    self.threads,
+                    list(graph.inputs),
+                    list(graph.outputs),
+                    max_contexts,
+                    self.arena_pool,
                 )
                 self._insert((tuple(tuple(d) for d in entry.shapes), ()), segments)
                 self._saved_unshared.extend(s for s in segments if hasattr(s, "saved"))
@@ -284,7 +291,13 @@ class CpuExecutable(Executable):
                 self.packing.remember_steps(s.saved.steps, s.saved.constants, s.executor)
         graph = plan_graph(self.graph, shapes, values, _runs)
         segments = split_segments(
-            graph, self.fallback, self.threads, self.tune, self.max_contexts, self.packing
+            graph,
+            self.fallback,
+            self.threads,
+            self.tune,
+            self.max_contexts,
+            self.packing,
+            self.arena_pool,
         )
         for segment in segments:
             segment.set_profiling(self.profiling)
