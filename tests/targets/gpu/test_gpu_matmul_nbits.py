@@ -5,7 +5,8 @@
 Against ref: the one-node cases of tests/frontends/microsoft_nbits_models.py (their
 onnxruntime outputs are checked in tests/frontends/test_microsoft_ops.py) on the numpy model
 of the gpu kernels, and on the device those and larger ones (a batch-1 GEMV of a 4096 x 4096
-int4 weight, batches past the kernel's row tile, K not a multiple of 8)."""
+int4 weight, batches past the kernel's row tile, K not a multiple of 8, and batches of 48 rows
+and more, which dequantize into the workspace and take the GEMM, in one or two slices of W)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ LARGER = {  # name -> (A shape, N, bits, block_size, zero points, bias)
     "batch_9_8bit_zp": ((3, 3, 256), 129, 8, 16, "packed", True),
     "odd_k_4bit": ((2, 45), 33, 4, 16, "packed", False),
     "odd_k_8bit": ((5, 1001), 70, 8, 256, "none", True),
+    # from 48 rows of A on: dequantized into the workspace, then the BLAS GEMM
+    "prefill_4bit_zp_bias": ((64, 512), 300, 4, 32, "packed", True),
+    "prefill_8bit_float_zp": ((2, 32, 264), 130, 8, 64, "float", False),
+    "prefill_4bit_odd_k": ((48, 45), 33, 4, 16, "none", False),
+    "prefill_4bit_two_slices": ((48, 4096), 5000, 4, 128, "none", True),  # W past 64 MiB
 }
 
 
