@@ -190,11 +190,9 @@ class Executor::Lease {
 Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constants,
                    int64_t arena_bytes, int num_threads, const StorageBytes& sizes,
                    int max_contexts, std::shared_ptr<ArenaPool> arenas)
-    : constants_(std::move(constants)),
-      arena_bytes_(arena_bytes),
+    : constants_(std::move(constants)), arena_bytes_(arena_bytes),
       arenas_(arenas ? std::move(arenas) : std::make_shared<ArenaPool>()),
-      num_threads_(num_threads),
-      max_contexts_(max_contexts) {
+      num_threads_(num_threads), max_contexts_(max_contexts) {
   if (arena_bytes_ < 0) throw std::invalid_argument("negative arena size");
   if (max_contexts_ < 1) throw std::invalid_argument("max_contexts must be at least 1");
   if (sizes.checked && sizes.constants.size() != constants_.size())
@@ -424,8 +422,8 @@ void Executor::run(const std::vector<const void*>& inputs, const std::vector<voi
   run_in(lease.context(), arena.data(), inputs, outputs);
 }
 
-void Executor::run_in(Context& context, unsigned char* arena, const std::vector<const void*>& inputs,
-                      const std::vector<void*>& outputs) {
+void Executor::run_in(Context& context, unsigned char* arena,
+                      const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
   set_num_threads(num_threads_);
   auto resolve = [&](const TensorRef& r) -> unsigned char* {
     switch (r.storage) {

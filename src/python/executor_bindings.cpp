@@ -197,8 +197,7 @@ void bind_executor(py::module_& m) {
       .def_property_readonly("idle_bytes", &ArenaPool::idle_bytes)
       .def_property_readonly("allocated_bytes", &ArenaPool::allocated_bytes,
                              "bytes of every buffer not freed, idle or in a run")
-      .def_property_readonly("allocations", &ArenaPool::allocations,
-                             "buffers allocated so far");
+      .def_property_readonly("allocations", &ArenaPool::allocations, "buffers allocated so far");
   py::class_<PyExecutor>(m, "Executor",
                          "A CPU plan built into kernels: run(list of arrays) -> list of arrays")
       .def(py::init<const py::list&, const py::list&, int64_t, const py::list&, const py::list&,

@@ -71,4 +71,3 @@ def test_concurrent_runs_of_several_shapes_each_get_their_own_arena():
     assert not errors, errors[0]
     pool = cpu._executable.arena_pool
     assert pool.allocated_bytes == pool.idle_bytes  # every buffer given back
-

@@ -93,7 +93,6 @@ def test_matmul_nbits(bits, block_size, a_shape, n, zero_kind, with_bias):
     assert np.max(np.abs(expected - approx)) < tolerance * np.sqrt(k)
 
 
-
 def test_matmul_nbits_refuses_two_bits():
     b, scales, _ = quantize_weight(rand((4, 32)), 4, 32, "none")
     model = _model((2, 32), 4, 32, 2, 32, b[:, :, :8], scales, None, None)
