@@ -131,6 +131,16 @@ class CoreBudget {
     used_ += cores;
     return cores;
   }
+  // Up to `wanted` of the cores free now beyond `reserve` more (no wait): how many were
+  // taken.
+  int try_take_spare(int wanted, int reserve) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int cores = total_ - used_ - reserve;
+    if (cores > wanted) cores = wanted;
+    if (cores < 0) cores = 0;
+    used_ += cores;
+    return cores;
+  }
   // Up to `wanted` cores if they are free now (no wait): how many were taken.
   int try_take(int wanted) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -189,7 +199,7 @@ class Executor::Lease {
 
 Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constants,
                    int64_t arena_bytes, int num_threads, const StorageBytes& sizes,
-                   int max_contexts, std::shared_ptr<ArenaPool> arenas)
+                   int max_contexts, std::shared_ptr<ArenaPool> arenas, bool build_behind)
     : constants_(std::move(constants)), arena_bytes_(arena_bytes),
       arenas_(arenas ? std::move(arenas) : std::make_shared<ArenaPool>()),
       num_threads_(num_threads), max_contexts_(max_contexts) {
@@ -237,11 +247,36 @@ Executor::Executor(std::vector<StepSpec> steps, std::vector<const void*> constan
     saved.push_back(std::move(s.saved_packing));
     templates_.push_back(std::move(t));
   }
-  contexts_.push_back(build_context(std::move(saved), true));
+  if (!(build_behind && start_behind_build(saved)))
+    contexts_.push_back(build_context(std::move(saved), true));
   free_.push_back(contexts_.back().get());
 }
 
-Executor::~Executor() = default;
+// A build going on behind the first run (see the class comment): the steps left to the
+// worker, claimed in step order by it, by the first run when it needs one nobody has
+// claimed, or by wait_built().
+struct Executor::BehindBuild {
+  Context* context = nullptr;               // the first context, whose kernels these are
+  std::vector<size_t> order;                // the steps built behind, in step order
+  std::atomic<size_t> next{0};              // the next of `order` to claim
+  std::atomic<bool> cancel{false};          // the executor is going away: claim no more
+  int default_threads = 0;                  // as in build_context
+  int cores = 0;                            // of the budget, held by the worker
+  std::vector<StepPacking> packings;        // per step
+  std::mutex mutex;
+  std::condition_variable done;             // a step finished building
+  std::vector<char> ready;                  // per step, guarded by mutex
+  std::vector<std::exception_ptr> errors;   // per step, guarded by mutex
+  size_t left = 0;                          // steps of `order` not finished, guarded by mutex
+  std::thread worker;
+};
+
+Executor::~Executor() {
+  if (behind_ && behind_->worker.joinable()) {
+    behind_->cancel.store(true);
+    behind_->worker.join();
+  }
+}
 
 namespace {
 
@@ -249,7 +284,7 @@ namespace {
 // compile of a millisecond or so each): a plan with several of them builds them on a few
 // threads at once (oneDNN primitive creation is thread-safe).
 bool heavy_kernel(const std::string& kernel) {
-  return kernel == "Conv" || kernel == "ConvTranspose" || kernel == "MatMul";
+  return kernel == "Conv" || kernel == "ConvTranspose" || kernel == "MatMul" || kernel == "Pool";
 }
 
 }  // namespace
@@ -373,6 +408,133 @@ std::unique_ptr<Executor::Context> Executor::build_context(
   return context;
 }
 
+// The behind build (build_behind), when a core beyond a run's is free now and the plan has
+// heavy steps after its first: this thread builds the light steps and the first heavy one
+// (the first run starts at once), a worker the rest. False (nothing done): build as usual.
+bool Executor::start_behind_build(std::vector<std::vector<PackedConstant>>& saved) {
+  const size_t n = templates_.size();
+  std::vector<size_t> heavy;
+  for (size_t i = 0; i < n; ++i)
+    if (heavy_kernel(templates_[i].spec.kernel)) heavy.push_back(i);
+  if (heavy.size() < 2) return false;
+  const int cores = CoreBudget::instance().try_take_spare(1, cores_needed_);
+  if (cores == 0) return false;
+  auto b = std::make_unique<BehindBuild>();
+  b->cores = cores;
+  set_num_threads(num_threads_);
+  b->default_threads = max_threads();
+  b->packings.resize(n);
+  for (size_t i = 0; i < n; ++i) b->packings[i].saved = std::move(saved[i]);
+  b->ready.assign(n, 1);
+  b->errors.resize(n);
+  b->order.assign(heavy.begin() + 1, heavy.end());
+  for (size_t i : b->order) b->ready[i] = 0;
+  b->left = b->order.size();
+  auto context = std::make_unique<Context>();
+  context->steps.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    context->steps[i].in_ptrs.resize(templates_[i].inputs.size());
+    context->steps[i].out_ptrs.resize(templates_[i].outputs.size());
+  }
+  try {
+    for (size_t i = 0; i < n; ++i)
+      if (b->ready[i]) build_step(i, b->default_threads, b->packings[i], context->steps[i].kernel);
+  } catch (...) {
+    CoreBudget::instance().give(cores);
+    throw;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (b->ready[i]) {
+      templates_[i].packed = std::move(b->packings[i].packed);
+      reused_packings_ += b->packings[i].reused;
+    }
+  b->context = context.get();
+  contexts_.push_back(std::move(context));
+  behind_ = std::move(b);
+  built_.store(false, std::memory_order_release);
+  try {
+    behind_->worker = std::thread([this] {
+      BehindBuild& w = *behind_;
+      set_num_threads(w.default_threads);
+      for (size_t k; !w.cancel.load() && (k = w.next.fetch_add(1)) < w.order.size();)
+        build_behind_step(k);
+      CoreBudget::instance().give(w.cores);
+    });
+  } catch (...) {  // no thread to be had: this thread builds the rest
+    CoreBudget::instance().give(behind_->cores);
+    wait_built();
+  }
+  return true;
+}
+
+// Builds behind_->order[k] (claimed by the caller) into the first context; the error, if
+// any, is kept for the run that reaches the step. The last step to finish hands the
+// packings to the templates, as build_context does.
+void Executor::build_behind_step(size_t k) {
+  BehindBuild& b = *behind_;
+  const size_t i = b.order[k];
+  std::exception_ptr error;
+  try {
+    build_step(i, b.default_threads, b.packings[i], b.context->steps[i].kernel);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::lock_guard<std::mutex> lock(b.mutex);
+  b.errors[i] = error;
+  b.ready[i] = 1;
+  if (--b.left == 0) {
+    bool failed = false;
+    for (size_t j : b.order) {
+      templates_[j].packed = std::move(b.packings[j].packed);
+      reused_packings_ += b.packings[j].reused;
+      failed = failed || b.errors[j];
+    }
+    // a step that failed has no kernel: runs keep asking ensure_built, which throws
+    if (!failed) built_.store(true, std::memory_order_release);
+  }
+  b.done.notify_all();
+}
+
+// The first run's wait for `step` (built behind): builds it, and any unclaimed step before
+// it, on the calling thread rather than sit idle; rethrows its build error.
+void Executor::ensure_built(size_t step) {
+  BehindBuild& b = *behind_;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(b.mutex);
+      if (b.ready[step]) {
+        if (b.errors[step]) std::rethrow_exception(b.errors[step]);
+        return;
+      }
+    }
+    size_t k = b.next.load();
+    if (k < b.order.size() && b.order[k] <= step) {  // unclaimed, and needed first
+      if (b.next.compare_exchange_weak(k, k + 1)) build_behind_step(k);
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(b.mutex);  // the worker is building it
+    b.done.wait(lock, [&] { return b.ready[step] != 0; });
+  }
+}
+
+void Executor::wait_built() {
+  if (built_.load(std::memory_order_acquire) || !behind_) return;
+  BehindBuild& b = *behind_;
+  for (size_t k; (k = b.next.fetch_add(1)) < b.order.size();) build_behind_step(k);
+  std::unique_lock<std::mutex> lock(b.mutex);
+  b.done.wait(lock, [&] { return b.left == 0; });
+}
+
+const std::vector<PackedConstant>& Executor::packed_constants(size_t i) {
+  wait_built();
+  return templates_.at(i).packed;
+}
+
+int64_t Executor::reused_packings() {
+  wait_built();
+  return reused_packings_;
+}
+
 Executor::Context* Executor::acquire() {
   std::unique_lock<std::mutex> lock(pool_mutex_);
   for (;;) {
@@ -386,6 +548,7 @@ Executor::Context* Executor::acquire() {
       lock.unlock();
       std::unique_ptr<Context> fresh;
       try {
+        wait_built();  // a later context takes the first one's packings
         fresh = build_context({}, false);
       } catch (...) {
         lock.lock();
@@ -439,6 +602,8 @@ void Executor::run_in(Context& context, unsigned char* arena,
     return nullptr;
   };
   const bool profiling = profiling_.load(std::memory_order_relaxed);
+  // the first context only (later ones are built once the first is complete)
+  const bool behind = !built_.load(std::memory_order_acquire) && &context == behind_->context;
   std::vector<double> times;
   if (profiling) times.assign(templates_.size(), 0.0);
   // control steps (If branches and Loops, compiled in line) move `s` themselves
@@ -446,6 +611,7 @@ void Executor::run_in(Context& context, unsigned char* arena,
   for (size_t s = 0; s < n;) {
     const StepTemplate& t = templates_[s];
     Step& step = context.steps[s];
+    if (behind) ensure_built(s);
     for (size_t i = 0; i < t.inputs.size(); ++i)
       step.in_ptrs[i] = t.present[i] ? resolve(t.inputs[i]) : nullptr;
     for (size_t i = 0; i < t.outputs.size(); ++i) step.out_ptrs[i] = resolve(t.outputs[i]);

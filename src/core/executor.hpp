@@ -74,6 +74,16 @@ struct StorageBytes {
 // A process-wide budget of cores (set_core_budget) keeps concurrent runs, of one executor
 // or of several, from oversubscribing the cores: a run holds as many cores as it has
 // threads, and a run that would exceed the budget waits until cores are free.
+//
+// Building behind (build_behind, for plans made when a run first meets a shape): when the
+// budget has a core beyond what a run needs, the constructor builds the light steps and
+// the first heavy one (oneDNN primitives: a JIT compile each) and returns; a worker thread
+// on the spare core builds the other heavy steps in step order while the first run goes
+// on, and that run waits for (or builds itself) a step that is not ready when it gets
+// there. The plan is the same as a plan built at once: every kernel is built with the
+// same thread count and packing; only where a build error surfaces differs (the first run
+// that reaches the step throws it). packed_constants, reused_packings and later contexts
+// wait for the whole build.
 class Executor {
  public:
   // constants[i] must stay valid for the executor's life (the binding keeps them).
@@ -81,7 +91,7 @@ class Executor {
   // this executor's own
   Executor(std::vector<StepSpec> steps, std::vector<const void*> constants, int64_t arena_bytes,
            int num_threads, const StorageBytes& sizes = {}, int max_contexts = 1,
-           std::shared_ptr<ArenaPool> arenas = nullptr);
+           std::shared_ptr<ArenaPool> arenas = nullptr, bool build_behind = false);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -102,11 +112,15 @@ class Executor {
   int num_threads() const { return num_threads_; }
   int max_contexts() const { return max_contexts_; }
   int contexts_created() const;
-  // What step i's kernel packed (empty for kernels that pack nothing).
-  const std::vector<PackedConstant>& packed_constants(size_t i) const {
-    return templates_.at(i).packed;
-  }
-  int64_t reused_packings() const { return reused_packings_; }
+  // What step i's kernel packed (empty for kernels that pack nothing); waits for a build
+  // going on behind.
+  const std::vector<PackedConstant>& packed_constants(size_t i);
+  int64_t reused_packings();
+  // Waits until every kernel of the first context is built (or failed to build), helping
+  // to build what is left.
+  void wait_built();
+  // Whether this executor's first context was built behind its first run.
+  bool built_behind() const { return behind_ != nullptr; }
 
  private:
   // What building step i's kernel again needs, kept after construction.
@@ -129,9 +143,13 @@ class Executor {
     std::vector<Step> steps;
   };
   class Lease;
+  struct BehindBuild;  // executor.cpp: the state of a build going on behind the first run
 
   std::unique_ptr<Context> build_context(std::vector<std::vector<PackedConstant>> saved,
                                          bool first);
+  bool start_behind_build(std::vector<std::vector<PackedConstant>>& saved);
+  void build_behind_step(size_t k);
+  void ensure_built(size_t step);
   void build_step(size_t i, int default_threads, StepPacking& packing,
                   std::unique_ptr<Kernel>& kernel) const;
   Context* acquire();
@@ -155,6 +173,9 @@ class Executor {
   std::vector<std::unique_ptr<Context>> contexts_;  // guarded by pool_mutex_
   std::vector<Context*> free_;                       // guarded by pool_mutex_
   int building_ = 0;  // contexts being built outside the lock, guarded by pool_mutex_
+
+  std::atomic<bool> built_{true};  // false while a build goes on behind (behind_)
+  std::unique_ptr<BehindBuild> behind_;
 };
 
 // The cores concurrent runs may hold at once, process-wide (default: the hardware threads;

@@ -82,7 +82,7 @@ class PyExecutor {
  public:
   PyExecutor(const py::list& steps, const py::list& constants, int64_t arena_bytes,
              const py::list& inputs, const py::list& outputs, int num_threads, int max_contexts,
-             std::shared_ptr<ArenaPool> arenas) {
+             std::shared_ptr<ArenaPool> arenas, bool build_behind) {
     std::vector<const void*> pointers;
     StorageBytes sizes;
     sizes.checked = true;
@@ -108,12 +108,14 @@ class PyExecutor {
       if (d.contains("packed")) specs.back().saved_packing = saved_packing(d["packed"]);
     }
     executor_ = std::make_unique<Executor>(std::move(specs), std::move(pointers), arena_bytes,
-                                           num_threads, sizes, max_contexts, std::move(arenas));
+                                           num_threads, sizes, max_contexts, std::move(arenas),
+                                           build_behind);
   }
 
   // [(step index, [(layout, read-only uint8 view)])] for the steps whose kernels packed
   // constants; each view keeps `self` (the executor owning the bytes) alive
   py::list packed_constants(py::object self) const {
+    wait_built();
     py::list out;
     for (size_t i = 0; i < executor_->num_steps(); ++i) {
       const auto& packed = executor_->packed_constants(i);
@@ -129,7 +131,16 @@ class PyExecutor {
     }
     return out;
   }
-  int64_t reused_packings() const { return executor_->reused_packings(); }
+  int64_t reused_packings() const {
+    wait_built();
+    return executor_->reused_packings();
+  }
+  // A build behind the first run (build_behind) finishes without the GIL.
+  void wait_built() const {
+    py::gil_scoped_release release;
+    executor_->wait_built();
+  }
+  bool built_behind() const { return executor_->built_behind(); }
 
   py::list run(const py::list& arrays) {
     if (arrays.size() != inputs_.size())
@@ -201,12 +212,15 @@ void bind_executor(py::module_& m) {
   py::class_<PyExecutor>(m, "Executor",
                          "A CPU plan built into kernels: run(list of arrays) -> list of arrays")
       .def(py::init<const py::list&, const py::list&, int64_t, const py::list&, const py::list&,
-                    int, int, std::shared_ptr<ArenaPool>>(),
+                    int, int, std::shared_ptr<ArenaPool>, bool>(),
            py::arg("steps"), py::arg("constants"), py::arg("arena_bytes"), py::arg("inputs"),
            py::arg("outputs"), py::arg("num_threads"), py::arg("max_contexts") = 1,
-           py::arg("arena_pool") = nullptr,
+           py::arg("arena_pool") = nullptr, py::arg("build_behind") = false,
            "arena_pool: an ArenaPool the runs take their arena from (the plans of one program "
-           "share one); None: the executor's own")
+           "share one); None: the executor's own. build_behind: when a core beyond a run's "
+           "is free, build the heavy kernels (oneDNN primitives) after the first on a "
+           "worker thread while the first run goes on (a build error then surfaces in the "
+           "run that reaches the step)")
       .def("run", &PyExecutor::run, py::arg("inputs"),
            "one run; safe from several threads at once (each takes an execution context)")
       .def("set_profiling", &PyExecutor::set_profiling, py::arg("on"),
@@ -226,7 +240,11 @@ void bind_executor(py::module_& m) {
       .def_property_readonly("max_contexts", &PyExecutor::max_contexts,
                              "how many runs may execute at once (execution contexts)")
       .def_property_readonly("contexts_created", &PyExecutor::contexts_created,
-                             "execution contexts built so far");
+                             "execution contexts built so far")
+      .def("wait_built", &PyExecutor::wait_built,
+           "wait until a build behind the first run (build_behind) has finished")
+      .def_property_readonly("built_behind", &PyExecutor::built_behind,
+                             "whether the kernels were built behind the first run");
   m.def("set_core_budget", &set_core_budget, py::arg("cores"),
         "the cores concurrent cpu runs may hold at once, process-wide");
   m.def("core_budget", &core_budget, "the cores concurrent cpu runs may hold at once");

@@ -32,7 +32,11 @@ def build_executor(
     threads: int,
     max_contexts: int,
     arena_pool=None,
+    build_behind: bool = False,
 ):
+    """build_behind: the C++ core may finish building the heavy kernels (oneDNN
+    primitives) on a spare core while the first run goes on; for plans made by a run,
+    where a build error surfaces in that same call either way."""
     from ..._native import load_core
 
     global _budget_set
@@ -42,5 +46,13 @@ def build_executor(
             core.set_core_budget(physical_cores())
             _budget_set = True
     return core.Executor(
-        steps, constants, arena_bytes, input_specs, output_specs, threads, max_contexts, arena_pool
+        steps,
+        constants,
+        arena_bytes,
+        input_specs,
+        output_specs,
+        threads,
+        max_contexts,
+        arena_pool,
+        build_behind,
     )

@@ -58,6 +58,8 @@ class PackingCache:
         self._digests: dict[int, tuple] = {}  # id(array) -> (weakref to it, digest)
         # kernels whose steps are keyed: the known packers, and any other seen packing
         self._packing_kernels: set[str] = set(PACKING_ATTRS)
+        # remember() calls put off until the next offer (remember_later)
+        self._later: list[tuple] = []
 
     def _digest(self, array) -> bytes:
         array = np.asarray(array)
@@ -110,6 +112,7 @@ class PackingCache:
     def offer(self, steps: list[dict], constants: list) -> tuple[list[dict], list]:
         """`steps` with "packed" entries where earlier plans packed the same constants
         (their most recently used layout per packing), and the step keys for remember()."""
+        self._remember_put_off()
         packing_kernels = self._packing_kernels
         keys = [
             None
@@ -164,12 +167,28 @@ class PackingCache:
                     else:
                         entries[position][layout] = array
 
+    def remember_later(
+        self, keys: list, executor, steps: list | None = None, constants: list | None = None
+    ) -> None:
+        """remember(), put off until the next offer() or packed_bytes(): an executor building
+        its kernels behind its first run (core_executor.build_executor's build_behind) knows
+        what they packed only once they are built, and asking at once would wait for them."""
+        with self._lock:
+            self._later.append((keys, executor, steps, constants))
+
+    def _remember_put_off(self) -> None:
+        with self._lock:
+            later, self._later = self._later, []
+        for args in later:
+            self.remember(*args)
+
     def remember_steps(self, steps: list[dict], constants: list, executor) -> None:
         """remember() for an executor built without offer() (e.g. from a saved plan)."""
         self.remember([self._step_key(s, constants) for s in steps], executor)
 
     def packed_bytes(self) -> int:
         """Bytes of the distinct packed constants held."""
+        self._remember_put_off()
         with self._lock:
             return sum(
                 a.nbytes

@@ -70,6 +70,7 @@ class PlanSegment(ExecutorSegment):
         max_contexts: int = 1,
         packing=None,
         arena_pool=None,
+        build_behind: bool = False,
     ):
         from ...tuning.cpu import tune_plan
 
@@ -95,9 +96,10 @@ class PlanSegment(ExecutorSegment):
             threads,
             max_contexts,
             arena_pool,
+            build_behind,
         )
-        if packing is not None:
-            packing.remember(keys, self.executor, steps, plan.constants)
+        if packing is not None:  # once its kernels are built: not before the first run
+            packing.remember_later(keys, self.executor, steps, plan.constants)
         self.plan = plan
         self.num_steps = len(plan.steps)
         self.arena_bytes = plan.arena_bytes
@@ -138,11 +140,13 @@ def split_segments(
     max_contexts: int = 1,
     packing=None,
     arena_pool=None,
+    build_behind: bool = False,
 ) -> list[Segment]:
     """The graph's plan segments. packing (packing_cache.py) and arena_pool (an ArenaPool
-    of core_executor.new_arena_pool()) are what the plans of one program share."""
+    of core_executor.new_arena_pool()) are what the plans of one program share;
+    build_behind: see core_executor.build_executor."""
     with memoized_family_checks():  # each Fused node's check once, not per caller
-        shared = (packing, arena_pool)
+        shared = (packing, arena_pool, build_behind)
         return _split_segments(graph, fallback, threads, tune, max_contexts, shared)
 
 

@@ -259,7 +259,10 @@ class CpuExecutable(Executable):
             old, _ = self._plans.popitem(last=False)
             del self._runners[old]
 
-    def _segments(self, shapes: tuple, arrays) -> list[Segment]:
+    def _segments(self, shapes: tuple, arrays, behind: bool = False) -> list[Segment]:
+        """The plan of `shapes` (and the values of shape-deciding inputs in `arrays`),
+        built if missing; behind: a run asks, which may start before every kernel is
+        built (core_executor.build_executor's build_behind)."""
         values = {i: arrays[i] for i in self.value_inputs} if arrays is not None else {}
         key = (shapes, tuple(np.asarray(a).tobytes() for a in values.values()))
         while True:
@@ -274,7 +277,7 @@ class CpuExecutable(Executable):
                     break
             building.wait()  # another thread builds this plan; then look again
         try:
-            segments = self._build(shapes, values)
+            segments = self._build(shapes, values, behind)
             with self._lock:
                 self._insert(key, segments)
         finally:
@@ -283,7 +286,7 @@ class CpuExecutable(Executable):
             building.set()
         return segments
 
-    def _build(self, shapes: tuple, values: dict) -> list[Segment]:
+    def _build(self, shapes: tuple, values: dict, behind: bool = False) -> list[Segment]:
         if self._saved_unshared:  # a loaded program's packed weights, for new shapes too
             with self._lock:
                 pending, self._saved_unshared = self._saved_unshared, []
@@ -298,6 +301,7 @@ class CpuExecutable(Executable):
             self.max_contexts,
             self.packing,
             self.arena_pool,
+            behind,
         )
         for segment in segments:
             segment.set_profiling(self.profiling)
@@ -343,7 +347,7 @@ class CpuExecutable(Executable):
         shapes = key[0]
         if not self._value_inputs_known:
             self._decide_value_inputs(shapes)
-        return _runner(self._segments(shapes, arrays))(arrays)
+        return _runner(self._segments(shapes, arrays, behind=True))(arrays)
 
     def set_profiling(self, on: bool) -> None:
         """Time every kernel call of the following runs (see step_times)."""
