@@ -133,18 +133,9 @@ class CoreBudget {
   }
   // Up to `wanted` of the cores free now beyond `reserve` more (no wait): how many were
   // taken.
-  int try_take_spare(int wanted, int reserve) {
+  int try_take(int wanted, int reserve = 0) {
     std::lock_guard<std::mutex> lock(mutex_);
     int cores = total_ - used_ - reserve;
-    if (cores > wanted) cores = wanted;
-    if (cores < 0) cores = 0;
-    used_ += cores;
-    return cores;
-  }
-  // Up to `wanted` cores if they are free now (no wait): how many were taken.
-  int try_take(int wanted) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    int cores = total_ - used_;
     if (cores > wanted) cores = wanted;
     if (cores < 0) cores = 0;
     used_ += cores;
@@ -394,11 +385,8 @@ std::unique_ptr<Executor::Context> Executor::build_context(
 
   context->steps.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    StepTemplate& t = templates_[i];
-    if (first) {
-      t.packed = std::move(packings[i].packed);
-      reused_packings_ += packings[i].reused;
-    }
+    const StepTemplate& t = templates_[i];
+    if (first) keep_packing(i, packings[i]);
     Step step;
     step.kernel = std::move(kernels[i]);
     step.in_ptrs.resize(t.inputs.size());
@@ -406,6 +394,12 @@ std::unique_ptr<Executor::Context> Executor::build_context(
     context->steps.push_back(std::move(step));
   }
   return context;
+}
+
+// What the first context's kernel of step i packed, kept for later contexts and callers.
+void Executor::keep_packing(size_t i, StepPacking& packing) {
+  templates_[i].packed = std::move(packing.packed);
+  reused_packings_ += packing.reused;
 }
 
 // The behind build (build_behind), when a core beyond a run's is free now and the plan has
@@ -417,7 +411,7 @@ bool Executor::start_behind_build(std::vector<std::vector<PackedConstant>>& save
   for (size_t i = 0; i < n; ++i)
     if (heavy_kernel(templates_[i].spec.kernel)) heavy.push_back(i);
   if (heavy.size() < 2) return false;
-  const int cores = CoreBudget::instance().try_take_spare(1, cores_needed_);
+  const int cores = CoreBudget::instance().try_take(1, cores_needed_);
   if (cores == 0) return false;
   auto b = std::make_unique<BehindBuild>();
   b->cores = cores;
@@ -444,10 +438,7 @@ bool Executor::start_behind_build(std::vector<std::vector<PackedConstant>>& save
     throw;
   }
   for (size_t i = 0; i < n; ++i)
-    if (b->ready[i]) {
-      templates_[i].packed = std::move(b->packings[i].packed);
-      reused_packings_ += b->packings[i].reused;
-    }
+    if (b->ready[i]) keep_packing(i, b->packings[i]);
   b->context = context.get();
   contexts_.push_back(std::move(context));
   behind_ = std::move(b);
@@ -485,8 +476,7 @@ void Executor::build_behind_step(size_t k) {
   if (--b.left == 0) {
     bool failed = false;
     for (size_t j : b.order) {
-      templates_[j].packed = std::move(b.packings[j].packed);
-      reused_packings_ += b.packings[j].reused;
+      keep_packing(j, b.packings[j]);
       failed = failed || b.errors[j];
     }
     // a step that failed has no kernel: runs keep asking ensure_built, which throws

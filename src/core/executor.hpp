@@ -149,6 +149,7 @@ class Executor {
                                          bool first);
   bool start_behind_build(std::vector<std::vector<PackedConstant>>& saved);
   void build_behind_step(size_t k);
+  void keep_packing(size_t i, StepPacking& packing);
   void ensure_built(size_t step);
   void build_step(size_t i, int default_threads, StepPacking& packing,
                   std::unique_ptr<Kernel>& kernel) const;
