@@ -18,7 +18,9 @@ import pytest
 
 import graphkiln as gk
 from concurrency_models import ocr_recognizer
+from graphkiln._native import load_core
 from graphkiln.targets.cpu.core_executor import build_executor
+from graphkiln.targets.cpu.threads import physical_cores
 
 OCR = ocr_recognizer(seed=0).SerializeToString()
 WIDTHS = (160, 184, 232)
@@ -39,6 +41,15 @@ def close(got, want):
 
 def executors(prog) -> list:
     return [s.executor for segs in prog._executable._plans.values() for s in segs]
+
+
+@pytest.fixture
+def core_budget():
+    """Sets the process-wide core budget (restored after the test)."""
+    program().run(ocr_feeds(0, WIDTHS[0]))  # the first build sets it: set it after
+    core = load_core()
+    yield core.set_core_budget
+    core.set_core_budget(physical_cores())
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])

@@ -17,6 +17,7 @@ import pytest
 
 import graphkiln as gk
 from concurrency_models import bert_dynamic_seq, bert_feeds, ocr_recognizer
+from graphkiln._native import load_core
 from graphkiln.errors import CompileError
 from graphkiln.ir.graph import node_subgraphs
 from graphkiln.passes import context as pass_context
@@ -25,6 +26,7 @@ from graphkiln.targets.cpu import lower_fused
 from graphkiln.targets.cpu.core_executor import build_executor
 from graphkiln.targets.cpu.packing_cache import PackingCache
 from graphkiln.targets.native.specialize import specialize
+from graphkiln.targets.cpu.threads import physical_cores
 
 OCR = ocr_recognizer(seed=0).SerializeToString()
 WIDTHS = (160, 176, 200)
@@ -41,6 +43,16 @@ def program(data: bytes, target: str = "cpu"):
 
 def close(got, want):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(want).max()))
+
+
+@pytest.fixture
+def core_budget():
+    """Sets the process-wide core budget (the parallel build takes its threads from it),
+    restored after the test."""
+    program(OCR).run(ocr_feeds(0, WIDTHS[0]))  # the first build sets it: set it after
+    core = load_core()
+    yield core.set_core_budget
+    core.set_core_budget(physical_cores())
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])
