@@ -8,7 +8,8 @@
 // Source and destination may be plain or channels-last (their strides say which). When the
 // given layouts would make oneDNN fall back to a slow implementation, the kernel computes
 // in channels-last buffers of its own and reorders around the convolution. Constant weights
-// are reordered once, at build time, into the layout the primitive chose.
+// are reordered once, at build time, into the layout the primitive chose. Depthwise filters
+// oneDNN would run through gemm go to depthwise_conv.cpp.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -16,6 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/executor.hpp"
+#include "cpu/depthwise_conv.hpp"
 #include "cpu/onednn_common.hpp"
 #include "cpu/onednn_post_ops.hpp"
 
@@ -134,13 +137,11 @@ class ConvKernel : public Kernel {
       args_[DNNL_ARG_BIAS] = bias_;
     }
     post_->add_args(args_);
-    if (std::getenv("GRAPHKILN_ONEDNN_IMPL"))
-      std::fprintf(stderr, "Conv %s: %s%s%s (direct: %s; x %s, y %s)\n", spec.name.c_str(),
-                   (impl_ + " scratch=" + std::to_string(pd.scratchpad_desc().get_size())).c_str(),
-                   src_md != src_user ? " +src reorder" : "",
-                   dst_md != dst_user ? " +dst reorder" : "", direct.c_str(),
-                   x.is_channels_last() ? "channels-last" : "plain",
-                   y.is_channels_last() ? "channels-last" : "plain");
+    description_ = impl_ + " scratch=" + std::to_string(pd.scratchpad_desc().get_size()) +
+                   (src_md != src_user ? " +src reorder" : "") +
+                   (dst_md != dst_user ? " +dst reorder" : "") + " (direct: " + direct + "; x " +
+                   (x.is_channels_last() ? "channels-last" : "plain") + ", y " +
+                   (y.is_channels_last() ? "channels-last" : "plain") + ")";
   }
 
   void run(const void* const* inputs, void* const* outputs) override {
@@ -157,9 +158,13 @@ class ConvKernel : public Kernel {
     stream_.wait();
   }
 
+  const std::string& impl() const { return impl_; }
+  // what GRAPHKILN_ONEDNN_IMPL prints: the implementation, scratchpad, reorders, layouts
+  const std::string& description() const { return description_; }
+
  private:
   std::unique_ptr<OnednnPostOps> post_;
-  std::string impl_;
+  std::string impl_, description_;
   dnnl::convolution_forward prim_;
   dnnl::stream stream_{onednn_engine()};
   StagedMemory src_, dst_;
@@ -177,7 +182,26 @@ std::unique_ptr<Kernel> make_conv(const KernelSpec& spec) {
     spec_error(spec, "X and W must be 3-D to 5-D tensors of the same rank");
   if (x.dtype != DType::f32 || w.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32)
     spec_error(spec, "only f32 is supported");
-  return std::make_unique<ConvKernel>(spec);
+  StepPacking* packing = current_step_packing();  // null outside an Executor's build
+  const size_t packed_before = packing != nullptr ? packing->packed.size() : 0;
+  const int64_t reused_before = packing != nullptr ? packing->reused : 0;
+  auto conv = std::make_unique<ConvKernel>(spec);
+  if (onednn_slow_impl(conv->impl())) {
+    // depthwise filters oneDNN has no direct kernel for: our own loop (depthwise_conv.cpp)
+    if (auto direct = make_depthwise_conv(spec)) {
+      if (packing != nullptr) {  // the oneDNN kernel's packed weights go with it
+        packing->packed.resize(packed_before);
+        packing->reused = reused_before;
+      }
+      if (std::getenv("GRAPHKILN_ONEDNN_IMPL"))
+        std::fprintf(stderr, "Conv %s: graphkiln depthwise (instead of %s)\n", spec.name.c_str(),
+                     conv->impl().c_str());
+      return direct;
+    }
+  }
+  if (std::getenv("GRAPHKILN_ONEDNN_IMPL"))
+    std::fprintf(stderr, "Conv %s: %s\n", spec.name.c_str(), conv->description().c_str());
+  return conv;
 }
 
 }  // namespace

@@ -343,13 +343,8 @@ def lower_fused_conv(node: Node, ctx: LoweringContext) -> None:
         emit(ctx, anchor, x, w, b, out, epi.post, epi.extra, node.name)
         return
     dims = static_dims(epi.chain)
-    layout = (
-        CHANNELS_LAST
-        if (
-            len(dims) == 4 and dims[1] > 1 and dims[2] * dims[3] > 1 and result in ctx.channels_last
-        )
-        else PLAIN
-    )
+    # the layout analysis chose the result's layout from these dims (rank 3 to 5)
+    layout = CHANNELS_LAST if result in ctx.channels_last and len(dims) >= 3 else PLAIN
     temp = ctx.temp(DType.f32, dims, layout)
     emit(ctx, anchor, x, w, b, temp, epi.post, epi.extra, node.name + "/conv")
     bindings = {epi.chain: temp}

@@ -3,10 +3,12 @@
 """Which tensors the cpu target keeps channels-last (N, spatial..., C in memory).
 
 oneDNN's fast convolution and pooling kernels work on channels-last data; keeping the
-activations of a CNN in that layout between them saves a reorder per kernel. Producers:
-convolutions and poolings. Pointwise nodes keep the layout of a same-shape input; Concat
-along channels keeps it when all its inputs have it. Graph outputs stay plain; consumers
-that need plain data get one reorder (LoweringContext.input)."""
+activations of a CNN in that layout between them saves a reorder per kernel. That holds
+for 1-D (N, C, W: audio, byte and text CNNs), 2-D and 3-D convolutions alike. Producers:
+convolutions and poolings, and a Transpose that views plain N, spatial..., C data as
+N, C, spatial... Pointwise nodes keep the layout of a same-shape input; Concat along
+channels keeps it when all its inputs have it. Graph outputs stay plain; consumers that
+need plain data get one reorder (LoweringContext.input)."""
 
 from __future__ import annotations
 
@@ -22,11 +24,18 @@ def _candidate(value: Value | None) -> bool:
         isinstance(t, TensorType)
         and t.dtype == DType.f32
         and t.dims is not None
-        and len(t.dims) == 4
+        and 3 <= len(t.dims) <= 5
         and all(isinstance(d, int) for d in t.dims)
         and t.dims[1] > 1
-        and t.dims[2] * t.dims[3] > 1
+        and _spatial(t.dims) > 1
     )
+
+
+def _spatial(dims) -> int:
+    size = 1
+    for d in dims[2:]:
+        size *= d
+    return size
 
 
 def _is_pointwise(node: Node) -> bool:
@@ -46,7 +55,14 @@ def _reads_channels_last(node: Node) -> bool:
 
 
 def _is_nhwc_to_nchw(node: Node) -> bool:
-    return node.op == "Transpose" and tuple(node.attrs.get("perm") or ()) == (0, 3, 1, 2)
+    """A Transpose (0, rank-1, 1, ..., rank-2): N, spatial..., C data seen as N, C, spatial..."""
+    perm = tuple(node.attrs.get("perm") or ()) if node.op == "Transpose" else ()
+    return len(perm) >= 3 and perm == (0, len(perm) - 1, *range(1, len(perm) - 1))
+
+
+def _concat_over_channels(node: Node, rank: int) -> bool:
+    axis = node.attrs.get("axis")
+    return node.op == "Concat" and axis is not None and axis % rank == 1
 
 
 def channels_last_values(
@@ -64,7 +80,7 @@ def channels_last_values(
         elif _is_pointwise(node):
             if any(v in chosen and v.type.dims == out.type.dims for v in node.inputs):
                 chosen.add(out)
-        elif node.op == "Concat" and node.attrs.get("axis") in (1, -3):
+        elif _concat_over_channels(node, len(out.type.dims)):
             if all(v in chosen for v in node.inputs if v is not None):
                 chosen.add(out)
     # Keep channels-last only where some reader takes it (else it costs a reorder).
