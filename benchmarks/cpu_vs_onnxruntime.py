@@ -239,7 +239,7 @@ def main(argv=None) -> int:
         os.environ["GRAPHKILN_NUM_THREADS"] = str(args.threads)
         import json
 
-        print(json.dumps(probe_memory(args.probe_memory, args.dir, args.models, args.threads)))
+        print(json.dumps(probe_memory(args.probe_memory, args.dir, args.models, int(args.threads))))
         return 0
     if args.threads is None:
         from graphkiln.targets.cpu.threads import physical_cores

@@ -23,7 +23,10 @@ SRC = Path(__file__).resolve().parents[3] / "src"
 needs_core = pytest.mark.skipif(default_target() != "cpu", reason="needs the C++ core")
 
 # source files whose attribute reads serve kernels registered elsewhere
-CPU_EXTRA = {"onednn_post_ops.cpp": ["Conv", "ConvTranspose", "MatMul"]}
+CPU_EXTRA = {
+    "onednn_post_ops.cpp": ["Conv", "ConvTranspose", "MatMul"],
+    "depthwise_conv.cpp": ["Conv"],  # the Conv steps conv.cpp hands to it
+}
 GPU_EXTRA = {
     "conv.hip": ["Conv"],
     "conv_epilogue.hip": ["Conv"],  # the Conv step's epilogue (conv_cudnn.hip's factory)
