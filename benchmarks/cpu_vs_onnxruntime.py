@@ -152,7 +152,7 @@ def memory_in_child(engine: str, folder: str, name: str, threads: int) -> dict |
     return json.loads(lines[-1])
 
 
-def bench_model(folder, name, threads, runs, warmup, block, settle):
+def bench_model(folder, name, threads, runs, warmup, block, settle, settle_ms):
     """Medians of both engines on one model at `threads` (graphkiln reads
     GRAPHKILN_NUM_THREADS at compile)."""
     import onnxruntime as ort
@@ -179,8 +179,11 @@ def bench_model(folder, name, threads, runs, warmup, block, settle):
     ]
     while len(gk_times) < runs:
         for run, times in engines:
-            for _ in range(settle):
+            start = time.perf_counter()
+            done = 0
+            while done < settle or time.perf_counter() - start < settle_ms / 1e3:
                 run()
+                done += 1
             for _ in range(min(block, runs - len(times))):
                 t = time.perf_counter()
                 run()
@@ -225,6 +228,13 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--settle", type=int, default=2, help="untimed runs at the start of each block (default 2)"
     )
+    parser.add_argument(
+        "--settle-ms",
+        type=float,
+        default=30.0,
+        help="and at least this long of them (default 30: onnxruntime's pool spins on after a "
+        "run; 2 runs of a 3 ms model left graphkiln's next runs competing with it)",
+    )
     parser.add_argument("--record", help="also write the table (markdown) to this file")
     parser.add_argument(
         "--no-memory",
@@ -258,7 +268,7 @@ def main(argv=None) -> int:
         f"{os.cpu_count()} logical CPUs",
         f"- graphkiln {graphkiln.__version__}; median of {args.runs} timed runs each after "
         f"{args.warmup} warm-up runs, interleaved in blocks of {args.block} (each after "
-        f"{args.settle} untimed runs)",
+        f"{args.settle} untimed runs, and at least {args.settle_ms:g} ms of them)",
         "- memory (MiB, each engine in a fresh process, over the process after imports and "
         "feeds): what stays resident after compile / session creation, and the peak over "
         "5 runs",
@@ -295,7 +305,14 @@ def bench_threads(args, threads: int) -> tuple[list[str], int]:
     for name in [m for m in args.models.split(",") if m]:
         try:
             r = bench_model(
-                args.dir, name, threads, args.runs, args.warmup, args.block, args.settle
+                args.dir,
+                name,
+                threads,
+                args.runs,
+                args.warmup,
+                args.block,
+                args.settle,
+                args.settle_ms,
             )
         except Exception as exc:  # noqa: BLE001 - report and go on with the next model
             failures += 1
