@@ -235,6 +235,13 @@ def main(argv=None) -> int:
         help="and at least this long of them (default 30: onnxruntime's pool spins on after a "
         "run; 2 runs of a 3 ms model left graphkiln's next runs competing with it)",
     )
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        help="run this many busy processes (a spinning loop each) beside both engines: the "
+        "machine shared with other work (default 0)",
+    )
     parser.add_argument("--record", help="also write the table (markdown) to this file")
     parser.add_argument(
         "--no-memory",
@@ -274,17 +281,32 @@ def main(argv=None) -> int:
         "5 runs",
         f"- command: `{' '.join(['python', *sys.argv])}`",
     ]
+    if args.busy:
+        lines.append(f"- {args.busy} busy process(es) spinning beside both engines throughout")
     for line in lines:
         print(line, flush=True)
     failures = 0
-    for threads in thread_counts:
-        table, failed = bench_threads(args, threads)
-        lines += table
-        failures += failed
+    busy = start_busy(args.busy)
+    try:
+        for threads in thread_counts:
+            table, failed = bench_threads(args, threads)
+            lines += table
+            failures += failed
+    finally:
+        for process in busy:
+            process.kill()
     if args.record:
         with open(args.record, "w") as f:
             f.write("\n".join(lines) + "\n")
     return 1 if failures else 0
+
+
+def start_busy(count: int) -> list:
+    """`count` processes that spin until killed (load from other work on the machine)."""
+    import subprocess
+
+    spin = "while True: pass"
+    return [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(count)]
 
 
 def bench_threads(args, threads: int) -> tuple[list[str], int]:

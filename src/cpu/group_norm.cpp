@@ -19,6 +19,40 @@ namespace {
 
 constexpr int64_t kParallelWork = 16384;
 
+// Sums in double over 8 independent lanes: one chain of double additions runs at one add
+// per 4 cycles and does not vectorize (a wav2vec2 InstanceNormalization, 512 x 3199 values:
+// 4.1 ms with it, against about 1 ms memory-bound).
+__attribute__((target_clones("avx512f", "avx2", "default"))) double sum_of(const float* x,
+                                                                           int64_t k) {
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= k; i += 8)
+    for (int j = 0; j < 8; ++j) lanes[j] += static_cast<double>(x[i + j]);
+  double total = 0.0;
+  for (; i < k; ++i) total += x[i];
+  for (int j = 0; j < 8; ++j) total += lanes[j];
+  return total;
+}
+
+// The sum of (x - mean)^2, in the same lanes.
+__attribute__((target_clones("avx512f", "avx2", "default"))) double squared_deviations(
+    const float* x, int64_t k, double mean) {
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= k; i += 8)
+    for (int j = 0; j < 8; ++j) {
+      const double d = static_cast<double>(x[i + j]) - mean;
+      lanes[j] += d * d;
+    }
+  double total = 0.0;
+  for (; i < k; ++i) {
+    const double d = static_cast<double>(x[i]) - mean;
+    total += d * d;
+  }
+  for (int j = 0; j < 8; ++j) total += lanes[j];
+  return total;
+}
+
 struct NCS {
   int64_t n = 1, c = 1, s = 1;
 };
@@ -53,14 +87,8 @@ class GroupNormKernel : public Kernel {
     for (int64_t t = 0; t < tasks; ++t) {
       const float* xs = x + t * k;
       float* ys = y + t * k;
-      double sum = 0.0;
-      for (int64_t i = 0; i < k; ++i) sum += xs[i];
-      const double mean = sum / static_cast<double>(k);
-      double sq = 0.0;
-      for (int64_t i = 0; i < k; ++i) {
-        const double d = xs[i] - mean;
-        sq += d * d;
-      }
+      const double mean = sum_of(xs, k) / static_cast<double>(k);
+      const double sq = squared_deviations(xs, k, mean);
       const float m = static_cast<float>(mean);
       const float inv = 1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(k)) + eps_);
       const int64_t c0 = (t % groups_) * cpg;

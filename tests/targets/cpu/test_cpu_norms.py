@@ -66,7 +66,7 @@ def test_group_norm(shape, groups, epsilon):
     )
 
 
-@pytest.mark.parametrize("shape", [(2, 3, 5, 4), (3, 4, 7), (1, 2, 3, 4, 5)])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 4), (3, 4, 7), (1, 2, 3, 4, 5), (1, 16, 3199)])
 def test_instance_norm(shape):
     c = shape[1]
     model = onnx_model(
@@ -102,3 +102,25 @@ def test_batch_norm_inference_runtime_params(shape):
         "v": rand((c,), seed=15, low=0.1, high=2),
     }
     check_cpu(model, feeds)
+
+
+def test_instance_norm_of_values_far_from_zero():
+    """A mean of 1000 and a spread of 1: the variance is taken around the mean, so nothing
+    cancels (E[x^2] - E[x]^2 in float32 would be off by O(1)); what is left is float32's
+    resolution at 1000 (6e-5) in x itself."""
+    shape = (1, 8, 1237)
+    model = onnx_model(
+        [node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-5)],
+        {"x": shape, "s": (8,), "b": (8,)},
+        {"y": shape},
+    )
+    check_cpu(
+        model,
+        {
+            "x": rand(shape, seed=11, low=999.0, high=1001.0),
+            "s": rand((8,), seed=12),
+            "b": rand((8,), seed=13),
+        },
+        rtol=1e-4,
+        atol=2e-4,
+    )
