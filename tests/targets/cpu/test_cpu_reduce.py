@@ -101,19 +101,49 @@ def test_reduce_float64():
         check_cpu(model, {"x": _data(op, (4, 50), np.float64)})
 
 
-def test_reduce_channels_last_input():
-    # a global average pool written as ReduceMean over a Conv's (channels-last) output
-    w = rand((32, 8, 3, 3), 3)
+@pytest.mark.parametrize(
+    "op,x_shape,axes,keepdims",
+    [
+        ("ReduceMean", (2, 8, 14, 14), [2, 3], 1),
+        ("ReduceMean", (2, 8, 14, 14), [-1, -2], 0),
+        ("ReduceMax", (2, 8, 14, 14), [2, 3], 1),
+        ("ReduceMean", (2, 8, 1, 14), [3], 1),  # a spatial dim of 1 needs no reducing
+        ("ReduceMean", (2, 8, 50), [2], 0),  # 1-D
+        ("ReduceMean", (2, 8, 14, 14), [3], 1),  # one of two spatial axes: not a global pool
+        ("ReduceSum", (2, 8, 14, 14), [2, 3], 1),
+    ],
+)
+def test_reduce_channels_last_input(op, x_shape, axes, keepdims):
+    """A global pool written as a reduction over a Conv's (channels-last) output, the
+    squeeze-and-excitation of timm-style models: mean and max over every spatial axis run
+    as the GlobalPool kernel; other reductions stay Reduce steps."""
+    k = len(x_shape) - 2
+    w = rand((32, 8) + (3,) * k, 3)
+    out_shape = [d for d in (x_shape[0], 32, *x_shape[2:])]
+    for a in axes:
+        out_shape[a] = 1
+    if not keepdims:
+        out_shape = [
+            d for i, d in enumerate(out_shape) if i not in {a % len(x_shape) for a in axes}
+        ]
     model = onnx_model(
         [
-            node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-            node("ReduceMean", ["c", "axes"], ["y"], keepdims=1),
+            node("Conv", ["x", "w"], ["c"], pads=[1] * (2 * k)),
+            node(op, ["c", "axes"], ["y"], keepdims=keepdims),
         ],
-        {"x": (2, 8, 14, 14)},
-        {"y": (2, 32, 1, 1)},
-        {"w": w, "axes": np.array([2, 3], np.int64)},
+        {"x": x_shape},
+        {"y": tuple(out_shape)},
+        {"w": w, "axes": np.array(axes, np.int64)},
     )
-    check_cpu(model, {"x": rand((2, 8, 14, 14))}, rtol=1e-4, atol=1e-5)
+    check_cpu(model, {"x": rand(x_shape)}, rtol=1e-4, atol=1e-5)
+    program = gk.parse_onnx_buffer(model).compile("cpu")
+    (segments,) = program._executable._plans.values()
+    kernels = [step.kernel for seg in segments for step in seg.plan.steps]
+    spatial = [a % len(x_shape) for a in axes]
+    is_global = op != "ReduceSum" and sorted(
+        set(spatial) | {i for i in range(2, len(x_shape)) if x_shape[i] == 1}
+    ) == list(range(2, len(x_shape)))
+    assert ("GlobalPool" in kernels) == is_global, kernels
 
 
 @pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])

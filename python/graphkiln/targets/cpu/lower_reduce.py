@@ -70,6 +70,19 @@ def _reduce_ok(node: Node, ctx=None) -> bool:
     return dtype in (DType.i32, DType.i64) and _REDUCE_OPS[node.op] in _INT_OK
 
 
+def _is_global_pool(ctx: LoweringContext, node: Node, src: int, axes) -> bool:
+    slot = ctx.slot(src)
+    rank = len(slot.dims)
+    return (
+        _REDUCE_OPS[node.op] in ("mean", "max")
+        and slot.layout == CHANNELS_LAST
+        and slot.dtype == DType.f32
+        and rank >= 3
+        and list(axes) == [a for a in range(2, rank) if slot.dims[a] != 1]
+        and int(np.prod(slot.dims[2:])) > 1
+    )
+
+
 def _emit_reduce(ctx: LoweringContext, node: Node, slot_of: SlotOf, out: int) -> None:
     axes = _reduce_axes(node)
     src = slot_of(node.inputs[0], _ANY)
@@ -85,6 +98,12 @@ def _emit_reduce(ctx: LoweringContext, node: Node, slot_of: SlotOf, out: int) ->
             ctx.emit("Copy", [view], [out], {}, node.name)
             return
         axes = []  # l1, l2, ... of one element: let the kernel apply its function
+    if _is_global_pool(ctx, node, src, axes):
+        # the mean / max over every spatial axis of channels-last data (a squeeze-and-
+        # excitation's x.mean((2, 3))): the GlobalPool kernel reads it channel-contiguous
+        mode = "avg" if _REDUCE_OPS[node.op] == "mean" else "max"
+        ctx.emit("GlobalPool", [src], [out], {"mode": mode}, node.name)
+        return
     ctx.emit("Reduce", [src], [out], {"op": _REDUCE_OPS[node.op], "axes": axes}, node.name)
 
 

@@ -51,7 +51,26 @@ CHANNELS_LAST_READERS = frozenset(
 def _reads_channels_last(node: Node) -> bool:
     if node.op == "Fused":
         return node.attrs.get("kind") in ("conv", "pointwise")
-    return node.op in CHANNELS_LAST_READERS or node.op in POINTWISE
+    return node.op in CHANNELS_LAST_READERS or node.op in POINTWISE or _global_pool_reduction(node)
+
+
+def _global_pool_reduction(node: Node) -> bool:
+    """ReduceMean / ReduceMax over every spatial axis (the cpu target runs it as a global
+    pool, which reads channels-last data as it is)."""
+    if node.op not in ("ReduceMean", "ReduceMax") or not node.inputs:
+        return False
+    dims = getattr(node.inputs[0].type, "dims", None)
+    if dims is None or len(dims) < 3:
+        return False
+    axes = node.attrs.get("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1] is not None:
+        data = node.inputs[1].constant
+        axes = None if data is None else [int(a) for a in data.reshape(-1)]
+    if not axes:
+        return False
+    rank = len(dims)
+    reduced = {a % rank for a in axes}
+    return reduced | {a for a in range(2, rank) if dims[a] == 1} == set(range(2, rank))
 
 
 def _is_nhwc_to_nchw(node: Node) -> bool:
