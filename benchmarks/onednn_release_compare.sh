@@ -27,14 +27,16 @@ for threads in 1 2; do
   cpus=$([ "$threads" = 1 ] && echo 0 || echo 0-1)
   echo "## $threads thread(s)"
   for shape in "128 512 2048" "128 768 3072" "1 768 3072" "64 1024 1024"; do
+    read -r -a args <<<"$shape"
     echo "matmul M K N = $shape (packed weights)"
-    echo "  3.2 : $(old_run "$threads" "$cpus" "$work/old_matmul" $shape | grep packed)"
-    echo "  3.13: $(new_run "$threads" "$cpus" "$work/new_matmul" $shape | grep packed)"
+    echo "  3.2 : $(old_run "$threads" "$cpus" "$work/old_matmul" "${args[@]}" | grep packed)"
+    echo "  3.13: $(new_run "$threads" "$cpus" "$work/new_matmul" "${args[@]}" | grep packed)"
   done
   for conv in "3 2 0 64 3 224" "3 1 1 64 64 56" "1 1 0 256 64 56" "3 1 1 256 256 14" \
     "1 1 0 1024 256 14"; do
+    read -r -a args <<<"$conv"
     echo "conv k stride pad oc ic size = $conv (channels-last)"
-    echo "  3.2 : $(old_run "$threads" "$cpus" "$work/old_conv" $conv | grep '^nhwc->nhwc')"
-    echo "  3.13: $(new_run "$threads" "$cpus" "$work/new_conv" $conv | grep '^nhwc->nhwc')"
+    echo "  3.2 : $(old_run "$threads" "$cpus" "$work/old_conv" "${args[@]}" | grep '^nhwc->nhwc')"
+    echo "  3.13: $(new_run "$threads" "$cpus" "$work/new_conv" "${args[@]}" | grep '^nhwc->nhwc')"
   done
 done
