@@ -1,13 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""Shared fixtures: small ONNX models built with onnx.helper; --skip-newer-opsets."""
+"""Shared fixtures: small ONNX models built with onnx.helper; --skip-newer-opsets.
 
+GRAPHKILN_ADAPT_THREADS=0 for the whole session (and the processes it starts): tests that
+compare runs bit for bit must not see one run drop to one thread because the CI machine is
+busy (targets/cpu/threads.py's LoadMonitor, tested on its own with a fake /proc/loadavg)."""
+
+import os
 import re
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+
+
+os.environ.setdefault("GRAPHKILN_ADAPT_THREADS", "0")
 
 
 def pytest_addoption(parser):

@@ -17,6 +17,9 @@ VARIABLES = {
     "GRAPHKILN_NUM_THREADS": "threads for the cpu target, an integer >= 1 (default: physical "
     "cores; more than the CPUs this process may run on is lowered "
     "to that count, with a warning)",
+    "GRAPHKILN_ADAPT_THREADS": "0 keeps a cpu program on its thread count when other "
+    "processes keep the cores busy (default: runs drop to one thread then; see "
+    "targets/cpu/threads.py)",
     "GRAPHKILN_MAX_CONCURRENCY": "how many runs of one compiled program may execute at once "
     "(execution contexts per program; default: the physical "
     "cores on cpu, 4 on gpu; compile(..., max_concurrency=N) "

@@ -33,7 +33,7 @@ from .segments import ExecutorSegment, Segment, split_segments
 from ..native.lower_loops import holds_loops, refusal_detail
 from ..native.specialize import plan_graph, shape_deciding_inputs
 from .table import SUPPORT
-from .threads import num_threads
+from .threads import LOAD, num_threads
 
 
 class CpuTarget(Target):
@@ -163,7 +163,12 @@ class CpuExecutable(Executable):
 
     Plans of other shapes share their packed weights (packing_cache.py: a kernel that packs
     a constant to a layout an earlier plan packed it to takes those bytes as they are). A
-    run of a known shape costs one dictionary lookup under the lock before the executor."""
+    run of a known shape costs one dictionary lookup under the lock before the executor.
+
+    Load: while other processes keep the cores busy (threads.LoadMonitor), a program of
+    several threads runs on a one-thread twin of itself (`_narrow`, built at the first such
+    run; it shares the packed weights and the arena pool), whose kernels wait on no
+    preempted worker."""
 
     def __init__(
         self,
@@ -173,6 +178,9 @@ class CpuExecutable(Executable):
         saved: list | None = None,
         max_contexts: int = 1,
         plan_cache_size: int = DEFAULT_PLAN_CACHE_SIZE,
+        threads: int | None = None,
+        packing: PackingCache | None = None,
+        arena_pool=None,
     ):
         self.graph = graph
         self.max_contexts = max_contexts
@@ -182,11 +190,14 @@ class CpuExecutable(Executable):
         self._value_inputs_known = False
         self.fallback = fallback
         self.tune = tune  # graphkiln.tuning mode: "lookup", "exhaustive" or "off"
-        self.threads = num_threads()
+        self.threads = num_threads() if threads is None else threads
         self.profiling = False
         self.value_inputs: list[int] = []
-        self.packing = PackingCache()
-        self.arena_pool = new_arena_pool()  # every plan's runs take their arenas here
+        self.packing = PackingCache() if packing is None else packing
+        # every plan's runs take their arenas here
+        self.arena_pool = new_arena_pool() if arena_pool is None else arena_pool
+        self._narrow: CpuExecutable | None = None  # the one-thread twin (class docstring)
+        self._narrow_lock = threading.Lock()
         self._plans: OrderedDict[tuple, list[Segment]] = OrderedDict()
         self._runners: dict[tuple, object] = {}  # the same keys: the hit path's callable
         self._saved_unshared: list = []  # saved segments not yet given to self.packing
@@ -334,7 +345,28 @@ class CpuExecutable(Executable):
             out.append(SavedSpecialization(shapes, [data]))
         return out
 
+    def _narrow_twin(self) -> CpuExecutable:
+        """The one-thread twin this program runs on while the machine is crowded."""
+        with self._narrow_lock:
+            if self._narrow is None:
+                twin = CpuExecutable(
+                    self.graph,
+                    self.fallback,
+                    self.tune,
+                    None,
+                    self.max_contexts,
+                    self.plan_cache_size,
+                    threads=1,
+                    packing=self.packing,
+                    arena_pool=self.arena_pool,
+                )
+                twin.set_profiling(self.profiling)
+                self._narrow = twin
+            return self._narrow
+
     def run(self, inputs) -> list:
+        if self.threads > 1 and LOAD.crowded(self.threads):
+            return self._narrow_twin().run(inputs)
         arrays = [np.asarray(a, order="C") for a in inputs]
         key = (tuple(a.shape for a in arrays), ())
         if not self.value_inputs:  # the hit path: a lookup, then the executor
@@ -354,6 +386,8 @@ class CpuExecutable(Executable):
         with self._lock:
             self.profiling = on
             plans = list(self._plans.values())
+        if self._narrow is not None:
+            self._narrow.set_profiling(on)
         for segments in plans:
             for s in segments:
                 s.set_profiling(on)

@@ -17,6 +17,8 @@ import warnings
 
 from ... import env
 
+LOADAVG = "/proc/loadavg"
+
 
 class ThreadCountWarning(RuntimeWarning):
     """GRAPHKILN_NUM_THREADS asks for more threads than this process has CPUs."""
@@ -90,3 +92,68 @@ def num_threads() -> int:
             stacklevel=2,
         )
     return cpus
+
+
+class LoadMonitor:
+    """Whether other processes keep this machine's cores busy, so that a run on several
+    threads would wait for preempted ones.
+
+    The cpu target's kernels split each step statically over their threads and wait for
+    all of them (oneDNN's OpenMP regions, our `omp parallel for`). On a machine where other
+    work holds the cores, each parallel region waits for a preempted worker, a scheduler
+    time slice each: measured on 2 vCPUs beside 2 busy processes, a 0.66 ms model took
+    104 ms at 2 threads and 0.83 ms at 1 (benchmarks/results/cpu_vs_onnxruntime.md). A run
+    on one thread has no region to wait on.
+
+    Sampled at most every SAMPLE_S seconds from /proc/loadavg's count of runnable threads
+    right now, less this program's own threads (the caller and, counted as running, the
+    workers of its last run), smoothed over about SMOOTH_S seconds. Crowded: fewer free
+    CPUs than the threads a run wants. Off where there is no /proc/loadavg, or with
+    GRAPHKILN_ADAPT_THREADS=0."""
+
+    SAMPLE_S = 0.2
+    SMOOTH_S = 2.0
+
+    def __init__(self, path: str = LOADAVG):
+        self.path = path
+        self._lock = threading.Lock()
+        self._last = -1.0
+        self._others = 0.0  # smoothed runnable threads of other work
+
+    def _runnable(self) -> int | None:
+        try:
+            with open(self.path) as f:
+                fields = f.read().split()
+            return int(fields[3].split("/")[0])
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def others(self, threads: int, now: float | None = None) -> float:
+        """Smoothed count of runnable threads that are not this run's `threads`."""
+        import math
+        import time
+
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            if self._last >= 0 and now - self._last < self.SAMPLE_S:
+                return self._others
+            runnable = self._runnable()
+            if runnable is None:
+                return 0.0
+            sample = max(0.0, float(runnable - threads))
+            if self._last < 0:
+                self._others = sample
+            else:
+                keep = math.exp(-(now - self._last) / self.SMOOTH_S)
+                self._others = keep * self._others + (1.0 - keep) * sample
+            self._last = now
+            return self._others
+
+    def crowded(self, threads: int) -> bool:
+        """Whether a run on `threads` threads (> 1) would find fewer free CPUs."""
+        if threads <= 1 or env.get("GRAPHKILN_ADAPT_THREADS") == "0":
+            return False
+        return usable_cpus() - self.others(threads) < threads - 0.5
+
+
+LOAD = LoadMonitor()

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Runs under load: while other processes keep the cores busy (threads.LoadMonitor, fed a
+fake /proc/loadavg here), a program of several threads runs on its one-thread twin, with
+the same results (against ref); GRAPHKILN_ADAPT_THREADS=0 keeps it on its threads."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import graphkiln as gk
+from graphkiln.targets.cpu import threads as cpu_threads
+
+from cpu_testing import check_cpu, node, onnx_model, rand
+
+
+@pytest.fixture
+def loadavg(tmp_path, monkeypatch):
+    """Point the process's load monitor at a file the test writes: write(runnable)."""
+    path = tmp_path / "loadavg"
+    monitor = cpu_threads.LoadMonitor(str(path))
+    monitor.SAMPLE_S = 0.0  # every call samples
+    monitor.SMOOTH_S = 1e-9  # and takes the sample as it is
+    monkeypatch.setattr(cpu_threads, "LOAD", monitor)
+    monkeypatch.setattr("graphkiln.targets.cpu.target.LOAD", monitor)
+    monkeypatch.setattr(cpu_threads, "usable_cpus", lambda: 2)
+    monkeypatch.setenv("GRAPHKILN_ADAPT_THREADS", "1")
+
+    def write(runnable: int):
+        path.write_text(f"0.50 0.40 0.30 {runnable}/321 4567\n")
+
+    write(1)
+    return write
+
+
+def _model():
+    inits = {
+        "w1": rand((16, 3, 3, 3), 1),
+        "b1": rand((16,), 2),
+        "w2": rand((8, 16, 1, 1), 3),
+        "axes": np.array([2, 3], np.int64),
+    }
+    nodes = [
+        node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1]),
+        node("Relu", ["c"], ["r"]),
+        node("Conv", ["r", "w2"], ["d"]),
+        node("ReduceMean", ["d", "axes"], ["y"], keepdims=0),
+    ]
+    return onnx_model(nodes, {"x": (2, 3, 12, 12)}, {"y": (2, 8)}, inits)
+
+
+def _compile(monkeypatch, threads=2):
+    monkeypatch.setenv("GRAPHKILN_NUM_THREADS", str(threads))
+    return gk.parse_onnx_buffer(_model()).compile("cpu")
+
+
+def test_monitor_counts_runnable_threads_of_others(loadavg):
+    monitor = cpu_threads.LOAD
+    loadavg(2)  # this run's two threads: nobody else
+    assert monitor.others(2) == 0.0 and not monitor.crowded(2)
+    loadavg(4)  # two more: both CPUs taken by other work
+    assert monitor.others(2) == 2.0 and monitor.crowded(2)
+    loadavg(3)  # one more: one CPU free, fewer than two threads want
+    assert monitor.crowded(2)
+    assert not monitor.crowded(1)  # one thread never needs to drop
+
+
+def test_monitor_smooths_and_samples_at_most_every_period(tmp_path):
+    path = tmp_path / "loadavg"
+    monitor = cpu_threads.LoadMonitor(str(path))
+    path.write_text("1.0 1.0 1.0 6/100 1\n")
+    assert monitor.others(2, now=10.0) == 4.0  # the first sample is taken as it is
+    path.write_text("1.0 1.0 1.0 2/100 1\n")
+    assert monitor.others(2, now=10.05) == 4.0  # within SAMPLE_S: the last value
+    smoothed = monitor.others(2, now=12.0)  # one SMOOTH_S later: part way down
+    assert 0.0 < smoothed < 4.0
+    assert np.isclose(smoothed, 4.0 * np.exp(-2.0 / monitor.SMOOTH_S))
+
+
+def test_monitor_is_off_without_proc_loadavg(tmp_path):
+    monitor = cpu_threads.LoadMonitor(str(tmp_path / "missing"))
+    assert monitor.others(2) == 0.0 and not monitor.crowded(2)
+
+
+def test_crowded_runs_take_the_one_thread_twin(loadavg, monkeypatch):
+    program = _compile(monkeypatch)
+    executable = program._executable
+    x = rand((2, 3, 12, 12), 4)
+    expected = gk.parse_onnx_buffer(_model()).compile("ref").run({"x": x})[0]
+    loadavg(2)
+    np.testing.assert_allclose(program.run({"x": x})[0], expected, rtol=1e-4, atol=1e-5)
+    assert executable._narrow is None  # nobody else running: its own threads
+    loadavg(5)
+    np.testing.assert_allclose(program.run({"x": x})[0], expected, rtol=1e-4, atol=1e-5)
+    twin = executable._narrow
+    assert twin is not None and twin.threads == 1
+    assert twin.packing is executable.packing and twin.arena_pool is executable.arena_pool
+    loadavg(2)  # the load is gone: back to the program's own plans
+    program.run({"x": x})
+    assert executable._narrow is twin  # kept for the next crowded run
+
+
+def test_crowded_concurrent_runs_build_one_twin(loadavg, monkeypatch):
+    program = _compile(monkeypatch)
+    loadavg(6)
+    x = rand((2, 3, 12, 12), 5)
+    expected = gk.parse_onnx_buffer(_model()).compile("ref").run({"x": x})[0]
+    results, twins = [], set()
+
+    def call():
+        results.append(program.run({"x": x})[0])
+        twins.add(id(program._executable._narrow))
+
+    callers = [threading.Thread(target=call) for _ in range(6)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert len(results) == 6 and len(twins) == 1
+    for r in results:
+        np.testing.assert_allclose(r, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_adapt_threads_off_keeps_the_threads(loadavg, monkeypatch):
+    program = _compile(monkeypatch)
+    loadavg(6)
+    monkeypatch.setenv("GRAPHKILN_ADAPT_THREADS", "0")
+    check_cpu(_model(), {"x": rand((2, 3, 12, 12), 6)}, rtol=1e-4, atol=1e-5)
+    program.run({"x": rand((2, 3, 12, 12), 7)})
+    assert program._executable._narrow is None
+
+
+def test_one_thread_program_never_needs_a_twin(loadavg, monkeypatch):
+    program = _compile(monkeypatch, threads=1)
+    loadavg(8)
+    program.run({"x": rand((2, 3, 12, 12), 8)})
+    assert program._executable._narrow is None
