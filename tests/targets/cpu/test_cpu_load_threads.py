@@ -15,22 +15,35 @@ from graphkiln.targets.cpu import threads as cpu_threads
 from cpu_testing import check_cpu, node, onnx_model, rand
 
 
+def _fake_proc(tmp_path):
+    """A fake /proc/loadavg and /proc/self/task: write(runnable, own) sets the machine's
+    runnable threads and how many of this process's are running (one more sleeping)."""
+    path, tasks = tmp_path / "loadavg", tmp_path / "task"
+
+    def write(runnable: int, own: int = 2):
+        path.write_text(f"0.50 0.40 0.30 {runnable}/321 4567\n")
+        for old in tasks.glob("*/stat"):
+            old.unlink()
+        for i in range(own + 1):
+            (tasks / str(100 + i)).mkdir(parents=True, exist_ok=True)
+            state = "R" if i < own else "S"
+            (tasks / str(100 + i) / "stat").write_text(f"{100 + i} (py thread) {state} 1 2 3\n")
+
+    return str(path), str(tasks), write
+
+
 @pytest.fixture
 def loadavg(tmp_path, monkeypatch):
-    """Point the process's load monitor at a file the test writes: write(runnable)."""
-    path = tmp_path / "loadavg"
-    monitor = cpu_threads.LoadMonitor(str(path))
+    """Point the process's load monitor at files the test writes: write(runnable, own)."""
+    path, tasks, write = _fake_proc(tmp_path)
+    monitor = cpu_threads.LoadMonitor(path, tasks)
     monitor.SAMPLE_S = 0.0  # every call samples
     monitor.SMOOTH_S = 1e-9  # and takes the sample as it is
     monkeypatch.setattr(cpu_threads, "LOAD", monitor)
     monkeypatch.setattr("graphkiln.targets.cpu.target.LOAD", monitor)
     monkeypatch.setattr(cpu_threads, "usable_cpus", lambda: 2)
     monkeypatch.setenv("GRAPHKILN_ADAPT_THREADS", "1")
-
-    def write(runnable: int):
-        path.write_text(f"0.50 0.40 0.30 {runnable}/321 4567\n")
-
-    write(1)
+    write(2)
     return write
 
 
@@ -57,21 +70,23 @@ def _compile(monkeypatch, threads=2):
 
 def test_monitor_counts_runnable_threads_of_others(loadavg):
     monitor = cpu_threads.LOAD
-    loadavg(2)  # this run's two threads: nobody else
+    loadavg(2)  # this process's two threads: nobody else
     assert monitor.others(2) == 0.0 and not monitor.crowded(2)
     loadavg(4)  # two more: both CPUs taken by other work
     assert monitor.others(2) == 2.0 and monitor.crowded(2)
     loadavg(3)  # one more: one CPU free, fewer than two threads want
     assert monitor.crowded(2)
     assert not monitor.crowded(1)  # one thread never needs to drop
+    loadavg(4, own=4)  # this process's other pool spinning: not other work
+    assert monitor.others(2) == 0.0 and not monitor.crowded(2)
 
 
 def test_monitor_smooths_and_samples_at_most_every_period(tmp_path):
-    path = tmp_path / "loadavg"
-    monitor = cpu_threads.LoadMonitor(str(path))
-    path.write_text("1.0 1.0 1.0 6/100 1\n")
+    path, tasks, write = _fake_proc(tmp_path)
+    monitor = cpu_threads.LoadMonitor(path, tasks)
+    write(6)
     assert monitor.others(2, now=10.0) == 4.0  # the first sample is taken as it is
-    path.write_text("1.0 1.0 1.0 2/100 1\n")
+    write(2)
     assert monitor.others(2, now=10.05) == 4.0  # within SAMPLE_S: the last value
     smoothed = monitor.others(2, now=12.0)  # one SMOOTH_S later: part way down
     assert 0.0 < smoothed < 4.0
@@ -79,8 +94,25 @@ def test_monitor_smooths_and_samples_at_most_every_period(tmp_path):
 
 
 def test_monitor_is_off_without_proc_loadavg(tmp_path):
-    monitor = cpu_threads.LoadMonitor(str(tmp_path / "missing"))
+    monitor = cpu_threads.LoadMonitor(str(tmp_path / "missing"), str(tmp_path / "none"))
     assert monitor.others(2) == 0.0 and not monitor.crowded(2)
+
+
+def test_monitor_without_task_list_counts_the_run_threads_as_its_own(tmp_path):
+    path, _, write = _fake_proc(tmp_path)
+    monitor = cpu_threads.LoadMonitor(path, str(tmp_path / "none"))
+    write(5)
+    assert monitor.others(2) == 3.0
+
+
+def test_monitor_reads_this_process(monkeypatch):
+    """On Linux, the real files: this (single-threaded at this point) test is one of the
+    machine's runnable threads."""
+    monitor = cpu_threads.LoadMonitor()
+    if monitor._runnable() is None:
+        pytest.skip("no /proc/loadavg")
+    assert monitor._own_runnable() >= 1
+    assert monitor.others(1) >= 0.0
 
 
 def test_crowded_runs_take_the_one_thread_twin(loadavg, monkeypatch):

@@ -105,17 +105,18 @@ class LoadMonitor:
     104 ms at 2 threads and 0.83 ms at 1 (benchmarks/results/cpu_vs_onnxruntime.md). A run
     on one thread has no region to wait on.
 
-    Sampled at most every SAMPLE_S seconds from /proc/loadavg's count of runnable threads
-    right now, less this program's own threads (the caller and, counted as running, the
-    workers of its last run), smoothed over about SMOOTH_S seconds. Crowded: fewer free
-    CPUs than the threads a run wants. Off where there is no /proc/loadavg, or with
-    GRAPHKILN_ADAPT_THREADS=0."""
+    Sampled at most every SAMPLE_S seconds: the machine's runnable threads right now
+    (/proc/loadavg) less this process's (/proc/self/task: the caller, worker threads still
+    spinning after the last run, any other thread pool of the process), smoothed over about
+    SMOOTH_S seconds. Crowded: fewer free CPUs than the threads a run wants. Off where there
+    is no /proc/loadavg, or with GRAPHKILN_ADAPT_THREADS=0."""
 
     SAMPLE_S = 0.2
     SMOOTH_S = 2.0
 
-    def __init__(self, path: str = LOADAVG):
+    def __init__(self, path: str = LOADAVG, tasks: str = "/proc/self/task"):
         self.path = path
+        self.tasks = tasks
         self._lock = threading.Lock()
         self._last = -1.0
         self._others = 0.0  # smoothed runnable threads of other work
@@ -128,8 +129,25 @@ class LoadMonitor:
         except (OSError, IndexError, ValueError):
             return None
 
+    def _own_runnable(self) -> int | None:
+        """This process's threads that are running or ready to (state R)."""
+        try:
+            names = os.listdir(self.tasks)
+        except OSError:
+            return None
+        count = 0
+        for name in names:
+            try:
+                with open(os.path.join(self.tasks, name, "stat")) as f:
+                    # "pid (comm) state ...": the state follows the last ')'
+                    count += f.read().rpartition(")")[2].split()[0] == "R"
+            except (OSError, IndexError):
+                continue  # a thread that just ended
+        return count
+
     def others(self, threads: int, now: float | None = None) -> float:
-        """Smoothed count of runnable threads that are not this run's `threads`."""
+        """Smoothed count of runnable threads of other processes (`threads`: this run's,
+        assumed all running where this process's own cannot be read)."""
         import math
         import time
 
@@ -140,7 +158,8 @@ class LoadMonitor:
             runnable = self._runnable()
             if runnable is None:
                 return 0.0
-            sample = max(0.0, float(runnable - threads))
+            own = self._own_runnable()
+            sample = max(0.0, float(runnable - (threads if own is None else max(own, 1))))
             if self._last < 0:
                 self._others = sample
             else:
