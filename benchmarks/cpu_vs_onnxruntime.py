@@ -197,6 +197,8 @@ def bench_model(folder, name, threads, runs, warmup, block, settle, settle_ms):
         "match": ok,
         "max_rel_err": err,
         "compile_s": compile_s,
+        # whether some runs went to the one-thread twin (the machine was crowded)
+        "twin": getattr(program._executable, "_narrow", None) is not None,
     }
 
 
@@ -348,8 +350,9 @@ def bench_threads(args, threads: int) -> tuple[list[str], int]:
                 for i, engine in enumerate(("graphkiln", "onnxruntime")):
                     m = memory_in_child(engine, args.dir, name, threads)
                     memory[i] = f"{m['program_mib']:.0f} / {m['run_mib']:.0f}" if m else "failed"
+            shown = f"{name} (1-thread twin ran)" if r.get("twin") else name
             line = (
-                f"| {name} | {r['graphkiln_ms']:.2f} | {r['onnxruntime_ms']:.2f} | "
+                f"| {shown} | {r['graphkiln_ms']:.2f} | {r['onnxruntime_ms']:.2f} | "
                 f"{r['ratio']:.3f} | {'yes' if r['match'] else 'NO'} | {r['max_rel_err']:.1e} | "
                 f"{r['compile_s']:.2f} | {memory[0]} | {memory[1]} |"
             )
