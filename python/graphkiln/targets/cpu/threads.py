@@ -11,8 +11,10 @@ threads, 2 ms at 16, 150 ms at 1000)."""
 
 from __future__ import annotations
 
+import math
 import os
 import threading
+import time
 import warnings
 
 from ... import env
@@ -120,6 +122,7 @@ class LoadMonitor:
         self._lock = threading.Lock()
         self._last = -1.0
         self._others = 0.0  # smoothed runnable threads of other work
+        self._cpus = 1  # usable_cpus() as of the last sample
 
     def _runnable(self) -> int | None:
         try:
@@ -148,15 +151,14 @@ class LoadMonitor:
     def others(self, threads: int, now: float | None = None) -> float:
         """Smoothed count of runnable threads of other processes (`threads`: this run's,
         assumed all running where this process's own cannot be read)."""
-        import math
-        import time
-
         now = time.monotonic() if now is None else now
         with self._lock:
             if self._last >= 0 and now - self._last < self.SAMPLE_S:
                 return self._others
+            self._cpus = usable_cpus()  # read with the sample, not on every run
             runnable = self._runnable()
-            if runnable is None:
+            if runnable is None:  # no /proc/loadavg: never crowded (looked at again later)
+                self._others, self._last = 0.0, now
                 return 0.0
             own = self._own_runnable()
             sample = max(0.0, float(runnable - (threads if own is None else max(own, 1))))
@@ -172,7 +174,8 @@ class LoadMonitor:
         """Whether a run on `threads` threads (> 1) would find fewer free CPUs."""
         if threads <= 1 or env.get("GRAPHKILN_ADAPT_THREADS") == "0":
             return False
-        return usable_cpus() - self.others(threads) < threads - 0.5
+        others = self.others(threads)  # samples (and reads the CPUs) at most every SAMPLE_S
+        return self._cpus - others < threads - 0.5
 
 
 LOAD = LoadMonitor()
