@@ -5,11 +5,18 @@
 //   inputs: X, W, B? and then the binary post-ops' operands
 //   attrs:  strides, dilations, pads_begin, pads_end (explicit, from Python), group, post_*,
 //           impl_index (tuning: which oneDNN implementation, 0 = oneDNN's first choice)
+// Quantized (u8 / s8 X and Y, s8 W: a QLinearConv, targets/cpu/lower_qconv.py): attrs
+// q_src_scale, q_wei_scales (one, or one per output channel), q_dst_scale, q_src_zp,
+// q_dst_zp; B is float32 in real units (the int32 bias times x_scale * w_scale). oneDNN
+// computes y = saturate(round((acc * q_src_scale * q_wei_scales[m] + B[m]) / q_dst_scale +
+// q_dst_zp)), acc the int32 sum over x - q_src_zp (padding reads q_src_zp), in float32.
 // Source and destination may be plain or channels-last (their strides say which). When the
 // given layouts would make oneDNN fall back to a slow implementation, the kernel computes
 // in channels-last buffers of its own and reorders around the convolution. Constant weights
 // are reordered once, at build time, into the layout the primitive chose. Depthwise filters
 // oneDNN would run through gemm go to depthwise_conv.cpp.
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -27,10 +34,71 @@ namespace {
 
 using tag = dnnl::memory::format_tag;
 
+bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
+
+// The quantization parameters of an int8 convolution: oneDNN attributes at build time, and
+// their values as run-time arguments.
+class ConvQuantization {
+ public:
+  ConvQuantization(const KernelSpec& spec, int64_t group) : group_(group) {
+    active_ = spec.attrs.has("q_wei_scales");
+    if (!active_) return;
+    src_scale_ = static_cast<float>(spec.attrs.get_float("q_src_scale"));
+    dst_scale_ = static_cast<float>(spec.attrs.get_float("q_dst_scale"));
+    for (double s : spec.attrs.get_floats("q_wei_scales"))
+      wei_scales_.push_back(static_cast<float>(s));
+    src_zp_ = static_cast<int32_t>(spec.attrs.get_int("q_src_zp", 0));
+    dst_zp_ = static_cast<int32_t>(spec.attrs.get_int("q_dst_zp", 0));
+    const int64_t maps = spec.inputs[1].dims[0];
+    if (wei_scales_.size() != 1 && static_cast<int64_t>(wei_scales_.size()) != maps)
+      spec_error(spec, "q_wei_scales: one value or one per output channel");
+  }
+  bool active() const { return active_; }
+
+  void set(dnnl::primitive_attr& attr) const {
+    if (!active_) return;
+    attr.set_scales_mask(DNNL_ARG_SRC, 0);
+    // weights are (G, O/G, I/G, k...) when grouped: the output channel spans dims 0 and 1
+    attr.set_scales_mask(DNNL_ARG_WEIGHTS, wei_scales_.size() == 1 ? 0 : (group_ > 1 ? 3 : 1));
+    attr.set_scales_mask(DNNL_ARG_DST, 0);
+    if (src_zp_ != 0) attr.set_zero_points_mask(DNNL_ARG_SRC, 0);
+    if (dst_zp_ != 0) attr.set_zero_points_mask(DNNL_ARG_DST, 0);
+  }
+
+  // The argument memories (filled once; they hold values, not per-run data).
+  void add_args(std::unordered_map<int, dnnl::memory>& args) {
+    if (!active_) return;
+    auto f32 = [](const std::vector<float>& v) {
+      dnnl::memory m({{static_cast<int64_t>(v.size())}, dnnl::memory::data_type::f32, tag::a},
+                     onednn_engine());
+      std::copy(v.begin(), v.end(), static_cast<float*>(m.get_data_handle()));
+      return m;
+    };
+    auto s32 = [](int32_t v) {
+      dnnl::memory m({{1}, dnnl::memory::data_type::s32, tag::a}, onednn_engine());
+      *static_cast<int32_t*>(m.get_data_handle()) = v;
+      return m;
+    };
+    args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC] = f32({src_scale_});
+    args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS] = f32(wei_scales_);
+    args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST] = f32({dst_scale_});
+    if (src_zp_ != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = s32(src_zp_);
+    if (dst_zp_ != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = s32(dst_zp_);
+  }
+
+ private:
+  int64_t group_;
+  bool active_ = false;
+  float src_scale_ = 1, dst_scale_ = 1;
+  std::vector<float> wei_scales_;
+  int32_t src_zp_ = 0, dst_zp_ = 0;
+};
+
 class ConvKernel : public Kernel {
  public:
   explicit ConvKernel(const KernelSpec& spec)
-      : post_(std::make_unique<OnednnPostOps>(spec, spec.outputs[0].dims)) {
+      : post_(std::make_unique<OnednnPostOps>(spec, spec.outputs[0].dims)),
+        quant_(spec, spec.attrs.get_int("group", 1)) {
     const TensorInfo& x = spec.inputs[0];
     const TensorInfo& w = spec.inputs[1];
     const TensorInfo& y = spec.outputs[0];
@@ -65,6 +133,7 @@ class ConvKernel : public Kernel {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       if (!post.empty()) attr.set_post_ops(post.ops());
+      quant_.set(attr);
       if (has_bias)
         return dnnl::convolution_forward::primitive_desc(
             onednn_engine(), dnnl::prop_kind::forward_inference,
@@ -86,7 +155,7 @@ class ConvKernel : public Kernel {
       found = !onednn_slow_impl(direct);
     } catch (const dnnl::error&) {
     }
-    if (!found && x.dtype == DType::f32) {
+    if (!found && (x.dtype == DType::f32 || quant_.active())) {
       // channels-last on both sides: oneDNN's fast kernels take it
       dnnl::memory::desc src_cl = onednn_desc(x.dtype, x.dims, channels_last_strides(x.dims));
       dnnl::memory::desc dst_cl = onednn_desc(y.dtype, y.dims, channels_last_strides(y.dims));
@@ -137,6 +206,7 @@ class ConvKernel : public Kernel {
       args_[DNNL_ARG_BIAS] = bias_;
     }
     post_->add_args(args_);
+    quant_.add_args(args_);
     description_ = impl_ + " scratch=" + std::to_string(pd.scratchpad_desc().get_size()) +
                    (src_md != src_user ? " +src reorder" : "") +
                    (dst_md != dst_user ? " +dst reorder" : "") + " (direct: " + direct + "; x " +
@@ -164,6 +234,7 @@ class ConvKernel : public Kernel {
 
  private:
   std::unique_ptr<OnednnPostOps> post_;
+  ConvQuantization quant_;
   std::string impl_, description_;
   dnnl::convolution_forward prim_;
   dnnl::stream stream_{onednn_engine()};
@@ -180,13 +251,16 @@ std::unique_ptr<Kernel> make_conv(const KernelSpec& spec) {
   const TensorInfo& w = spec.inputs[1];
   if (x.rank() < 3 || x.rank() > 5 || w.rank() != x.rank())
     spec_error(spec, "X and W must be 3-D to 5-D tensors of the same rank");
-  if (x.dtype != DType::f32 || w.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32)
-    spec_error(spec, "only f32 is supported");
+  const bool quantized = spec.attrs.has("q_wei_scales");
+  if (quantized
+          ? !(is_int8(x.dtype) && w.dtype == DType::i8 && is_int8(spec.outputs[0].dtype))
+          : (x.dtype != DType::f32 || w.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32))
+    spec_error(spec, quantized ? "quantized: u8 / s8 X and Y, s8 W" : "only f32 is supported");
   StepPacking* packing = current_step_packing();  // null outside an Executor's build
   const size_t packed_before = packing != nullptr ? packing->packed.size() : 0;
   const int64_t reused_before = packing != nullptr ? packing->reused : 0;
   auto conv = std::make_unique<ConvKernel>(spec);
-  if (onednn_slow_impl(conv->impl())) {
+  if (onednn_slow_impl(conv->impl()) && !quantized) {
     // depthwise filters oneDNN has no direct kernel for: our own loop (depthwise_conv.cpp)
     if (auto direct = make_depthwise_conv(spec)) {
       if (packing != nullptr) {  // the oneDNN kernel's packed weights go with it

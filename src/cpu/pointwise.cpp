@@ -72,9 +72,16 @@ inline void store_as(const T* src, int64_t n, D* dst, int64_t stride) {
   }
 }
 
-// Integers go through int64 (the program already truncated and wrapped them).
+// Integers go through int64 (the program already truncated and wrapped them), or int32 for
+// types of 16 bits or less, whose values int32 holds: that conversion vectorizes.
 template <typename D, typename T>
 inline void store_int(const T* src, int64_t n, D* dst, int64_t stride) {
+  if constexpr (sizeof(D) <= 2) {
+    if (stride == 1) {
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(static_cast<int32_t>(src[i]));
+      return;
+    }
+  }
   for (int64_t i = 0; i < n; ++i) dst[i * stride] = static_cast<D>(static_cast<int64_t>(src[i]));
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 // FP exceptions are never inspected: let the vectorizer if-convert float selects.
 #pragma GCC optimize("no-trapping-math")

@@ -2,7 +2,8 @@
 // Copyright graphkiln authors
 // Pooling. "Pool": MaxPool / AveragePool through oneDNN (attrs: algorithm = max |
 // avg_include_padding | avg_exclude_padding, kernel_shape, strides, dilations, pads_begin,
-// pads_end: explicit, ceil_mode already folded into pads_end by Python). "GlobalPool":
+// pads_end: explicit, ceil_mode already folded into pads_end by Python; f32, and u8 / s8 for
+// max). "GlobalPool":
 // mean or max over all spatial positions (attr mode = avg | max) of plain or channels-last
 // data, a loop of our own.
 #include <algorithm>
@@ -106,8 +107,11 @@ std::unique_ptr<Kernel> make_pool(const KernelSpec& spec) {
   if (spec.inputs.size() != 1 || spec.outputs.size() != 1) spec_error(spec, "takes one input");
   const TensorInfo& x = spec.inputs[0];
   if (x.rank() < 3 || x.rank() > 5) spec_error(spec, "X must be 3-D to 5-D");
-  if (x.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32)
-    spec_error(spec, "only f32 is supported");
+  // max pooling of quantized data: the same maximum, no arithmetic
+  const bool int8_max = (x.dtype == DType::u8 || x.dtype == DType::i8) &&
+                        spec.attrs.get_str("algorithm") == "max";
+  if ((x.dtype != DType::f32 && !int8_max) || spec.outputs[0].dtype != x.dtype)
+    spec_error(spec, "f32, or u8 / s8 for max pooling, the output of the input's type");
   return std::make_unique<PoolKernel>(spec);
 }
 

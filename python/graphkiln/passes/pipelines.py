@@ -3,8 +3,9 @@
 """Pass pipelines built from named phases: `pipeline(name, extra)` is the list a target
 runs (`Target.passes`); PIPELINES says which phases, in which order, each pipeline has, so
 a target's pipeline is read here, not edited out of another's. `extra` fills the named
-slots a pipeline leaves for target passes that live above this layer (the gpu's
-reduced-precision pass in "before_fusion")."""
+slots a pipeline leaves for passes a target chooses (the gpu's reduced-precision pass in
+"before_fusion"; the cpu's int8 recognition in "start" and its expansion of the remaining
+quantize / dequantize nodes in "before_fusion")."""
 
 from __future__ import annotations
 
@@ -64,13 +65,15 @@ PHASES: dict[str, list] = {
     "fuse_reduction": [fuse_reduction],
     "finish": [eliminate_dead_code],
 }
-SLOTS = ("before_fusion",)  # phases a target fills through `extra`
+SLOTS = ("start", "before_fusion")  # phases a target fills through `extra`
 
 PIPELINES: dict[str, tuple[str, ...]] = {
     "full": (
+        "start",
         "cleanup",
         "recognize",
         "decompose",
+        "before_fusion",
         "fuse_pointwise",
         "fuse_epilogue",
         "fuse_reduction",

@@ -489,9 +489,17 @@ def lower_conv_transpose(node: Node, ctx: LoweringContext) -> None:
 # -- pooling ---------------------------------------------------------------------------------
 
 
+def _int8_max_pool(node: Node) -> bool:
+    """A MaxPool of u8 / i8 data (a quantized CNN's): oneDNN takes it as it is."""
+    dtypes = {node.inputs[0].type.dtype, node.outputs[0].type.dtype}
+    return node.op == "MaxPool" and len(dtypes) == 1 and dtypes <= {DType.u8, DType.i8}
+
+
 def _pool_ok(node: Node, ctx=None) -> bool:
     x = node.inputs[0]
-    if not (_static(x) and _f32(x, node.outputs[0]) and 3 <= len(x.type.dims) <= 5):
+    if not (_static(x) and 3 <= len(x.type.dims) <= 5):
+        return False
+    if not (_f32(x, node.outputs[0]) or _int8_max_pool(node)):
         return False
     if node.op == "MaxPool":
         if len(node.outputs) > 1 and node.outputs[1] is not None:

@@ -36,6 +36,7 @@ from . import (
     lower_fused,
     lower_matmul,
     lower_norm,
+    lower_qconv,
     lower_reduce,
     lower_rotary,
 )
@@ -77,6 +78,9 @@ for _module in (
     LOWERINGS.update(_module.LOWERINGS)
 # a Loop a plan did not unroll (lower_loops.py) is compiled in line on cpu (lower_control.py)
 LOWERINGS["Loop"] = lower_control.LOOP_LOWERING
+# QLinearConv runs on oneDNN's int8 convolution where it can (lower_qconv.py), else on the
+# shared portable kernel
+LOWERINGS.update(lower_qconv.LOWERINGS)
 
 SUPPORT = SupportContext("cpu", LOWERINGS)
 FUSED_KINDS = frozenset(lower_fused.FAMILIES)  # the Fused kinds lower_fused lowers

@@ -50,12 +50,18 @@ class CpuTarget(Target):
         "max_concurrency": OPTION_HELP + " (cpu default: the physical cores)",
         "plan_cache_size": CACHE_HELP,
         "shapes": SHAPES_HELP,
+        "int8": "True (default) runs a QDQ model's quantized convolutions and poolings on "
+        "int8 kernels (results may differ from the ref target by one unit where a value "
+        "lies on a rounding boundary); False computes them in float32 between its "
+        "DequantizeLinear and QuantizeLinear nodes, exactly as ref does",
     }
 
     def passes(self, options: dict) -> list:
+        from ...passes import expand_quantize, fold_quantized
         from ...passes.pipelines import pipeline
 
-        return pipeline("full")
+        start = [fold_quantized] if options.get("int8", True) else []
+        return pipeline("full", {"start": start, "before_fusion": [expand_quantize]})
 
     def node_support(self, node: Node) -> bool | None:
         """Whether the cpu runs `node` (None: the input shapes of each plan decide)."""

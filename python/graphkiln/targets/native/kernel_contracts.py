@@ -81,6 +81,10 @@ _ATTENTION_GPU = (
     "v_dim:int v_strides:ints y_strides:ints ?variant:int"
 )
 _POST_OPS = "?post_ops:strs ?post_arg:ints ?post_alpha:floats ?post_beta:floats"
+# an int8 convolution's quantization (targets/cpu/lower_qconv.py)
+_CONV_QUANT = (
+    "?q_dst_scale:float ?q_dst_zp:int ?q_src_scale:float ?q_src_zp:int ?q_wei_scales:floats"
+)
 _ONEDNN_CONV = (
     "?dilations:ints ?group:int ?pads_begin:ints ?pads_end:ints ?strides:ints " + _POST_OPS
 )
@@ -125,7 +129,7 @@ TABLE: dict[str, dict[str, Contract]] = {
     "CastSteps": both(1, 1, _CAST_STEPS),
     "CastSubByteInt": both(1, 1, "bits:int codes:ints"),
     "Conv": _merge(
-        cpu((3, None), 1, _ONEDNN_CONV + " ?impl_index:int"),
+        cpu((3, None), 1, _ONEDNN_CONV + " " + _CONV_QUANT + " ?impl_index:int"),
         gpu(
             (3, 4),
             1,

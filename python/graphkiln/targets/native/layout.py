@@ -15,14 +15,16 @@ from __future__ import annotations
 from ...ir import DType, Node, TensorType, Value
 from ...passes.op_classes import POINTWISE
 
-PRODUCERS = frozenset({"Conv", "MaxPool", "AveragePool"})
+PRODUCERS = frozenset({"Conv", "QLinearConv", "MaxPool", "AveragePool"})
+# float activations, and the u8 / i8 ones of a quantized CNN (QLinearConv, MaxPool)
+_DTYPES = frozenset({DType.f32, DType.u8, DType.i8})
 
 
 def _candidate(value: Value | None) -> bool:
     t = value.type if value is not None else None
     return (
         isinstance(t, TensorType)
-        and t.dtype == DType.f32
+        and t.dtype in _DTYPES
         and t.dims is not None
         and 3 <= len(t.dims) <= 5
         and all(isinstance(d, int) for d in t.dims)
@@ -44,7 +46,16 @@ def _is_pointwise(node: Node) -> bool:
 
 # Readers that take channels-last data as it is (the others get a reorder to plain).
 CHANNELS_LAST_READERS = frozenset(
-    {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Concat", "Transpose"}
+    {
+        "Conv",
+        "QLinearConv",
+        "MaxPool",
+        "AveragePool",
+        "GlobalAveragePool",
+        "GlobalMaxPool",
+        "Concat",
+        "Transpose",
+    }
 )
 
 

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""Models onnxruntime's own quantizer wrote (quantize_static on a small CNN, recorded by
+tools/record_quantized_models.py with onnxruntime's outputs): QDQ with u8 and with i8
+activations, and QOperator. On cpu their convolutions run on oneDNN's int8 kernels (the QDQ
+ones recognized by passes/fold_quantized.py) and the results match onnxruntime's and the
+ref target's."""
+
+import os
+
+import numpy as np
+import pytest
+
+import graphkiln as gk
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+VARIANTS = ["qdq_u8", "qdq_s8", "qop"]
+CONVS = 8  # in tools/record_quantized_models.py's float_cnn
+
+
+def _path(name):
+    return os.path.join(DATA, f"small_cnn_{name}.onnx")
+
+
+def _run(program, x):
+    (logits,) = program.run({"input": x})
+    return np.asarray(logits)
+
+
+def _steps(program):
+    plans = program._executable._plans.values()
+    return [step for segments in plans for s in segments for step in s.plan.steps]
+
+
+def _int8_convs(program):
+    """The steps running oneDNN's int8 convolution."""
+    return [s for s in _steps(program) if s.kernel == "Conv" and "q_wei_scales" in s.attrs]
+
+
+def _unit(logits):
+    """The spacing of the quantized logits (their last QuantizeLinear's scale)."""
+    steps = np.diff(np.unique(logits))
+    return float(steps.min())
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_matches_onnxruntime(name):
+    recorded = np.load(os.path.join(DATA, f"small_cnn_{name}.npz"))
+    program = gk.parse_onnx(_path(name)).compile("cpu")
+    assert len(_int8_convs(program)) == CONVS
+    got = _run(program, recorded["input"])
+    want = recorded["output"]
+    assert len(np.unique(want)) == want.size  # ten distinct logits, not a saturated head
+    np.testing.assert_allclose(got, want, rtol=0, atol=1.01 * _unit(want))
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_int8_against_ref_and_float(name):
+    """On other seeded inputs: int8 kernels within one unit of the logits' scale of ref
+    (the QDQ graph computed in float, as written) and of the cpu's own float path."""
+    ref = gk.parse_onnx(_path(name)).compile("ref")
+    int8 = gk.parse_onnx(_path(name)).compile("cpu")
+    as_float = gk.parse_onnx(_path(name)).compile("cpu", int8=False)
+    # QOperator models are integer ops as written; int8=False keeps QDQ graphs in float
+    assert len(_int8_convs(as_float)) == (CONVS if name == "qop" else 0)
+    for seed in range(3):
+        x = np.random.default_rng(100 + seed).standard_normal((1, 3, 32, 32)).astype(np.float32)
+        want = _run(ref, x)
+        unit = _unit(want)
+        np.testing.assert_allclose(_run(int8, x), want, rtol=0, atol=1.01 * unit)
+        if name != "qop":  # the float path is ref's arithmetic
+            np.testing.assert_allclose(_run(as_float, x), want, rtol=0, atol=1.01 * unit)
+
+
+def test_verify_passes_accepts_the_int8_rewrite():
+    """compile(verify_passes=True) checks fold_quantized's graph, not its rounding, and
+    holds the passes after it to its results."""
+    program = gk.parse_onnx(_path("qdq_u8")).compile("cpu", verify_passes=True)
+    assert len(_int8_convs(program)) == CONVS

@@ -1,0 +1,183 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""passes/fold_quantized.py (QDQ Conv / MaxPool -> QLinearConv / integer MaxPool) and
+passes/expand_quantize.py (per-tensor QuantizeLinear / DequantizeLinear -> pointwise ops):
+which graphs they rewrite, which they leave, and the values on ref: the folded graph
+within one unit of the QDQ graph, the expanded one equal to it."""
+
+import numpy as np
+import pytest
+
+from graphkiln.ir import DType, Graph, TensorType
+from graphkiln.ir.clone import clone_graph
+from graphkiln.passes import expand_quantize, fold_quantized
+from graphkiln.passes.context import PassContext
+from graphkiln.targets.ref.evaluator import run_graph
+from graphkiln.targets.ref.table import KERNELS
+
+U8, I8 = DType.u8, DType.i8
+
+
+def _scalar(g, value, dtype):
+    return g.constant(np.array(value, dtype.numpy))
+
+
+def _qdq_conv(
+    rng,
+    *,
+    relu=False,
+    y_zero=0,
+    bias_scale_factor=1.0,
+    w_zero=0,
+    per_channel=True,
+    act=U8,
+):
+    """Q(Relu?(Conv(DQ(x), DQ(w), DQ(b)))) as quantizers write it."""
+    g = Graph()
+    x = g.add_input("x", TensorType(act, (1, 4, 7, 7)))
+    x_scale = 0.05
+    w_scale = rng.uniform(0.01, 0.03, size=(6,) if per_channel else ()).astype(np.float32)
+    x_real = g.add("DequantizeLinear", x, _scalar(g, x_scale, DType.f32), _scalar(g, 3, act))
+    w_q = g.constant(rng.integers(-127, 128, size=(6, 4, 3, 3)).astype(np.int8))
+    w_zero_data = np.full(w_scale.shape, w_zero, np.int8)
+    w_real = g.add("DequantizeLinear", w_q, g.constant(w_scale), g.constant(w_zero_data), axis=0)
+    b_q = g.constant(rng.integers(-2000, 2000, size=(6,)).astype(np.int32))
+    b_scale = (np.float32(x_scale) * w_scale * bias_scale_factor).astype(np.float32)
+    b_real = g.add("DequantizeLinear", b_q, g.constant(b_scale.reshape(-1)), axis=0)
+    y = g.add("Conv", x_real, w_real, b_real, pads=(1, 1, 1, 1))
+    if relu:
+        y = g.add("Relu", y)
+    out = g.add("QuantizeLinear", y, _scalar(g, 0.4, DType.f32), _scalar(g, y_zero, act))
+    g.outputs = [out]
+    return g
+
+
+def _ops(graph):
+    return [n.op for n in graph.nodes if n.op != "Constant"]
+
+
+def _inputs(graph, seed):
+    rng = np.random.default_rng(seed)
+    feeds = []
+    for v in graph.inputs:
+        info = np.iinfo(v.type.dtype.numpy)
+        feeds.append(rng.integers(info.min, info.max + 1, size=v.type.dims).astype(info.dtype))
+    return feeds
+
+
+def _fold_and_compare(graph, expected_ops, seed=0):
+    original = clone_graph(graph)
+    fold_quantized.run(graph, PassContext())
+    graph.verify()
+    assert _ops(graph) == expected_ops
+    feeds = _inputs(original, seed)
+    (want,) = run_graph(original, feeds, KERNELS)
+    (got,) = run_graph(graph, feeds, KERNELS)
+    diff = np.abs(got.astype(np.int32) - want.astype(np.int32))
+    assert diff.max() <= 1 and np.mean(diff == 0) > 0.97
+    assert len(np.unique(want)) > 8
+    return graph
+
+
+@pytest.mark.parametrize("act", [U8, I8])
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_conv_becomes_qlinear_conv(act, per_channel):
+    g = _qdq_conv(np.random.default_rng(1), act=act, per_channel=per_channel)
+    _fold_and_compare(g, ["QLinearConv"])
+
+
+def test_relu_folds_when_the_zero_point_is_the_lowest_value():
+    g = _qdq_conv(np.random.default_rng(2), relu=True, y_zero=0)
+    _fold_and_compare(g, ["QLinearConv"])
+    g = _qdq_conv(np.random.default_rng(2), relu=True, y_zero=-128, act=I8)
+    _fold_and_compare(g, ["QLinearConv"])
+
+
+def test_relu_stays_when_it_changes_values():
+    g = _qdq_conv(np.random.default_rng(3), relu=True, y_zero=20)
+    fold_quantized.run(g, PassContext())
+    assert "QLinearConv" not in _ops(g) and "Relu" in _ops(g)
+
+
+def test_bias_of_another_scale_is_not_folded():
+    g = _qdq_conv(np.random.default_rng(4), bias_scale_factor=1.5)
+    fold_quantized.run(g, PassContext())
+    assert "Conv" in _ops(g) and "QLinearConv" not in _ops(g)
+
+
+def test_weight_zero_points_are_kept():
+    g = _qdq_conv(np.random.default_rng(5), w_zero=3)
+    _fold_and_compare(g, ["QLinearConv"])  # the kernel choice is the target's
+    (qconv,) = [n for n in g.nodes if n.op == "QLinearConv"]
+    assert np.all(qconv.inputs[5].constant == 3)
+
+
+def test_conv_with_another_reader_is_not_folded():
+    g = _qdq_conv(np.random.default_rng(6))
+    conv = next(n for n in g.nodes if n.op == "Conv")
+    g.outputs = g.outputs + [conv.outputs[0]]
+    fold_quantized.run(g, PassContext())
+    assert "QLinearConv" not in _ops(g)
+
+
+def _qdq_max_pool(same_params: bool):
+    g = Graph()
+    x = g.add_input("x", TensorType(U8, (1, 3, 9, 9)))
+    real = g.add("DequantizeLinear", x, _scalar(g, 0.1, DType.f32), _scalar(g, 5, U8))
+    pooled = g.add("MaxPool", real, kernel_shape=(3, 3), strides=(2, 2), pads=(1, 1, 1, 1))
+    scale = 0.1 if same_params else 0.2
+    g.outputs = [g.add("QuantizeLinear", pooled, _scalar(g, scale, DType.f32), _scalar(g, 5, U8))]
+    return g
+
+
+def test_max_pool_of_dequantized_data_runs_on_the_integers():
+    g = _qdq_max_pool(True)
+    original = clone_graph(g)
+    fold_quantized.run(g, PassContext())
+    assert _ops(g) == ["MaxPool"]
+    feeds = _inputs(original, 7)
+    np.testing.assert_array_equal(
+        run_graph(g, feeds, KERNELS)[0], run_graph(original, feeds, KERNELS)[0]
+    )
+
+
+def test_max_pool_requantized_to_other_parameters_stays():
+    g = _qdq_max_pool(False)
+    fold_quantized.run(g, PassContext())
+    assert _ops(g) == ["DequantizeLinear", "MaxPool", "QuantizeLinear"]
+
+
+# -- expand_quantize ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype,zero", [(U8, 0), (U8, 131), (I8, 0), (I8, -7)])
+def test_expanded_quantize_dequantize_equal_ref(dtype, zero):
+    """DQ(a) - DQ(b) -> Q as pointwise ops: exactly the values of the ops it replaces,
+    including saturation at both ends."""
+    g = Graph()
+    a = g.add_input("a", TensorType(dtype, (4, 300)))
+    b = g.add_input("b", TensorType(dtype, (4, 300)))
+    real_a = g.add("DequantizeLinear", a, _scalar(g, 0.5, DType.f32), _scalar(g, zero, dtype))
+    real_b = g.add("DequantizeLinear", b, _scalar(g, 0.037, DType.f32), _scalar(g, zero, dtype))
+    total = g.add("Sub", real_a, real_b)  # of both signs: saturates at both ends
+    g.outputs = [
+        g.add("QuantizeLinear", total, _scalar(g, 0.25, DType.f32), _scalar(g, zero, dtype))
+    ]
+    original = clone_graph(g)
+    expand_quantize.run(g, PassContext())
+    assert "QuantizeLinear" not in _ops(g) and "DequantizeLinear" not in _ops(g)
+    feeds = _inputs(original, 8)
+    (want,) = run_graph(original, feeds, KERNELS)
+    (got,) = run_graph(g, feeds, KERNELS)
+    info = np.iinfo(dtype.numpy)
+    assert want.min() == info.min and want.max() == info.max  # saturates both ways
+    np.testing.assert_array_equal(got, want)
+
+
+def test_per_axis_quantize_is_not_expanded():
+    g = Graph()
+    x = g.add_input("x", TensorType(DType.f32, (2, 3)))
+    scale = g.constant(np.array([0.1, 0.2, 0.3], np.float32))
+    g.outputs = [g.add("QuantizeLinear", x, scale, g.constant(np.zeros(3, np.uint8)), axis=1)]
+    expand_quantize.run(g, PassContext())
+    assert _ops(g) == ["QuantizeLinear"]
