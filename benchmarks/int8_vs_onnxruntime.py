@@ -3,14 +3,16 @@
 """int8 CNNs on the cpu: graphkiln against onnxruntime on the same QDQ file, and against
 graphkiln's own float32 run of the model it was quantized from.
 
-    PYTHONPATH=/tmp/ortsite:python python benchmarks/int8_vs_onnxruntime.py \\
+    PYTHONPATH=/tmp/ortsite python benchmarks/int8_vs_onnxruntime.py \\
         --dir /work/models --models resnet50,resnet18,mobilenet_v2 \\
         --record benchmarks/results/int8_cpu.md
 
-For each NAME.onnx of --dir (float32, as tools/export_real_models.py writes them):
-  - quantize it with onnxruntime's own quantizer (quant_pre_process, then quantize_static:
-    QDQ format, u8 activations, per-channel i8 weights, calibrated on 8 seeded normal
-    images): what a user of onnxruntime's tools has;
+For each NAME.onnx of --dir (float32, as tools/export_real_models.py writes them, with
+NAME.npz holding feeds "input:<name>"; without it, one seeded normal image):
+  - quantize it with onnxruntime's own quantizer: --mode static (quant_pre_process, then
+    quantize_static: QDQ format, u8 activations, per-channel i8 weights, calibrated on the
+    feeds, images perturbed by seeded noise) or --mode dynamic (quantize_dynamic, i8
+    weights: the usual choice for transformers): what a user of onnxruntime's tools has;
   - compile both files on graphkiln's cpu target (GRAPHKILN_NUM_THREADS = --threads) and
     open onnxruntime sessions on both (intra_op_num_threads = --threads);
   - time the four engines interleaved in blocks (--block timed runs each, after untimed
@@ -36,15 +38,17 @@ import time
 import numpy as np
 
 
-def quantize(source: str, target: str, shape, seed: int = 0) -> None:
+def quantize(source: str, target: str, feeds: dict, mode: str) -> None:
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType
-    from onnxruntime.quantization import quantize_static
+    from onnxruntime.quantization import quantize_dynamic, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
-    name = input_name(source)
-    rng = np.random.default_rng(seed)
+    if mode == "dynamic":
+        quantize_dynamic(source, target, weight_type=QuantType.QInt8)
+        return
+    rng = np.random.default_rng(0)
 
-    class Images(CalibrationDataReader):
+    class Calibration(CalibrationDataReader):
         def __init__(self):
             self.left = 8
 
@@ -52,20 +56,37 @@ def quantize(source: str, target: str, shape, seed: int = 0) -> None:
             if not self.left:
                 return None
             self.left -= 1
-            return {name: rng.standard_normal(shape).astype(np.float32)}
+            return {
+                k: v + rng.standard_normal(v.shape).astype(v.dtype) * 0.1
+                if v.dtype.kind == "f"
+                else v
+                for k, v in feeds.items()
+            }
 
     prepared = target + ".pre.onnx"
     quant_pre_process(source, prepared, skip_symbolic_shape=True)
     quantize_static(
         prepared,
         target,
-        Images(),
+        Calibration(),
         quant_format=QuantFormat.QDQ,
         per_channel=True,
         activation_type=QuantType.QUInt8,
         weight_type=QuantType.QInt8,
     )
     os.remove(prepared)
+
+
+def model_feeds(folder: str, name: str, source: str) -> dict:
+    """NAME.npz's "input:<name>" arrays, else one seeded normal image of the input's dims."""
+    path = os.path.join(folder, f"{name}.npz")
+    if os.path.exists(path):
+        data = np.load(path)
+        return {k[len("input:") :]: data[k] for k in data.files if k.startswith("input:")}
+    import graphkiln
+
+    dims = [int(d) for d in graphkiln.parse_onnx(source).graph.inputs[0].type.dims]
+    return {input_name(source): np.random.default_rng(1).standard_normal(dims).astype(np.float32)}
 
 
 def input_name(path: str) -> str:
@@ -90,20 +111,18 @@ def time_blocks(engines: dict, runs: int, block: int, settle_ms: float) -> dict:
     return {name: 1e3 * float(np.median(t)) for name, t in times.items()}
 
 
-def bench(folder: str, name: str, threads: int, runs: int, block: int, settle_ms: float):
+def bench(folder: str, name: str, mode: str, threads: int, runs: int, block: int, settle_ms):
     import onnxruntime as ort
 
     import graphkiln
 
     source = os.path.join(folder, f"{name}.onnx")
-    feed_name = input_name(source)
+    feeds = model_feeds(folder, name, source)
     float_program = graphkiln.parse_onnx(source).compile("cpu")
-    shape = [int(d) for d in float_program.graph.inputs[0].type.dims]
-    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp:
-        qdq = os.path.join(tmp, f"{name}_qdq.onnx")
+        qdq = os.path.join(tmp, f"{name}_int8.onnx")
         start = time.perf_counter()
-        quantize(source, qdq, shape)
+        quantize(source, qdq, feeds, mode)
         quantize_s = time.perf_counter() - start
         int8_program = graphkiln.parse_onnx(qdq).compile("cpu")
         options = ort.SessionOptions()
@@ -113,7 +132,6 @@ def bench(folder: str, name: str, threads: int, runs: int, block: int, settle_ms
             path: ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
             for path in (source, qdq)
         }
-    feeds = {feed_name: x}
     engines = {
         "gk_f32": lambda: float_program.run(feeds),
         "gk_int8": lambda: int8_program.run(feeds),
@@ -140,6 +158,12 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--models", default="resnet50", help="comma-separated NAMEs (default: resnet50)"
     )
+    parser.add_argument(
+        "--mode",
+        choices=("static", "dynamic"),
+        default="static",
+        help="onnxruntime's quantize_static (QDQ, default) or quantize_dynamic",
+    )
     parser.add_argument("--threads", type=int, default=2, help="threads of both engines")
     parser.add_argument("--runs", type=int, default=30, help="timed runs per engine")
     parser.add_argument("--block", type=int, default=5, help="timed runs per block")
@@ -156,7 +180,7 @@ def main(argv=None) -> int:
     )
     lines = [header, "|" + " --- |" * 8]
     for name in args.models.split(","):
-        r = bench(args.dir, name, args.threads, args.runs, args.block, args.settle_ms)
+        r = bench(args.dir, name, args.mode, args.threads, args.runs, args.block, args.settle_ms)
         line = (
             f"| {name} | {r['gk_f32']:.2f} | {r['gk_int8']:.2f} | {r['ort_f32']:.2f} | "
             f"{r['ort_int8']:.2f} | {r['gk_int8'] / r['ort_int8']:.2f} | "
@@ -168,12 +192,12 @@ def main(argv=None) -> int:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     context = (
         f"{stamp}; {platform.processor() or platform.machine()}, {os.cpu_count()} cpus; "
-        f"{args.threads} threads; onnxruntime {ort.__version__}; medians of {args.runs} runs"
+        f"{args.threads} threads; onnxruntime {ort.__version__}; quantize_{args.mode}; "
+        f"medians of {args.runs} runs"
     )
     if args.record:
-        command = (
-            "PYTHONPATH=/tmp/ortsite:python python benchmarks/int8_vs_onnxruntime.py "
-            + " ".join(argv if argv is not None else sys.argv[1:])
+        command = "PYTHONPATH=/tmp/ortsite python benchmarks/int8_vs_onnxruntime.py " + " ".join(
+            argv if argv is not None else sys.argv[1:]
         )
         with open(args.record, "a") as f:
             f.write(f"\n## {context}\n\n`{command}`\n\n" + "\n".join(lines) + "\n")

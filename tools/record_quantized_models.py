@@ -10,7 +10,12 @@ so that CI compares graphkiln's int8 execution with onnxruntime without it
   calibrated on seeded images; variants: qdq_u8 (QDQ, u8 activations, per-channel i8
   weights: the quantizer's usual output), qdq_s8 (QDQ, i8 activations), qop (QOperator:
   QLinearConv, QLinearAdd, ...);
-- small_cnn_<variant>.npz: onnxruntime's outputs on seeded inputs (keys "input", "output").
+- small_cnn_<variant>.npz: onnxruntime's outputs on seeded inputs (keys "input", "output");
+- bert_tiny_<variant>.onnx / .npz: tests/models/dynamic/bert_tiny.onnx quantized by
+  quantize_dynamic (dynamic: DynamicQuantizeLinear + MatMulInteger) and by quantize_static
+  (qdq: QDQ, u8 activations, i8 weights, calibrated on seeded sentences of shape (2, 12)),
+  with onnxruntime's outputs on other seeded sentences (keys "input:<name>",
+  "output:<name>").
 
 onnxruntime is no dependency of graphkiln or its tests; run with it on the path:
     pip install --target /tmp/ortsite onnxruntime
@@ -145,5 +150,52 @@ def main() -> None:
             print(f"{path}: {os.path.getsize(path)} bytes, onnxruntime {ort.__version__}")
 
 
+def bert_feeds(seed: int) -> dict:
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    from more_dynamic_models_2 import make_inputs_2
+
+    shapes = {name: (2, 12) for name in ("input_ids", "token_type_ids", "attention_mask")}
+    return make_inputs_2("bert_tiny", shapes, np.random.default_rng(seed))
+
+
+def record_bert() -> None:
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType
+    from onnxruntime.quantization import quantize_dynamic, quantize_static
+
+    class Sentences(CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter([bert_feeds(seed) for seed in range(10, 14)])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    source = os.path.join(ROOT, "tests", "models", "dynamic", "bert_tiny.onnx")
+    feeds = bert_feeds(20)
+    for name in ("dynamic", "qdq"):
+        path = os.path.join(DATA, f"bert_tiny_{name}.onnx")
+        if name == "dynamic":
+            quantize_dynamic(source, path, weight_type=QuantType.QInt8)
+        else:
+            quantize_static(
+                source,
+                path,
+                Sentences(),
+                quant_format=QuantFormat.QDQ,
+                activation_type=QuantType.QUInt8,
+                weight_type=QuantType.QInt8,
+            )
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        outputs = dict(zip(names, session.run(names, feeds)))
+        arrays = {f"input:{k}": v for k, v in feeds.items()}
+        arrays.update({f"output:{k}": v for k, v in outputs.items()})
+        np.savez_compressed(os.path.join(DATA, f"bert_tiny_{name}.npz"), **arrays)
+        print(f"{path}: {os.path.getsize(path)} bytes")
+
+
 if __name__ == "__main__":
     main()
+    record_bert()

@@ -5,7 +5,8 @@
 // per byte as numpy's ml_dtypes does). The lowering (lower_cast.py) computes every table
 // from the ref conversion, so results match ref bit for bit:
 //   "CastLookup": y[i] = table[bits of x[i]] (x one or two bytes per element: 256 or 65536
-//     entries; entries of y's size, the table is input 1),
+//     entries; entries of y's size, the table is input 1; x and y plain, or channels-last
+//     alike: targets/cpu/lower_byte_table.py's functions of one byte use it too),
 //   "CastSteps": float32 / float64 x -> one byte: a step function of |x|'s bit pattern
 //     (attrs pos_breaks / pos_codes, neg_breaks / neg_codes: codes[k] holds from
 //     breaks[k - 1] on; nan_code),
@@ -66,9 +67,21 @@ void check_plain_pair(const KernelSpec& spec) {
   if (x.dims != spec.outputs[0].dims) spec_error(spec, "x and y dims differ");
 }
 
+// Plain, or both channels-last with the same strides: element i of x's bytes maps to
+// element i of y's either way.
+void check_dense_pair(const KernelSpec& spec) {
+  if (spec.outputs.size() != 1) spec_error(spec, "takes one output");
+  const TensorInfo& x = spec.inputs[0];
+  const TensorInfo& y = spec.outputs[0];
+  if (x.dims != y.dims) spec_error(spec, "x and y dims differ");
+  const bool plain = x.is_contiguous() && y.is_contiguous();
+  const bool channels_last = x.is_channels_last() && y.is_channels_last() && x.strides == y.strides;
+  if (!plain && !channels_last) spec_error(spec, "x and y both plain or both channels-last");
+}
+
 std::unique_ptr<Kernel> make_lookup(const KernelSpec& spec) {
   if (spec.inputs.size() != 2 || !spec.has_input(1)) spec_error(spec, "takes x and a table");
-  check_plain_pair(spec);
+  check_dense_pair(spec);
   const size_t ib = dtype_size(spec.inputs[0].dtype), eb = dtype_size(spec.outputs[0].dtype);
   if (ib != 1 && ib != 2) spec_error(spec, "x must have one or two bytes per element");
   const TensorInfo& table = spec.inputs[1];

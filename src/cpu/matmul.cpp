@@ -8,6 +8,10 @@
 //   post_ops, post_alpha, post_beta, post_arg   the epilogue (see onednn_post_ops.hpp)
 //   impl_index   tuning: which oneDNN implementation (0 = oneDNN's first choice)
 // A constant B is packed at build time in the layout the primitive prefers.
+// Integer (MatMulInteger, targets/cpu/lower_qmatmul.py): u8 / s8 A, s8 B, s32 Y, sums of
+// (A - zero point) * B with oneDNN's int8 kernels (VNNI / AMX); A's zero point is the
+// constant q_src_zp, or the one element of input q_src_zp_arg (read at each run).
+#include <cstdint>
 #include <cstdlib>
 #include <cstdio>
 #include <memory>
@@ -39,8 +43,11 @@ class MatMulKernel : public Kernel {
     const TensorInfo& a = spec.inputs[0];
     const TensorInfo& b = spec.inputs[1];
     const TensorInfo& y = spec.outputs[0];
-    if (a.dtype != DType::f32 || b.dtype != DType::f32 || y.dtype != DType::f32)
-      spec_error(spec, "only f32 is supported");
+    const bool integer = a.dtype != DType::f32;
+    if (integer ? !((a.dtype == DType::u8 || a.dtype == DType::i8) && b.dtype == DType::i8 &&
+                    y.dtype == DType::i32)
+                : (b.dtype != DType::f32 || y.dtype != DType::f32))
+      spec_error(spec, "f32 A, B and Y, or u8 / s8 A, s8 B and s32 Y");
     View av = view_of(spec, "a", a), bv = view_of(spec, "b", b), yv = view_of(spec, "y", y);
     size_t rank = yv.dims.size();
     if (rank < 2 || av.dims.size() != rank || bv.dims.size() != rank)
@@ -48,14 +55,20 @@ class MatMulKernel : public Kernel {
     post_ops_ = std::make_unique<OnednnPostOps>(spec, yv.dims);
 
     dnnl::engine& eng = onednn_engine();
-    auto src_md = onednn_desc(DType::f32, av.dims, av.strides);
-    auto dst_md = onednn_desc(DType::f32, yv.dims, yv.strides);
-    auto b_user_md = onednn_desc(DType::f32, bv.dims, bv.strides);
+    auto src_md = onednn_desc(a.dtype, av.dims, av.strides);
+    auto dst_md = onednn_desc(y.dtype, yv.dims, yv.strides);
+    auto b_user_md = onednn_desc(b.dtype, bv.dims, bv.strides);
     b_constant_ = b.constant != nullptr;
     dnnl::memory::desc wei_md =
         b_constant_ ? dnnl::memory::desc(dnnl::memory::dims(bv.dims.begin(), bv.dims.end()),
-                                         dnnl::memory::data_type::f32, tag::any)
+                                         onednn_type(b.dtype), tag::any)
                     : b_user_md;
+    zp_arg_ = static_cast<int>(spec.attrs.get_int("q_src_zp_arg", -1));
+    const int64_t zp_constant = spec.attrs.get_int("q_src_zp", 0);
+    if (zp_arg_ >= 0 && (!spec.has_input(zp_arg_) || spec.inputs[zp_arg_].numel() != 1 ||
+                         spec.inputs[zp_arg_].dtype != a.dtype))
+      spec_error(spec, "q_src_zp_arg: an input of one element of A's type");
+    const bool zero_point = integer && (zp_arg_ >= 0 || zp_constant != 0);
     bias_arg_ = static_cast<int>(spec.attrs.get_int("bias_arg", -1));
     dnnl::memory::desc bias_md;
     if (bias_arg_ >= 0) {
@@ -70,6 +83,7 @@ class MatMulKernel : public Kernel {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (!post_ops_->empty()) attr.set_post_ops(post_ops_->ops());
+    if (zero_point) attr.set_zero_points_mask(DNNL_ARG_SRC, 0);
     auto make_pd = [&] {
       return bias_arg_ >= 0
                  ? dnnl::matmul::primitive_desc(eng, src_md, wei_md, bias_md, dst_md, attr)
@@ -108,6 +122,12 @@ class MatMulKernel : public Kernel {
       args_[DNNL_ARG_BIAS] = bias_;
     }
     post_ops_->add_args(args_);
+    if (zero_point) {
+      zp_ = dnnl::memory({{1}, dnnl::memory::data_type::s32, tag::a}, eng);
+      *static_cast<int32_t*>(zp_.get_data_handle()) = static_cast<int32_t>(zp_constant);
+      args_[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zp_;
+      zp_signed_ = a.dtype == DType::i8;
+    }
   }
 
   void run(const void* const* inputs, void* const* outputs) override {
@@ -116,6 +136,11 @@ class MatMulKernel : public Kernel {
     if (bias_arg_ >= 0) bias_.set_data_handle(const_cast<void*>(inputs[bias_arg_]));
     dst_.set_data_handle(outputs[0]);
     post_ops_->bind(inputs);
+    if (zp_arg_ >= 0) {  // a zero point computed by the graph (DynamicQuantizeLinear's)
+      const void* p = inputs[zp_arg_];
+      *static_cast<int32_t*>(zp_.get_data_handle()) = zp_signed_ ? *static_cast<const int8_t*>(p)
+                                                                 : *static_cast<const uint8_t*>(p);
+    }
     primitive_.execute(stream_, args_);
     stream_.wait();
   }
@@ -124,10 +149,11 @@ class MatMulKernel : public Kernel {
   dnnl::stream stream_;
   std::unique_ptr<OnednnPostOps> post_ops_;
   dnnl::primitive primitive_;
-  dnnl::memory src_, wei_, dst_, bias_, scratchpad_;
+  dnnl::memory src_, wei_, dst_, bias_, scratchpad_, zp_;
   std::unordered_map<int, dnnl::memory> args_;
   bool b_constant_ = false;
-  int bias_arg_ = -1;
+  int bias_arg_ = -1, zp_arg_ = -1;
+  bool zp_signed_ = false;
   std::string impl_;
 };
 

@@ -198,6 +198,44 @@ std::unique_ptr<Kernel> make_dequantize(const KernelSpec& spec) {
   }
 }
 
+// The smallest and largest of x[0, n) and 0, in 16 lanes so that it vectorizes (a NaN
+// compares false and is skipped, as the scalar loop did).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void range_with_zero(const float* x,
+                                                                                  int64_t n,
+                                                                                  float* low,
+                                                                                  float* high) {
+  float lo[16] = {}, hi[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 16; ++j) {
+      lo[j] = x[i + j] < lo[j] ? x[i + j] : lo[j];
+      hi[j] = x[i + j] > hi[j] ? x[i + j] : hi[j];
+    }
+  for (; i < n; ++i) {
+    lo[0] = x[i] < lo[0] ? x[i] : lo[0];
+    hi[0] = x[i] > hi[0] ? x[i] : hi[0];
+  }
+  float l = 0.0f, h = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    l = lo[j] < l ? lo[j] : l;
+    h = hi[j] > h ? hi[j] : h;
+  }
+  *low = l;
+  *high = h;
+}
+
+// y = saturate(round_half_even(x / scale) + zero_point) to uint8 (rint: the current
+// rounding mode, to nearest even; a builtin, so it vectorizes)
+__attribute__((target_clones("avx512f", "avx2", "default"))) void quantize_u8(
+    const float* x, int64_t n, float scale, float zero_point, uint8_t* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = __builtin_rintf(x[i] / scale) + zero_point;
+    v = v < 0.0f ? 0.0f : v;
+    v = v > 255.0f ? 255.0f : v;
+    y[i] = static_cast<uint8_t>(static_cast<int32_t>(v));
+  }
+}
+
 class DynamicQuantizeKernel : public Kernel {
  public:
   explicit DynamicQuantizeKernel(int64_t n) : n_(n) {}
@@ -208,10 +246,14 @@ class DynamicQuantizeKernel : public Kernel {
     uint8_t* zp_out = static_cast<uint8_t*>(outputs[2]);
     const int64_t n = n_;
     float low = 0.0f, high = 0.0f;
-#pragma omp parallel for reduction(min : low) reduction(max : high) if (n > kParallelElems)
-    for (int64_t i = 0; i < n; ++i) {
-      low = std::min(low, x[i]);
-      high = std::max(high, x[i]);
+#pragma omp parallel reduction(min : low) reduction(max : high) if (n > kParallelElems)
+    {
+      const int threads = omp_get_num_threads(), t = omp_get_thread_num();
+      const int64_t begin = n * t / threads, end = n * (t + 1) / threads;
+      float l = 0.0f, h = 0.0f;
+      range_with_zero(x + begin, end - begin, &l, &h);
+      low = std::min(low, l);
+      high = std::max(high, h);
     }
     const float scale = (high - low) / 255.0f;
     *scale_out = scale;
@@ -223,10 +265,11 @@ class DynamicQuantizeKernel : public Kernel {
     const float zf = std::min(std::max(std::nearbyint(0.0f - low / scale), 0.0f), 255.0f);
     const uint8_t zp = static_cast<uint8_t>(zf);
     *zp_out = zp;
-#pragma omp parallel for schedule(static) if (n > kParallelElems)
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = std::nearbyint(x[i] / scale) + static_cast<float>(zp);
-      y[i] = static_cast<uint8_t>(std::min(std::max(v, 0.0f), 255.0f));
+#pragma omp parallel if (n > kParallelElems)
+    {
+      const int threads = omp_get_num_threads(), t = omp_get_thread_num();
+      const int64_t begin = n * t / threads, end = n * (t + 1) / threads;
+      quantize_u8(x + begin, end - begin, scale, static_cast<float>(zp), y + begin);
     }
   }
 

@@ -77,3 +77,27 @@ def test_verify_passes_accepts_the_int8_rewrite():
     holds the passes after it to its results."""
     program = gk.parse_onnx(_path("qdq_u8")).compile("cpu", verify_passes=True)
     assert len(_int8_convs(program)) == CONVS
+
+
+@pytest.mark.parametrize("name", ["dynamic", "qdq"])
+def test_quantized_transformer_matches_onnxruntime(name):
+    """tests/models/dynamic/bert_tiny.onnx through quantize_dynamic and quantize_static
+    (QDQ): every weight product runs as an int8 oneDNN matmul on cpu (dims symbolic: the
+    plan is made for the feeds' shapes), and the outputs match onnxruntime's."""
+    path = os.path.join(DATA, f"bert_tiny_{name}.onnx")
+    recorded = np.load(os.path.join(DATA, f"bert_tiny_{name}.npz"))
+    feeds = {k[len("input:") :]: v for k, v in recorded.items() if k.startswith("input:")}
+    want = [v for k, v in recorded.items() if k.startswith("output:")]
+    program = gk.parse_onnx(path, default_dim=None).compile("cpu")
+    got = program.run(feeds)
+    integer = [
+        s
+        for s in _steps(program)
+        if s.kernel == "MatMul" and ("q_src_zp" in s.attrs or "q_src_zp_arg" in s.attrs)
+    ]
+    assert len(integer) >= 6  # the projections of two layers and the pooler
+    for g, w in zip(got, want):
+        scale = float(np.max(np.abs(w)))
+        np.testing.assert_allclose(
+            np.asarray(g), w, rtol=0, atol=(1e-4 if name == "dynamic" else 0.02) * scale
+        )

@@ -181,3 +181,87 @@ def test_per_axis_quantize_is_not_expanded():
     g.outputs = [g.add("QuantizeLinear", x, scale, g.constant(np.zeros(3, np.uint8)), axis=1)]
     expand_quantize.run(g, PassContext())
     assert _ops(g) == ["QuantizeLinear"]
+
+
+# -- products, moves, requantization ---------------------------------------------------------
+
+
+def _qdq_product(op, rng, *, per_column=True, trans_b=False, bias=True):
+    """op(DQ(a), DQ(w)[, c]) with a u8 per tensor and constant i8 w of zero point 0."""
+    g = Graph()
+    a = g.add_input("a", TensorType(U8, (6, 32)))
+    a_real = g.add("DequantizeLinear", a, _scalar(g, 0.02, DType.f32), _scalar(g, 100, U8))
+    w_shape = (24, 32) if trans_b else (32, 24)
+    w_scale = rng.uniform(0.005, 0.02, size=(24,) if per_column else ()).astype(np.float32)
+    w_q = g.constant(rng.integers(-127, 128, size=w_shape).astype(np.int8))
+    w_real = g.add(
+        "DequantizeLinear",
+        w_q,
+        g.constant(w_scale),
+        g.constant(np.zeros(w_scale.shape, np.int8)),
+        axis=0 if trans_b else 1,
+    )
+    if op == "MatMul":
+        g.outputs = [g.add("MatMul", a_real, w_real)]
+    else:
+        c = [g.constant(rng.standard_normal(24).astype(np.float32))] if bias else []
+        g.outputs = [g.add("Gemm", a_real, w_real, *c, transB=int(trans_b))]
+    return g
+
+
+@pytest.mark.parametrize("per_column", [True, False])
+def test_matmul_of_dequantized_weights_becomes_an_integer_product(per_column):
+    g = _qdq_product("MatMul", np.random.default_rng(9), per_column=per_column)
+    original = clone_graph(g)
+    fold_quantized.run(g, PassContext())
+    assert _ops(g) == ["MatMulInteger", "Cast", "Mul"]
+    feeds = _inputs(original, 10)
+    np.testing.assert_allclose(
+        run_graph(g, feeds, KERNELS)[0],
+        run_graph(original, feeds, KERNELS)[0],
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_gemm_of_dequantized_weights_becomes_an_integer_product(trans_b, bias):
+    g = _qdq_product("Gemm", np.random.default_rng(11), trans_b=trans_b, bias=bias)
+    original = clone_graph(g)
+    fold_quantized.run(g, PassContext())
+    assert _ops(g) == ["MatMulInteger", "Cast", "Mul"] + (["Add"] if bias else [])
+    feeds = _inputs(original, 12)
+    np.testing.assert_allclose(
+        run_graph(g, feeds, KERNELS)[0],
+        run_graph(original, feeds, KERNELS)[0],
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+def test_dequantize_moves_after_gather_and_reshape_and_requantization_cancels():
+    """Q(Reshape(DQ(Gather(DQ(table), ids)))) of equal parameters -> Reshape(Gather(table))."""
+    g = Graph()
+    ids = g.add_input("ids", TensorType(DType.i64, (2, 5)))
+    table = g.constant(np.random.default_rng(13).integers(0, 256, (10, 8)).astype(np.uint8))
+    s, z = _scalar(g, 0.1, DType.f32), _scalar(g, 128, U8)
+    rows = g.add("Gather", g.add("DequantizeLinear", table, s, z), ids, axis=0)
+    flat = g.add("Reshape", rows, g.constant(np.array([10, 8], np.int64)))
+    g.outputs = [g.add("QuantizeLinear", flat, s, z)]
+    original = clone_graph(g)
+    fold_quantized.run(g, PassContext())
+    assert _ops(g) == ["Gather", "Reshape"]
+    feeds = [np.random.default_rng(14).integers(0, 10, (2, 5)).astype(np.int64)]
+    np.testing.assert_array_equal(
+        run_graph(g, feeds, KERNELS)[0], run_graph(original, feeds, KERNELS)[0]
+    )
+
+
+def test_requantization_to_other_parameters_stays():
+    g = Graph()
+    x = g.add_input("x", TensorType(U8, (3, 4)))
+    real = g.add("DequantizeLinear", x, _scalar(g, 0.1, DType.f32), _scalar(g, 128, U8))
+    g.outputs = [g.add("QuantizeLinear", real, _scalar(g, 0.1, DType.f32), _scalar(g, 127, U8))]
+    fold_quantized.run(g, PassContext())
+    assert _ops(g) == ["DequantizeLinear", "QuantizeLinear"]

@@ -215,6 +215,22 @@ for _src, _to in [
     )
 
 
+def _f64_sum_to_f32():
+    """float64 arithmetic, then a Cast to float32: computed in double, rounded by ToF32 (a
+    Cast straight from an input needs no double: the load rounds)."""
+    shape = (4, 25)
+    model = onnx_model(
+        [node("Add", ["x", "x"], ["s"]), node("Cast", ["s"], ["y"], to=_onnx(F32))],
+        {"x": shape},
+        {"y": shape},
+        dtypes={"x": np.float64, "y": F32},
+    )
+    return model, {"x": rand(shape, 4, F32, -300, 300).astype(np.float64)}
+
+
+CASES["f64_sum_to_f32"] = _f64_sum_to_f32
+
+
 def _cast_bf16():
     import ml_dtypes
 

@@ -16,12 +16,20 @@ from ..native.lower_support import node_supported, supports
 from ..native import lower_pointwise
 from ..native.plan import BYTE_DTYPES
 from . import lower_conv, lower_matmul, lower_reduce
+from .lower_byte_table import lower_byte_table
+
+
+def _lower_pointwise(node: Node, ctx: LoweringContext) -> None:
+    """A function of one byte as a table lookup (lower_byte_table.py), else the pointwise
+    interpreter."""
+    if not lower_byte_table(node, ctx):
+        lower_pointwise.lower_fused_pointwise(node, ctx)
 
 
 # Fused kind -> (lowering, predicate): the kinds the fusion passes produce
 # (passes/pipelines.py FUSED_KINDS), each lowered by its family module
 FAMILIES = {
-    "pointwise": (lower_pointwise.lower_fused_pointwise, lower_pointwise.fused_pointwise_supported),
+    "pointwise": (_lower_pointwise, lower_pointwise.fused_pointwise_supported),
     "reduce": (lower_reduce.lower_fused_reduce, lower_reduce.fused_reduce_supported),
     "conv": (lower_conv.lower_fused_conv, lower_conv.fused_conv_supported),
     "gemm": (lower_matmul.lower_fused_matmul, lower_matmul.fused_matmul_supported),

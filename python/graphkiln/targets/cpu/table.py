@@ -37,6 +37,7 @@ from . import (
     lower_matmul,
     lower_norm,
     lower_qconv,
+    lower_qmatmul,
     lower_reduce,
     lower_rotary,
 )
@@ -81,6 +82,8 @@ LOWERINGS["Loop"] = lower_control.LOOP_LOWERING
 # QLinearConv runs on oneDNN's int8 convolution where it can (lower_qconv.py), else on the
 # shared portable kernel
 LOWERINGS.update(lower_qconv.LOWERINGS)
+# MatMulInteger likewise on oneDNN's int8 matmul (lower_qmatmul.py)
+LOWERINGS.update(lower_qmatmul.LOWERINGS)
 
 SUPPORT = SupportContext("cpu", LOWERINGS)
 FUSED_KINDS = frozenset(lower_fused.FAMILIES)  # the Fused kinds lower_fused lowers

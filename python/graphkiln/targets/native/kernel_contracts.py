@@ -191,7 +191,8 @@ TABLE: dict[str, dict[str, Contract]] = {
         (2, None),
         1,
         "a_dims:ints a_strides:ints b_dims:ints b_strides:ints "
-        "y_dims:ints y_strides:ints ?bias_arg:int ?impl_index:int " + _POST_OPS,
+        "y_dims:ints y_strides:ints ?bias_arg:int ?impl_index:int ?q_src_zp:int "
+        "?q_src_zp_arg:int " + _POST_OPS,
     ),
     "MatMulInteger": cpu((2, 4), 1, _INT_MATMUL + " ?a_zp_strides:ints ?b_zp_strides:ints"),
     "MatMulNBits": both((3, 5), 1, "K:int N:int bits:int block_size:int"),  # lower_nbits.py

@@ -143,6 +143,14 @@ class _Program:
         return out
 
 
+def _only_cast_to_f32(value: Value, nodes) -> bool:
+    """Every reader of `value` among `nodes` is a Cast to float32: loading an integer input
+    into a float register rounds it as that Cast does, so the input needs no double
+    precision (an int32 GEMM result scaled in float32: dynamic quantization's epilogue)."""
+    readers = [n for n in nodes if any(v is value for v in n.inputs)]
+    return bool(readers) and all(n.op == "Cast" and n.attrs.get("to") == DType.f32 for n in readers)
+
+
 def emit_pointwise(
     ctx: LoweringContext, nodes, bindings: dict, result: Value, out_slot: int, name: str
 ) -> None:
@@ -184,7 +192,8 @@ def emit_pointwise(
             else:
                 raise LoweringError(f"emit_pointwise: {v.name!r} is neither bound nor constant")
             external[v] = slot
-            dtypes.add(ctx.slot(slot).dtype)
+            if not _only_cast_to_f32(v, nodes):
+                dtypes.add(ctx.slot(slot).dtype)
             if slot not in slot_reg:
                 slot_reg[slot] = len(input_slots)
                 input_slots.append(slot)
