@@ -5,6 +5,8 @@
 //   inputs: X, W, B? and then the binary post-ops' operands
 //   attrs:  strides, dilations, pads_begin, pads_end (explicit, from Python), group, post_*,
 //           impl_index (tuning: which oneDNN implementation, 0 = oneDNN's first choice)
+// ConvInteger (u8 / s8 X, s8 W, s32 Y, targets/cpu/lower_qconv.py): the int32 sums of
+// (x - zero point) * w, the zero point q_src_zp or the one element of input q_src_zp_arg.
 // Quantized (u8 / s8 X and Y, s8 W: a QLinearConv, targets/cpu/lower_qconv.py): attrs
 // q_src_scale, q_wei_scales (one, or one per output channel), q_dst_scale, q_src_zp,
 // q_dst_zp; B is float32 in real units (the int32 bias times x_scale * w_scale). oneDNN
@@ -37,37 +39,44 @@ using tag = dnnl::memory::format_tag;
 bool is_int8(DType t) { return t == DType::u8 || t == DType::i8; }
 
 // The quantization parameters of an int8 convolution: oneDNN attributes at build time, and
-// their values as run-time arguments.
+// their values as run-time arguments. Scaled (QLinearConv: u8 / s8 Y) or integer
+// (ConvInteger: s32 Y, no scales); x's zero point a constant or an input read per run.
 class ConvQuantization {
  public:
   ConvQuantization(const KernelSpec& spec, int64_t group) : group_(group) {
-    active_ = spec.attrs.has("q_wei_scales");
-    if (!active_) return;
+    scaled_ = spec.attrs.has("q_wei_scales");
+    zp_arg_ = static_cast<int>(spec.attrs.get_int("q_src_zp_arg", -1));
+    src_zp_ = static_cast<int32_t>(spec.attrs.get_int("q_src_zp", 0));
+    integer_ = !scaled_ && is_int8(spec.inputs[0].dtype);
+    if (zp_arg_ >= 0 && (!spec.has_input(zp_arg_) || spec.inputs[zp_arg_].numel() != 1 ||
+                         spec.inputs[zp_arg_].dtype != spec.inputs[0].dtype))
+      spec_error(spec, "q_src_zp_arg: an input of one element of X's type");
+    zp_signed_ = spec.inputs[0].dtype == DType::i8;
+    if (!scaled_) return;
     src_scale_ = static_cast<float>(spec.attrs.get_float("q_src_scale"));
     dst_scale_ = static_cast<float>(spec.attrs.get_float("q_dst_scale"));
     for (double s : spec.attrs.get_floats("q_wei_scales"))
       wei_scales_.push_back(static_cast<float>(s));
-    src_zp_ = static_cast<int32_t>(spec.attrs.get_int("q_src_zp", 0));
     dst_zp_ = static_cast<int32_t>(spec.attrs.get_int("q_dst_zp", 0));
     const int64_t maps = spec.inputs[1].dims[0];
     if (wei_scales_.size() != 1 && static_cast<int64_t>(wei_scales_.size()) != maps)
       spec_error(spec, "q_wei_scales: one value or one per output channel");
   }
-  bool active() const { return active_; }
+  bool active() const { return scaled_ || integer_; }
+  bool src_zero_point() const { return zp_arg_ >= 0 || src_zp_ != 0; }
 
   void set(dnnl::primitive_attr& attr) const {
-    if (!active_) return;
+    if (src_zero_point()) attr.set_zero_points_mask(DNNL_ARG_SRC, 0);
+    if (!scaled_) return;
     attr.set_scales_mask(DNNL_ARG_SRC, 0);
     // weights are (G, O/G, I/G, k...) when grouped: the output channel spans dims 0 and 1
     attr.set_scales_mask(DNNL_ARG_WEIGHTS, wei_scales_.size() == 1 ? 0 : (group_ > 1 ? 3 : 1));
     attr.set_scales_mask(DNNL_ARG_DST, 0);
-    if (src_zp_ != 0) attr.set_zero_points_mask(DNNL_ARG_SRC, 0);
     if (dst_zp_ != 0) attr.set_zero_points_mask(DNNL_ARG_DST, 0);
   }
 
-  // The argument memories (filled once; they hold values, not per-run data).
+  // The argument memories (filled once, but for a zero point read per run).
   void add_args(std::unordered_map<int, dnnl::memory>& args) {
-    if (!active_) return;
     auto f32 = [](const std::vector<float>& v) {
       dnnl::memory m({{static_cast<int64_t>(v.size())}, dnnl::memory::data_type::f32, tag::a},
                      onednn_engine());
@@ -79,19 +88,33 @@ class ConvQuantization {
       *static_cast<int32_t*>(m.get_data_handle()) = v;
       return m;
     };
+    if (src_zero_point()) {
+      src_zp_memory_ = s32(src_zp_);
+      args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = src_zp_memory_;
+    }
+    if (!scaled_) return;
     args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC] = f32({src_scale_});
     args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS] = f32(wei_scales_);
     args[DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST] = f32({dst_scale_});
-    if (src_zp_ != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = s32(src_zp_);
     if (dst_zp_ != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = s32(dst_zp_);
+  }
+
+  // A zero point computed by the graph (DynamicQuantizeLinear's): read it for this run.
+  void bind(const void* const* inputs) {
+    if (zp_arg_ < 0) return;
+    const void* p = inputs[zp_arg_];
+    *static_cast<int32_t*>(src_zp_memory_.get_data_handle()) =
+        zp_signed_ ? *static_cast<const int8_t*>(p) : *static_cast<const uint8_t*>(p);
   }
 
  private:
   int64_t group_;
-  bool active_ = false;
+  bool scaled_ = false, integer_ = false, zp_signed_ = false;
+  int zp_arg_ = -1;
   float src_scale_ = 1, dst_scale_ = 1;
   std::vector<float> wei_scales_;
   int32_t src_zp_ = 0, dst_zp_ = 0;
+  dnnl::memory src_zp_memory_;
 };
 
 class ConvKernel : public Kernel {
@@ -221,6 +244,7 @@ class ConvKernel : public Kernel {
     if (w_reorder_) w_user_.set_data_handle(const_cast<void*>(inputs[1]));
     if (weights_from_input_) weights_.set_data_handle(const_cast<void*>(inputs[1]));
     post_->bind(inputs, stream_);
+    quant_.bind(inputs);
     src_.before(stream_);
     if (w_reorder_) w_reorder_.execute(stream_, w_user_, weights_);
     prim_.execute(stream_, args_);
@@ -251,11 +275,15 @@ std::unique_ptr<Kernel> make_conv(const KernelSpec& spec) {
   const TensorInfo& w = spec.inputs[1];
   if (x.rank() < 3 || x.rank() > 5 || w.rank() != x.rank())
     spec_error(spec, "X and W must be 3-D to 5-D tensors of the same rank");
-  const bool quantized = spec.attrs.has("q_wei_scales");
-  if (quantized
-          ? !(is_int8(x.dtype) && w.dtype == DType::i8 && is_int8(spec.outputs[0].dtype))
-          : (x.dtype != DType::f32 || w.dtype != DType::f32 || spec.outputs[0].dtype != DType::f32))
-    spec_error(spec, quantized ? "quantized: u8 / s8 X and Y, s8 W" : "only f32 is supported");
+  // quantized: QLinearConv (scaled, u8 / s8 Y) or ConvInteger (s32 Y)
+  const bool quantized = is_int8(x.dtype);
+  const DType y = spec.outputs[0].dtype;
+  const bool scaled = spec.attrs.has("q_wei_scales");
+  if (quantized ? !(w.dtype == DType::i8 && (scaled ? is_int8(y) : y == DType::i32))
+                : (x.dtype != DType::f32 || w.dtype != DType::f32 || y != DType::f32))
+    spec_error(spec,
+               "f32 X, W and Y; or u8 / s8 X, s8 W and u8 / s8 Y with q_* scales, or "
+               "s32 Y without");
   StepPacking* packing = current_step_packing();  // null outside an Executor's build
   const size_t packed_before = packing != nullptr ? packing->packed.size() : 0;
   const int64_t reused_before = packing != nullptr ? packing->reused : 0;

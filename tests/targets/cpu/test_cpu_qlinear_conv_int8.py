@@ -172,3 +172,46 @@ def test_int8_max_pool_is_exact(dtype):
     assert "Pool" in _kernels(model)
     ref, cpu = run_both(model, feeds)
     np.testing.assert_array_equal(cpu[0], ref[0])
+
+
+@pytest.mark.parametrize("x_dtype", [U8, I8])
+@pytest.mark.parametrize("x_shape,w_shape,attrs", CASES[:3] + CASES[5:7])
+def test_conv_integer_on_onednn(x_dtype, x_shape, w_shape, attrs):
+    """ConvInteger with constant i8 weights and a constant zero point of x: exact int32."""
+    inits = {"w": _ints(w_shape, 60, I8), "zx": _one(9 if x_dtype == U8 else -5, x_dtype)}
+    dtypes = {"x": x_dtype, "y": np.int32, "w": I8, "zx": x_dtype}
+    model = onnx_model(
+        [node("ConvInteger", ["x", "w", "zx"], ["y"], **attrs)],
+        {"x": x_shape},
+        {"y": None},
+        inits,
+        dtypes=dtypes,
+    )
+    assert _kernels(model) == ["Conv"]
+    ref, cpu = run_both(model, {"x": _ints(x_shape, 61, x_dtype)})
+    np.testing.assert_array_equal(cpu[0], ref[0])
+
+
+def test_dynamically_quantized_conv():
+    """quantize_dynamic's CNN pattern: DynamicQuantizeLinear -> ConvInteger with the zero
+    point computed per run -> Cast -> Mul; equal to ref for inputs of different ranges."""
+    nodes = [
+        node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+        node("ConvInteger", ["xq", "w", "xz", "wz"], ["acc"], pads=[1, 1, 1, 1]),
+        node("Cast", ["acc"], ["accf"], to=1),
+        node("Mul", ["xs", "ws"], ["scale"]),
+        node("Mul", ["accf", "scale"], ["y"]),
+    ]
+    inits = {
+        "w": _ints((16, 8, 3, 3), 62, I8),
+        "wz": np.array(0, I8),
+        "ws": np.array(0.004, np.float32),
+    }
+    dtypes = {k: v.dtype for k, v in inits.items()}
+    model = onnx_model(nodes, {"x": (1, 8, 10, 10)}, {"y": None}, inits, dtypes=dtypes)
+    assert "Conv" in _kernels(model) and "ConvInteger" not in _kernels(model)
+    rng = np.random.default_rng(63)
+    for low, high in ((-2.0, 5.0), (0.5, 3.0)):
+        x = rng.uniform(low, high, (1, 8, 10, 10)).astype(np.float32)
+        ref, cpu = run_both(model, {"x": x})
+        np.testing.assert_allclose(cpu[0], ref[0], rtol=1e-6, atol=1e-6 * np.abs(ref[0]).max())

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
-"""QLinearConv on oneDNN's int8 convolution (VNNI / AMX instructions where the CPU has
-them): the "Conv" kernel of src/cpu/conv.cpp with quantization attrs. The QDQ models
-onnxruntime's quantizer writes become such nodes in passes/fold_quantized.py.
+"""QLinearConv and ConvInteger on oneDNN's int8 convolution (VNNI / AMX instructions where
+the CPU has them): the "Conv" kernel of src/cpu/conv.cpp with quantization attrs. The QDQ
+models onnxruntime's quantize_static writes become QLinearConv nodes in
+passes/fold_quantized.py; quantize_dynamic writes DynamicQuantizeLinear -> ConvInteger
+(x's zero point then an input the kernel reads at each run; the int32 sums are exact).
 
 oneDNN takes: u8 / i8 x and y, constant i8 w with zero points 0 (symmetric weights, what
 quantizers write for int8 weights), one x / y scale and zero point (constants), w_scale one
@@ -76,6 +78,47 @@ def onednn_attrs(node: Node) -> tuple[dict, np.ndarray | None] | None:
     return attrs, real_bias
 
 
+def integer_attrs(node: Node) -> dict | None:
+    """The "Conv" kernel's attrs for a ConvInteger oneDNN runs (w constant i8 of zero point
+    0 or none, x's zero point none or one value), or None."""
+    if conv_refusal(node) is not None:
+        return None
+    x, w = node.inputs[0], node.inputs[1]
+    x_zp = node.inputs[2] if len(node.inputs) > 2 else None
+    w_zp = node.inputs[3] if len(node.inputs) > 3 else None
+    if x.type.dtype not in _INT8 or w.type.dtype != DType.i8 or w.constant is None:
+        return None
+    if not 3 <= len(x.type.dims) <= 5:
+        return None
+    if w_zp is not None and (w_zp.constant is None or np.any(np.asarray(w_zp.constant) != 0)):
+        return None
+    if (
+        x_zp is not None
+        and int(np.prod(getattr(x_zp.type, "dims", None) or (), dtype=np.int64)) != 1
+    ):
+        return None
+    attrs, _ = window_attrs(x, [int(d) for d in w.type.dims[2:]], node.attrs)
+    attrs["group"] = int(node.attrs.get("group") or 1)
+    return attrs
+
+
+@supports(lambda node, ctx=None: integer_attrs(node) is not None or conv_refusal(node) is None)
+def lower_conv_integer_onednn(node: Node, ctx: LoweringContext) -> None:
+    attrs = integer_attrs(node)
+    if attrs is None:
+        lower_conv_integer(node, ctx)
+        return
+    x_zp = node.inputs[2] if len(node.inputs) > 2 else None
+    inputs = [ctx.input(node.inputs[0], layouts=ANY_LAYOUT), ctx.input(node.inputs[1]), None]
+    if x_zp is not None and x_zp.constant is not None:
+        attrs["q_src_zp"] = int(np.asarray(x_zp.constant).reshape(-1)[0])
+    elif x_zp is not None:
+        inputs.append(ctx.input(x_zp))
+        attrs["q_src_zp_arg"] = len(inputs) - 1
+    y = ctx.output(node.outputs[0], layouts=ANY_LAYOUT)
+    ctx.emit("Conv", inputs, [y], attrs, node.name)
+
+
 @supports(lambda node, ctx=None: onednn_attrs(node) is not None or conv_refusal(node) is None)
 def lower_qlinear_conv(node: Node, ctx: LoweringContext) -> None:
     found = onednn_attrs(node)
@@ -90,4 +133,4 @@ def lower_qlinear_conv(node: Node, ctx: LoweringContext) -> None:
     ctx.emit("Conv", [x, w, b], [y], attrs, node.name)
 
 
-LOWERINGS = {"QLinearConv": lower_qlinear_conv}
+LOWERINGS = {"QLinearConv": lower_qlinear_conv, "ConvInteger": lower_conv_integer_onednn}

@@ -83,7 +83,8 @@ _ATTENTION_GPU = (
 _POST_OPS = "?post_ops:strs ?post_arg:ints ?post_alpha:floats ?post_beta:floats"
 # an int8 convolution's quantization (targets/cpu/lower_qconv.py)
 _CONV_QUANT = (
-    "?q_dst_scale:float ?q_dst_zp:int ?q_src_scale:float ?q_src_zp:int ?q_wei_scales:floats"
+    "?q_dst_scale:float ?q_dst_zp:int ?q_src_scale:float ?q_src_zp:int ?q_src_zp_arg:int "
+    "?q_wei_scales:floats"
 )
 _ONEDNN_CONV = (
     "?dilations:ints ?group:int ?pads_begin:ints ?pads_end:ints ?strides:ints " + _POST_OPS
