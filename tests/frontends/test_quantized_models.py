@@ -101,3 +101,20 @@ def test_quantized_transformer_matches_onnxruntime(name):
         np.testing.assert_allclose(
             np.asarray(g), w, rtol=0, atol=(1e-4 if name == "dynamic" else 0.02) * scale
         )
+
+
+@pytest.mark.parametrize("name", ["small_cnn_qdq_u8", "bert_tiny_dynamic", "bert_tiny_qdq"])
+def test_saved_int8_program_loads_and_matches(name):
+    """A compiled int8 program (int8 convolutions and matmuls, byte tables) saved and loaded
+    gives the same outputs as the program it was saved from."""
+    path = os.path.join(DATA, f"{name}.onnx")
+    recorded = np.load(os.path.join(DATA, f"{name}.npz"))
+    if "input" in recorded.files:
+        feeds = {"input": recorded["input"]}
+    else:
+        feeds = {k[len("input:") :]: recorded[k] for k in recorded.files if k.startswith("input:")}
+    program = gk.parse_onnx(path, default_dim=None).compile("cpu")
+    want = program.run(feeds)
+    loaded = gk.load_buffer(gk.save_buffer(program))
+    for got, expected in zip(loaded.run(feeds), want):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
