@@ -15,7 +15,10 @@ so that CI compares graphkiln's int8 execution with onnxruntime without it
   quantize_dynamic (dynamic: DynamicQuantizeLinear + MatMulInteger) and by quantize_static
   (qdq: QDQ, u8 activations, i8 weights, calibrated on seeded sentences of shape (2, 12)),
   with onnxruntime's outputs on other seeded sentences (keys "input:<name>",
-  "output:<name>").
+  "output:<name>");
+- lstm_<direction>_<per>.onnx / .npz: a one-layer LSTM (forward with per-direction weight
+  scales, bidirectional with per-row scales) through quantize_dynamic (DynamicQuantizeLSTM),
+  with onnxruntime's outputs on a seeded sequence (keys "input:x", "output:<name>").
 
 onnxruntime is no dependency of graphkiln or its tests; run with it on the path:
     pip install --target /tmp/ortsite onnxruntime
@@ -196,6 +199,63 @@ def record_bert() -> None:
         print(f"{path}: {os.path.getsize(path)} bytes")
 
 
+def float_lstm(direction: str, seed: int = 3) -> onnx.ModelProto:
+    steps, batch, inputs, hidden = LSTM_SHAPE
+    d = 2 if direction == "bidirectional" else 1
+    rng = np.random.default_rng(seed)
+    weights = {
+        "W": rng.standard_normal((d, 4 * hidden, inputs)) * 0.3,
+        "R": rng.standard_normal((d, 4 * hidden, hidden)) * 0.3,
+        "B": rng.standard_normal((d, 8 * hidden)) * 0.1,
+    }
+    lstm = helper.make_node(
+        "LSTM", ["x", "W", "R", "B"], ["y", "y_h", "y_c"], hidden_size=hidden, direction=direction
+    )
+    outputs = [
+        helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "y_h", "y_c")
+    ]
+    graph = helper.make_graph(
+        [lstm],
+        "lstm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, batch, inputs])],
+        outputs,
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    return model
+
+
+LSTM_SHAPE = (7, 2, 12, 16)  # steps, batch, input size, hidden size
+
+
+def record_lstm() -> None:
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    x = np.random.default_rng(4).standard_normal(LSTM_SHAPE[:3]).astype(np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        for direction, per_channel in (("forward", False), ("bidirectional", True)):
+            source = os.path.join(tmp, "lstm.onnx")
+            onnx.save(float_lstm(direction), source)
+            name = f"lstm_{direction}_{'rows' if per_channel else 'directions'}"
+            path = os.path.join(DATA, f"{name}.onnx")
+            quantize_dynamic(
+                source,
+                path,
+                weight_type=QuantType.QInt8,
+                per_channel=per_channel,
+                op_types_to_quantize=["LSTM"],
+            )
+            session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            names = [o.name for o in session.get_outputs()]
+            outputs = dict(zip(names, session.run(names, {"x": x})))
+            arrays = {"input:x": x, **{f"output:{k}": v for k, v in outputs.items()}}
+            np.savez_compressed(os.path.join(DATA, f"{name}.npz"), **arrays)
+            print(f"{path}: {os.path.getsize(path)} bytes")
+
+
 if __name__ == "__main__":
     main()
     record_bert()
+    record_lstm()

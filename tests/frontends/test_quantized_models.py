@@ -118,3 +118,19 @@ def test_saved_int8_program_loads_and_matches(name):
     loaded = gk.load_buffer(gk.save_buffer(program))
     for got, expected in zip(loaded.run(feeds), want):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
+@pytest.mark.parametrize("name", ["lstm_forward_directions", "lstm_bidirectional_rows"])
+def test_dynamic_quantize_lstm_imports_and_matches_onnxruntime(name):
+    """quantize_dynamic's DynamicQuantizeLSTM (int8 W / R transposed, scales per direction or
+    per gate row) imports as an LSTM on dequantized weights: cpu equals ref, and both stay
+    within onnxruntime's own quantization error of its output (it also quantizes x and h)."""
+    path = os.path.join(DATA, f"{name}.onnx")
+    recorded = np.load(os.path.join(DATA, f"{name}.npz"))
+    feeds = {"x": recorded["input:x"]}
+    want = [recorded[f"output:{k}"] for k in ("y", "y_h", "y_c")]
+    cpu = gk.parse_onnx(path).compile("cpu").run(feeds)
+    ref = gk.parse_onnx(path).compile("ref").run(feeds)
+    for c, r, w in zip(cpu, ref, want):
+        np.testing.assert_allclose(np.asarray(c), np.asarray(r), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(c), w, rtol=0, atol=0.03)

@@ -9,13 +9,13 @@ of them with lookup tables or integer arithmetic, so a result may differ from it
 unit where the float value lies on a rounding boundary. A zero point left out is 0 of the
 type of the quantized data. QuantizeLinear, DequantizeLinear, QLinearAdd, QLinearMul,
 QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearConcat,
-DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm."""
+DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm, DynamicQuantizeLSTM."""
 
 from __future__ import annotations
 
 from ...ir import DType, Value
 from .context import ImportContext
-from .microsoft_common import cast, ints, named, rank, refuse
+from .microsoft_common import cast, dims, ints, named, rank, refuse
 
 
 def _dequantize(ctx: ImportContext, x: Value, scale: Value, zero_point: Value | None):
@@ -174,6 +174,38 @@ def qgemm(ctx: ImportContext):
     return [_quantize(ctx, real, y_scale, ctx.input(8), ctx.input(0))]
 
 
+def _lstm_weights(ctx: ImportContext, w: Value, scale: Value, zero_point: Value | None):
+    """int8 weights [D, K, 4H] with scales / zero points of shape [D] or [D, 4H] -> the
+    float32 [D, 4H, K] weights of an LSTM: (w - zero_point) * scale, transposed."""
+    w_dims = dims(w)
+    if w_dims is None or len(w_dims) != 3 or not all(isinstance(d, int) for d in w_dims):
+        raise refuse(ctx, "W and R must be 3-D of known dims [directions, K, 4 * hidden]")
+    per = ints(ctx, [w_dims[0], 1, -1])  # [D] -> [D, 1, 1]; [D, 4H] -> [D, 1, 4H]
+    real = cast(ctx, w, DType.f32)
+    if zero_point is not None:
+        real = ctx.add("Sub", real, ctx.add("Reshape", cast(ctx, zero_point, DType.f32), per))
+    real = ctx.add("Mul", real, ctx.add("Reshape", scale, per))
+    return ctx.add("Transpose", real, perm=(0, 2, 1))
+
+
+def dynamic_quantize_lstm(ctx: ImportContext):
+    """DynamicQuantizeLSTM(X, W, R, B?, sequence_lens?, initial_h?, initial_c?, P?, W_scale,
+    W_zero_point, R_scale, R_zero_point): an LSTM (the default domain's attributes, layout 0)
+    whose int8 weights W [D, input, 4H] and R [D, H, 4H] (transposed against the LSTM's)
+    are dequantized per direction or per gate row ([D] or [D, 4H] scales); onnxruntime also
+    quantizes X and the hidden state on the fly, so its results differ from this float LSTM
+    by that quantization's error."""
+    if ctx.input(8) is None or ctx.input(10) is None:
+        raise refuse(ctx, "W_scale and R_scale are required")
+    w = _lstm_weights(ctx, ctx.input(1), ctx.input(8), ctx.input(9))
+    r = _lstm_weights(ctx, ctx.input(2), ctx.input(10), ctx.input(11))
+    inputs = [ctx.input(0), w, r, *(ctx.input(i) for i in range(3, 8))]
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    attrs = {k: v for k, v in ctx.attrs.items() if k != "layout"}
+    return ctx.emit("LSTM", inputs, attrs)
+
+
 OPS = {
     "QuantizeLinear": quantize_linear,
     "DequantizeLinear": dequantize_linear,
@@ -186,4 +218,5 @@ OPS = {
     "MatMulIntegerToFloat": matmul_integer_to_float,
     "DynamicQuantizeMatMul": dynamic_quantize_matmul,
     "QGemm": qgemm,
+    "DynamicQuantizeLSTM": dynamic_quantize_lstm,
 }
