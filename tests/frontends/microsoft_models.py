@@ -302,4 +302,7 @@ def build_cases() -> dict[str, tuple[onnx.ModelProto, dict]]:
         cases.update(family(rng))
     cases.update(quantized_cases())  # seeded on their own
     cases.update(nbits_cases())  # seeded on their own
+    from microsoft_gqa_models import gqa_cases  # it builds on one_node_model above
+
+    cases.update(gqa_cases())  # seeded on their own
     return cases

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from microsoft_gqa_numpy import EXPECTED_GQA
 from microsoft_nbits_numpy import EXPECTED_NBITS
 from microsoft_quantized_numpy import EXPECTED_QUANTIZED
 
@@ -182,3 +183,4 @@ EXPECTED = {
 }
 EXPECTED.update(EXPECTED_QUANTIZED)
 EXPECTED.update(EXPECTED_NBITS)
+EXPECTED.update(EXPECTED_GQA)

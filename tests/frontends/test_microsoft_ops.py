@@ -176,3 +176,34 @@ def test_optimized_model_matches_onnxruntime(name, target):
         assert len(got) == len(expected)
         for g, e in zip(got, expected):
             _close(g, e, f"{name} on {target}", rtol=1e-3)
+
+
+def test_group_query_attention_right_padded_prompts():
+    """A batch of prompts of different lengths (right padding, seqlens_k per row): each
+    row's valid queries see only its own keys (numpy: microsoft_gqa_numpy.py)."""
+    from microsoft_gqa_models import gqa_case
+    from microsoft_gqa_numpy import group_query_attention
+
+    model, feeds = gqa_case(np.random.default_rng(7), 2, 6, 0, 2, 1)
+    feeds["seqlens_k"] = np.array([4, 2], np.int32)  # 5 and 3 tokens
+    (proto,) = model.graph.node
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    attrs = {a.name: helper.get_attribute_value(a) for a in proto.attribute}
+    expected = group_query_attention(feeds, consts, attrs)[0]
+    for target in ("ref", "cpu"):
+        got = np.asarray(_compile(model, target).run(feeds)[0])
+        for row, valid in ((0, 5), (1, 3)):
+            _close(got[row, :valid], expected[row, :valid], f"{target} row {row}")
+
+
+@pytest.mark.parametrize("extra", ["head_sink", "query_seqlens"])
+def test_group_query_attention_refuses_what_it_does_not_import(extra):
+    from microsoft_gqa_models import gqa_case
+
+    model, _ = gqa_case(np.random.default_rng(8), 1, 2, 1, 2, 1)
+    (proto,) = model.graph.node
+    position = {"head_sink": 11, "query_seqlens": 16}[extra]
+    while len(proto.input) <= position:
+        proto.input.append("")
+    proto.input[position] = "seqlens_k"
+    _refused(model, "GroupQueryAttention", extra)
