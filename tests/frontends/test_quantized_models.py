@@ -134,3 +134,19 @@ def test_dynamic_quantize_lstm_imports_and_matches_onnxruntime(name):
     for c, r, w in zip(cpu, ref, want):
         np.testing.assert_allclose(np.asarray(c), np.asarray(r), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(np.asarray(c), w, rtol=0, atol=0.03)
+
+
+@pytest.mark.parametrize("target", ["ref", "cpu"])
+def test_llama_style_decoder_int4_matches_onnxruntime(target):
+    """A Llama-style decoder (tools/export_llama_nbits.py: RMSNorm, rotary attention with
+    grouped heads, SwiGLU) whose 15 MatMul weights onnxruntime's MatMulNBitsQuantizer turned
+    into MatMulNBits (int4, block 32, packed zero points): the logits match onnxruntime's."""
+    path = os.path.join(DATA, "llama_tiny_int4.onnx")
+    recorded = np.load(os.path.join(DATA, "llama_tiny_int4.npz"))
+    program = gk.parse_onnx(path).compile(target)
+    (logits,) = program.run({"input_ids": recorded["input:input_ids"]})
+    want = recorded["output:logits"]
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(np.asarray(logits), want, rtol=0, atol=1e-4 * scale)
+    if target == "cpu":
+        assert sum(s.kernel == "MatMulNBits" for s in _steps(program)) == 15  # weights packed
