@@ -13,7 +13,8 @@ so that CI compares graphkiln's int8 execution with onnxruntime without it
 - small_cnn_<variant>.npz: onnxruntime's outputs on seeded inputs (keys "input", "output");
 - bert_tiny_<variant>.onnx / .npz: tests/models/dynamic/bert_tiny.onnx quantized by
   quantize_dynamic (dynamic: DynamicQuantizeLinear + MatMulInteger) and by quantize_static
-  (qdq: QDQ, u8 activations, i8 weights, calibrated on seeded sentences of shape (2, 12)),
+  (qdq: QDQ; qop: QOperator, QLinearMatMul and the QLinear* ops; u8 activations, i8
+  weights, calibrated on seeded sentences of shape (2, 12)),
   with onnxruntime's outputs on other seeded sentences (keys "input:<name>",
   "output:<name>");
 - lstm_<direction>_<per>.onnx / .npz: a one-layer LSTM (forward with per-direction weight
@@ -177,7 +178,7 @@ def record_bert() -> None:
 
     source = os.path.join(ROOT, "tests", "models", "dynamic", "bert_tiny.onnx")
     feeds = bert_feeds(20)
-    for name in ("dynamic", "qdq"):
+    for name in ("dynamic", "qdq", "qop"):
         path = os.path.join(DATA, f"bert_tiny_{name}.onnx")
         if name == "dynamic":
             quantize_dynamic(source, path, weight_type=QuantType.QInt8)
@@ -186,7 +187,7 @@ def record_bert() -> None:
                 source,
                 path,
                 Sentences(),
-                quant_format=QuantFormat.QDQ,
+                quant_format=QuantFormat.QDQ if name == "qdq" else QuantFormat.QOperator,
                 activation_type=QuantType.QUInt8,
                 weight_type=QuantType.QInt8,
             )

@@ -44,11 +44,11 @@ def bernoulli_model() -> onnx.ModelProto:
 
 
 def microsoft_model() -> onnx.ModelProto:
-    """relu(x), then com.microsoft::DynamicQuantizeLSTM (an onnxruntime contrib op)."""
+    """relu(x), then com.microsoft::CDist (an onnxruntime contrib op graphkiln does not import)."""
     return _model(
         [
             h.make_node("Relu", ["x"], ["r"]),
-            h.make_node("DynamicQuantizeLSTM", ["r"], ["y"], domain="com.microsoft"),
+            h.make_node("CDist", ["r", "r"], ["y"], domain="com.microsoft"),
         ],
         [h.make_tensor_value_info("x", T.FLOAT, [1, 4])],
         [h.make_tensor_value_info("y", T.FLOAT, [1, 4])],

@@ -32,6 +32,7 @@ _TYPES = {
     np.dtype(np.float32): TensorProto.FLOAT,
     np.dtype(np.int32): TensorProto.INT32,
     np.dtype(np.int64): TensorProto.INT64,
+    np.dtype(np.uint8): TensorProto.UINT8,
 }
 
 

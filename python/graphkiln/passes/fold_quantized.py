@@ -16,6 +16,7 @@ it on int8 kernels instead of dequantizing around a float op:
   Gather(DQ(x), i), Reshape(DQ(x)), Transpose, Flatten, Squeeze, Unsqueeze
                                   -> the same op on x, then DQ (exact: the same values)
   Q(DQ(x)) of equal parameters    -> x (exact)
+  QLinearMatMul(a, b const i8)    -> Q(Cast(MatMulInteger(a, b, a_zero_point)) * scales)
 
 Conditions: x and y per tensor (one constant scale and zero point), u8 / i8; w a constant
 i8 / u8 quantized per tensor or per output channel (axis 0); the bias a constant int32 of
@@ -236,6 +237,38 @@ def quantized_matmul(node: Node, rw: Rewriter):
     return [result if c is None else rw.emit("Add", result, c)]
 
 
+def qlinear_matmul(node: Node, rw: Rewriter):
+    """QLinearMatMul(a, ..., b, ..., y_scale, y_zero_point) with b a constant 2-D i8 matrix
+    of zero point 0 and per-tensor a -> Q(Cast(MatMulInteger(a, b, a_zero_point)) * (a_scale
+    * b_scale)): the product on the int8 matmul kernels, the requantization fused with what
+    follows (QOperator models, as quantize_static writes them)."""
+    a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero = node.inputs[:8]
+    w, ws, as_ = _constant(b), _constant(b_scale), _constant(a_scale)
+    if a is None or w is None or ws is None or as_ is None or w.ndim != 2 or as_.size != 1:
+        return None
+    if _dtype(b) != DType.i8 or _dtype(a) not in _INT8 or y_scale is None:
+        return None
+    zero = _constant(b_zero)
+    if (b_zero is not None and zero is None) or (zero is not None and np.any(zero)):
+        return None
+    a_zero_value = _constant(a_zero)
+    if a_zero is not None and (a_zero_value is None or a_zero_value.size != 1):
+        return None
+    if ws.size != 1 and ws.shape != (w.shape[1],):
+        return None
+    if _dtype(b_scale) != DType.f32 or _dtype(a_scale) != DType.f32:
+        return None
+    scale = (np.float32(as_.reshape(-1)[0]) * ws.astype(np.float32)).astype(np.float32)
+    a_type = _dtype(a)
+    assert a_type is not None  # checked above: u8 / i8
+    zero_a = a_zero if a_zero is not None else rw.constant(np.zeros((), a_type.numpy), "zp")
+    product = rw.emit("MatMulInteger", a, b, zero_a)
+    real = rw.emit(
+        "Mul", rw.emit("Cast", product, to=DType.f32), rw.constant(scale.reshape(-1), "scale")
+    )
+    return [rw.emit("QuantizeLinear", real, y_scale, y_zero)]
+
+
 # ops that only move or pick elements: a per-tensor DequantizeLinear commutes with them
 _MOVES = frozenset({"Gather", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze"})
 
@@ -280,6 +313,7 @@ RULES = [
     ("QuantizeLinear", quantized_max_pool),
     ("MatMul", quantized_matmul),
     ("Gemm", quantized_matmul),
+    ("QLinearMatMul", qlinear_matmul),
     ("QuantizeLinear", requantized),
     *((op, dequantized_move) for op in sorted(_MOVES)),
 ]

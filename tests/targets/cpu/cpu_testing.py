@@ -94,3 +94,12 @@ def check_cpu(model: bytes, feeds: dict, rtol=1e-5, atol=1e-6, **options):
         else:
             np.testing.assert_array_equal(c, r)
     return cpu
+
+
+def onednn_int8() -> bool:
+    """Whether the cpu target puts integer convolutions / matmuls on oneDNN's int8 kernels
+    on this machine (VNNI / AMX; without them the portable integer kernels run, exact:
+    targets/cpu/int8_isa.py)."""
+    from graphkiln.targets.cpu.int8_isa import onednn_int8_exact
+
+    return onednn_int8_exact()

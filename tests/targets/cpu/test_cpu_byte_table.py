@@ -11,7 +11,7 @@ import pytest
 
 import graphkiln as gk
 
-from cpu_testing import check_cpu, node, onnx_model
+from cpu_testing import onednn_int8, check_cpu, node, onnx_model
 
 I8, U8 = np.int8, np.uint8
 SHAPE = (2, 8, 9, 11)
@@ -110,6 +110,7 @@ def test_per_channel_constant_stays_on_the_interpreter():
     check_cpu(model, {"x": _all_bytes(U8)})
 
 
+@pytest.mark.skipif(not onednn_int8(), reason="int8 convolutions need VNNI / AMX")
 def test_table_between_int8_convolutions_reads_channels_last():
     """QLinearConv -> QDQ SiLU -> QLinearConv: the table runs on the channels-last bytes."""
     rng = np.random.default_rng(3)

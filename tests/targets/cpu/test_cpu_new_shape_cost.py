@@ -157,7 +157,16 @@ def test_packing_is_learned_for_a_kernel_not_known_to_pack(monkeypatch):
     plans = list(prog._executable._plans.values())
     packed = sum(len(items) for _, items in plans[0][0].executor.packed_constants())
     assert packed >= 4
-    assert all(segs[0].executor.reused_packings == packed for segs in plans[1:])
+    # a weight oneDNN packs to one layout for every width is taken from the first plan; one it
+    # blocks differently for some width (AVX2 does for one of these convolutions) may be
+    # packed again by a later plan
+    layouts: dict[int, set] = {}
+    for segs in plans:
+        for i, items in segs[0].executor.packed_constants():
+            layouts.setdefault(i, set()).update(key for key, _ in items)
+    varying = sum(len(keys) > 1 for keys in layouts.values())
+    assert varying <= 1
+    assert all(packed - varying <= segs[0].executor.reused_packings <= packed for segs in plans[1:])
 
 
 def _types(graph, out):

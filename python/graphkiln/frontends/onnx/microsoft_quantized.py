@@ -8,7 +8,7 @@ output's scale and zero point, which is the documented meaning; onnxruntime comp
 of them with lookup tables or integer arithmetic, so a result may differ from it by one
 unit where the float value lies on a rounding boundary. A zero point left out is 0 of the
 type of the quantized data. QuantizeLinear, DequantizeLinear, QLinearAdd, QLinearMul,
-QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearConcat,
+QLinearSigmoid, QLinearSoftmax, QLinearLeakyRelu, QLinearGlobalAveragePool, QLinearConcat,
 DynamicQuantizeMatMul, MatMulIntegerToFloat, QGemm, DynamicQuantizeLSTM."""
 
 from __future__ import annotations
@@ -75,6 +75,24 @@ def qlinear_leaky_relu(ctx: ImportContext):
     """QLinearLeakyRelu(X, X_scale, X_zero_point?, Y_scale, Y_zero_point?; alpha = 0.01): Y =
     quantize(LeakyRelu(dequantize(X), alpha))."""
     return _unary(ctx, "LeakyRelu", alpha=float(ctx.attrs.get("alpha", 0.01)))
+
+
+def qlinear_softmax(ctx: ImportContext):
+    """QLinearSoftmax(X, X_scale, x_zero_point?, y_scale, y_zero_point?; axis = -1, opset):
+    Y = quantize(Softmax(dequantize(X))) with the meaning of the opset the Softmax came from:
+    from 13 on over `axis`, before it over X flattened to 2-D at `axis` (then reshaped)."""
+    x = ctx.input(0)
+    real = _dequantize(ctx, x, ctx.input(1), ctx.input(2))
+    axis = int(ctx.attrs.get("axis", -1))
+    opset = ctx.attrs.get("opset")
+    if not isinstance(opset, int):
+        raise refuse(ctx, "the opset attribute (of the original Softmax) is required")
+    if opset >= 13:
+        result = ctx.add("Softmax", real, axis=axis)
+    else:
+        flat = ctx.add("Flatten", real, axis=axis)
+        result = ctx.add("Reshape", ctx.add("Softmax", flat, axis=1), ctx.add("Shape", real))
+    return [_quantize(ctx, result, ctx.input(3), ctx.input(4), x)]
 
 
 def qlinear_global_average_pool(ctx: ImportContext):
@@ -212,6 +230,7 @@ OPS = {
     "QLinearAdd": _binary("Add"),
     "QLinearMul": _binary("Mul"),
     "QLinearSigmoid": qlinear_sigmoid,
+    "QLinearSoftmax": qlinear_softmax,
     "QLinearLeakyRelu": qlinear_leaky_relu,
     "QLinearGlobalAveragePool": qlinear_global_average_pool,
     "QLinearConcat": qlinear_concat,

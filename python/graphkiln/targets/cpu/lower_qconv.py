@@ -11,7 +11,8 @@ quantizers write for int8 weights), one x / y scale and zero point (constants), 
 value or one per output channel, an int32 bias (given to the kernel in real units, B *
 x_scale * w_scale, which is how oneDNN adds it). It requantizes in float32, so a result may
 differ from the ref target's (double) by one unit where the value lies on a rounding
-boundary. Anything else goes to the portable kernel (src/cpu/int_conv.cpp through
+boundary. Anything else, and everything on a CPU without VNNI / AMX (int8_isa.py: oneDNN's
+int8 sums saturate there), goes to the portable kernel (src/cpu/int_conv.cpp through
 targets/native/lower_integer.py), which follows ref exactly."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..native.lower_integer import conv_refusal, lower_conv_integer
 from ..native.lower_support import supports
 from ..native.plan import CHANNELS_LAST, PLAIN
 from ..native.window_attrs import window_attrs
+from .int8_isa import onednn_int8_exact
 
 ANY_LAYOUT = (PLAIN, CHANNELS_LAST)
 _INT8 = (DType.u8, DType.i8)
@@ -42,7 +44,7 @@ def _one(value: Value | None) -> float | None:
 def onednn_attrs(node: Node) -> tuple[dict, np.ndarray | None] | None:
     """(the "Conv" kernel's attrs, its float32 bias or None) for a QLinearConv oneDNN runs,
     or None."""
-    if conv_refusal(node) is not None:
+    if conv_refusal(node) is not None or not onednn_int8_exact():
         return None
     x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp = node.inputs[:8]
     bias = node.inputs[8] if len(node.inputs) > 8 else None
@@ -81,7 +83,7 @@ def onednn_attrs(node: Node) -> tuple[dict, np.ndarray | None] | None:
 def integer_attrs(node: Node) -> dict | None:
     """The "Conv" kernel's attrs for a ConvInteger oneDNN runs (w constant i8 of zero point
     0 or none, x's zero point none or one value), or None."""
-    if conv_refusal(node) is not None:
+    if conv_refusal(node) is not None or not onednn_int8_exact():
         return None
     x, w = node.inputs[0], node.inputs[1]
     x_zp = node.inputs[2] if len(node.inputs) > 2 else None

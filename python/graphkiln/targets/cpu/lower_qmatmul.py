@@ -18,6 +18,7 @@ from ...ir import DType, Node, TensorType, Value
 from ..native.lower import LoweringContext, static_dims
 from ..native.lower_integer import lower_matmul_integer, matmul_refusal
 from ..native.lower_support import supports
+from .int8_isa import onednn_int8_exact
 from .lower_matmul import _matmul_views
 
 _INT8 = (DType.u8, DType.i8)
@@ -33,7 +34,7 @@ def _input(node: Node, i: int) -> Value | None:
 
 
 def onednn_eligible(node: Node) -> bool:
-    if matmul_refusal(node) is not None:
+    if matmul_refusal(node) is not None or not onednn_int8_exact():
         return False
     a, b, a_zp, b_zp = (_input(node, i) for i in range(4))
     if a is None or b is None or _dtype(a) not in _INT8 or _dtype(b) != DType.i8:

@@ -50,17 +50,21 @@ class CpuTarget(Target):
         "max_concurrency": OPTION_HELP + " (cpu default: the physical cores)",
         "plan_cache_size": CACHE_HELP,
         "shapes": SHAPES_HELP,
-        "int8": "True (default) runs a QDQ model's quantized convolutions and poolings on "
+        "int8": "True runs a QDQ model's quantized convolutions, matmuls and poolings on "
         "int8 kernels (results may differ from the ref target by one unit where a value "
         "lies on a rounding boundary); False computes them in float32 between its "
-        "DequantizeLinear and QuantizeLinear nodes, exactly as ref does",
+        "DequantizeLinear and QuantizeLinear nodes, exactly as ref does (default: True "
+        "where the CPU has VNNI or AMX, whose int8 sums are exact, else False)",
     }
 
     def passes(self, options: dict) -> list:
         from ...passes import expand_quantize, fold_quantized
         from ...passes.pipelines import pipeline
 
-        start = [fold_quantized] if options.get("int8", True) else []
+        from .int8_isa import onednn_int8_exact
+
+        int8 = options.get("int8")
+        start = [fold_quantized] if (onednn_int8_exact() if int8 is None else int8) else []
         return pipeline("full", {"start": start, "before_fusion": [expand_quantize]})
 
     def node_support(self, node: Node) -> bool | None:
