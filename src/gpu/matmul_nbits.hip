@@ -6,18 +6,11 @@
 // B u8 [N, k_blocks, blob] (codes low bits first in each byte), scales f32 [N * k_blocks],
 // zero points absent (2^(bits-1)), u8 packed like the codes (one row of
 // ceil(k_blocks * bits / 8) bytes per n) or f32 [N * k_blocks].
-// A row of W is one contiguous stream of codes (k_blocks * block_size of them, the last block
-// padded). A block of kWarps warps computes kRows outputs n together: its threads take the
-// row's codes a load at a time (16 bytes where the block size allows: 32 int4 or 16 int8
-// codes, all in one quantization block, so one scale and zero point), interleaved across the
-// whole block so that every thread has loads in flight (a GEMV is bound by the weights' bytes;
-// one warp per row left most of the memory system idle), and each 8 floats of A read serve all
-// kRows rows. Per load: scale * sum((code - zero) * a), in float; the threads' sums meet in warp
-// shuffles and then in shared memory. Rows of A are taken kTileM at a time (registers), so
-// batch 1 reads W once and small batches re-read it from L2. From kGemmRows rows of A on (a
-// prompt's prefill), W is dequantized to float32 in the workspace, a bounded slice of rows at a
-// time, and the BLAS GEMM (cuBLAS / rocBLAS, float32) multiplies: the packed weight stays the
-// only copy the program keeps. targets/ref/matmul_nbits.py is the oracle.
+// Up to kGemmRows rows of A the register kernel of gpu/matmul_nbits_kernel.hpp runs (its
+// comment says how; benchmarks/matmul_nbits_probe.cu times its block shapes). From kGemmRows
+// rows of A on (a prompt's prefill), W is dequantized to float32 in the workspace, a bounded
+// slice of rows at a time, and the BLAS GEMM (cuBLAS / rocBLAS, float32) multiplies: the packed
+// weight stays the only copy the program keeps. targets/ref/matmul_nbits.py is the oracle.
 #include "gpu/common.hpp"
 
 #include <cstdint>
@@ -25,19 +18,18 @@
 #include <string>
 
 #include "gpu/blas.hpp"
-#include "gpu/block_reduce.hpp"
 #include "gpu/kernel.hpp"
 #include "gpu/kernels.hpp"
+#include "gpu/matmul_nbits_kernel.hpp"
 
 namespace graphkiln {
 namespace gpu {
 
 namespace {
 
-constexpr int kRows = 4;   // rows of W (outputs n) per block
-constexpr int kTileM = 4;  // rows of A per pass over W (1 for a GEMV)
-constexpr int kWarps = 4;  // warps per block, all on the same kRows rows
-constexpr int kChunk = 8;  // codes per dot product step (32 bits of int4, 64 of int8)
+constexpr int kTileM = 4;     // rows of A per pass over W (1 for a GEMV)
+constexpr int kWarps = 4;     // warps per block, all on the same rows of W
+constexpr int kTileRows = 4;  // rows of W per block for kTileM rows of A
 // From this many rows of A on, W is dequantized into the workspace (kDequantBytes of it at a
 // time) and multiplied by the BLAS GEMM: the register kernel passes over W once per kTileM
 // rows, and a prefill's hundreds of rows make that compute-bound on CUDA cores. Measured on
@@ -46,149 +38,21 @@ constexpr int kChunk = 8;  // codes per dot product step (32 bits of int4, 64 of
 constexpr int64_t kGemmRows = 48;
 constexpr int64_t kDequantBytes = int64_t{64} << 20;
 
-enum class Zero { kNone, kPacked, kFloat };
-
-struct Shape {
-  int64_t m, n, k, k_blocks, block, zero_row;
-};
-
-// LOAD bytes of codes (8 or 16) as 32-bit words
-template <int LOAD>
-__device__ inline void load_words(const uint8_t* p, uint32_t words[LOAD / 4]) {
-  if constexpr (LOAD == 16) {
-    const uint4 v = *reinterpret_cast<const uint4*>(p);
-    words[0] = v.x, words[1] = v.y, words[2] = v.z, words[3] = v.w;
-  } else {
-    const uint2 v = *reinterpret_cast<const uint2*>(p);
-    words[0] = v.x, words[1] = v.y;
-  }
+// Rows of W per block for one row of A (a GEMV): 8 where that still gives every
+// multiprocessor two blocks, else 4. benchmarks/matmul_nbits_probe.cu timed 2 to 32 rows and
+// 1 to 8 warps a block on the H100 (results/matmul_nbits_gpu_h100.md): 8 rows of 4 warps was
+// the fastest or within 5% of it on every Llama-class shape (at 4 rows the loads of A
+// outnumber those of W; at 16 too few blocks keep loads in flight).
+int gemv_rows(int64_t n, int multiprocessors) {
+  return (n + 7) / 8 >= 2 * static_cast<int64_t>(multiprocessors) ? 8 : 4;
 }
 
-// A code as a float without an int-to-float conversion (a quarter-rate instruction on NVIDIA
-// GPUs, which bounded the kernel): 2^23 + code has the code in its low mantissa bits.
-__device__ inline float magic_code(uint32_t code) { return __uint_as_float(code | 0x4B000000u); }
-constexpr float kMagic = 8388608.f;  // 2^23
-
-// the kChunk codes of chunk c of the loaded words, minus the zero point: offset is 2^23 + zero
-// (exact for the integer zero points), or 2^23 alone and zero the float zero point
-template <int BITS>
-__device__ inline void chunk_weights(const uint32_t* words, int c, float offset, float zero,
-                                     float w[kChunk]) {
-  if constexpr (BITS == 4) {
-    const uint32_t word = words[c];
-#pragma unroll
-    for (int i = 0; i < kChunk; ++i) w[i] = magic_code((word >> (4 * i)) & 0xF) - offset - zero;
-  } else {
-    const uint32_t lo = words[2 * c], hi = words[2 * c + 1];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      w[i] = magic_code((lo >> (8 * i)) & 0xFF) - offset - zero;
-      w[4 + i] = magic_code((hi >> (8 * i)) & 0xFF) - offset - zero;
-    }
-  }
-}
-
-template <int BITS, Zero ZERO>
-__device__ inline float zero_of(const void* zero, const Shape& s, int64_t n, int64_t j) {
-  if constexpr (ZERO == Zero::kNone) {
-    return static_cast<float>(1 << (BITS - 1));
-  } else if constexpr (ZERO == Zero::kFloat) {
-    return static_cast<const float*>(zero)[n * s.k_blocks + j];
-  } else {
-    const uint8_t* row = static_cast<const uint8_t*>(zero) + n * s.zero_row;
-    if constexpr (BITS == 8) return row[j];
-    return static_cast<float>((row[j / 2] >> ((j % 2) * 4)) & 0xF);
-  }
-}
-
-// 8 floats of A from k0 (fewer past K: zeros), as two 16-byte loads where A's rows allow
-template <bool VEC>
-__device__ inline void load_a(const float* a_row, int64_t k0, int64_t k, float out[kChunk]) {
-  if (VEC && k0 + kChunk <= k) {
-    const float4 lo = *reinterpret_cast<const float4*>(a_row + k0);
-    const float4 hi = *reinterpret_cast<const float4*>(a_row + k0 + 4);
-    out[0] = lo.x, out[1] = lo.y, out[2] = lo.z, out[3] = lo.w;
-    out[4] = hi.x, out[5] = hi.y, out[6] = hi.z, out[7] = hi.w;
-    return;
-  }
-#pragma unroll
-  for (int i = 0; i < kChunk; ++i) out[i] = k0 + i < k ? a_row[k0 + i] : 0.f;
-}
-
-// One block: outputs n0 .. n0 + kRows - 1 for every row of A. LOAD: bytes of codes a thread
-// reads at once (8 or 16, dividing the block's bytes: one scale per load). TILE: rows of A
-// per pass over W.
-template <int BITS, Zero ZERO, bool VEC, int LOAD, int TILE>
-__global__ void matmul_nbits(const float* a, const uint8_t* b, const float* scales,
-                             const void* zero, const float* bias, float* y, Shape s) {
-  constexpr int kCodes = LOAD * 8 / BITS;  // codes per load
-  __shared__ float partial[TILE * kRows][kWarps];
-  const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int64_t row_bytes = s.k_blocks * s.block * BITS / 8;
-  const int64_t steps = (s.k + kCodes - 1) / kCodes;  // codes past K: padding, A there is 0
-  for (int64_t m0 = 0; m0 < s.m; m0 += TILE) {
-    float acc[TILE][kRows] = {};
-    for (int64_t step = threadIdx.x; step < steps; step += blockDim.x) {
-      const int64_t k0 = step * kCodes;
-      const int64_t j = k0 / s.block;
-      uint32_t words[kRows][LOAD / 4];
-      float scale[kRows], offset[kRows], zp[kRows];
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        const int64_t n = n0 + r < s.n ? n0 + r : s.n - 1;  // rows past N: computed, not kept
-        load_words<LOAD>(b + n * row_bytes + k0 * BITS / 8, words[r]);
-        scale[r] = scales[n * s.k_blocks + j];
-        const float z = zero_of<BITS, ZERO>(zero, s, n, j);
-        offset[r] = ZERO == Zero::kFloat ? kMagic : kMagic + z;  // 2^23 + z: exact below 2^8
-        zp[r] = ZERO == Zero::kFloat ? z : 0.f;
-      }
-#pragma unroll
-      for (int c = 0; c < kCodes / kChunk; ++c) {
-        float av[TILE][kChunk];
-#pragma unroll
-        for (int t = 0; t < TILE; ++t) {
-          if (m0 + t < s.m) {
-            load_a<VEC>(a + (m0 + t) * s.k, k0 + c * kChunk, s.k, av[t]);
-          } else {
-#pragma unroll
-            for (int i = 0; i < kChunk; ++i) av[t][i] = 0.f;
-          }
-        }
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          float w[kChunk];
-          chunk_weights<BITS>(words[r], c, offset[r], zp[r], w);
-#pragma unroll
-          for (int t = 0; t < TILE; ++t) {
-            float dot = 0.f;
-#pragma unroll
-            for (int i = 0; i < kChunk; ++i) dot += w[i] * av[t][i];
-            acc[t][r] += scale[r] * dot;
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < TILE; ++t) {
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        const float sum = warp_reduce(acc[t][r], SumOp());
-        if (lane == 0) partial[t * kRows + r][warp] = sum;
-      }
-    }
-    __syncthreads();
-    if (threadIdx.x < TILE * kRows) {
-      const int t = threadIdx.x / kRows, r = threadIdx.x % kRows;
-      const int64_t n = n0 + r;
-      float sum = 0.f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) sum += partial[threadIdx.x][w];
-      if (m0 + t < s.m && n < s.n) y[(m0 + t) * s.n + n] = bias ? sum + bias[n] : sum;
-    }
-    __syncthreads();  // partial is reused by the next rows of A
-  }
-}
+using nbits::chunk_weights;
+using nbits::kChunk;
+using nbits::kMagic;
+using nbits::Shape;
+using nbits::Zero;
+using nbits::zero_of;
 
 // Rows n0 .. n0 + rows - 1 of W dequantized to float32, [rows, K] (the larger batches' path:
 // then one GEMM); one thread per kChunk codes.
@@ -234,13 +98,12 @@ class MatMulNBitsKernel : public Kernel {
       spec_error(spec, "A, scales and the output must be float32");
     if (!spec.inputs.at(0).is_contiguous() || !spec.outputs.at(0).is_contiguous())
       spec_error(spec, "needs contiguous A and output");
-#if defined(__HIP__)  // 64 on CDNA, 32 on RDNA: a block covers kWarps whole warps
     int device = 0;
     hipDeviceProp_t props;
     check(hipGetDevice(&device), "MatMulNBits: hipGetDevice");
     check(hipGetDeviceProperties(&props, device), "MatMulNBits: hipGetDeviceProperties");
-    warp_size_ = props.warpSize;
-#endif
+    warp_size_ = props.warpSize;  // 64 on CDNA, 32 on RDNA / NVIDIA: kWarps whole warps a block
+    gemv_rows_ = gemv_rows(s_.n, props.multiProcessorCount);
     zero_ = !spec.has_input(3)                      ? Zero::kNone
             : spec.inputs.at(3).dtype == DType::f32 ? Zero::kFloat
                                                     : Zero::kPacked;
@@ -336,18 +199,20 @@ class MatMulNBitsKernel : public Kernel {
   template <int BITS, Zero ZERO>
   void launch_load(bool vec, int load, const void* const* in, void* const* out,
                    Context& ctx) const {
-    const bool gemv = s_.m == 1;
-    if (load == 16) {
-      return gemv ? launch<BITS, ZERO, 16, 1>(vec, in, out, ctx)
-                  : launch<BITS, ZERO, 16, kTileM>(vec, in, out, ctx);
-    }
-    return gemv ? launch<BITS, ZERO, 8, 1>(vec, in, out, ctx)
-                : launch<BITS, ZERO, 8, kTileM>(vec, in, out, ctx);
+    if (load == 16) return launch_rows<BITS, ZERO, 16>(vec, in, out, ctx);
+    return launch_rows<BITS, ZERO, 8>(vec, in, out, ctx);
   }
 
-  template <int BITS, Zero ZERO, int LOAD, int TILE>
+  template <int BITS, Zero ZERO, int LOAD>
+  void launch_rows(bool vec, const void* const* in, void* const* out, Context& ctx) const {
+    if (s_.m > 1) return launch<BITS, ZERO, LOAD, kTileM, kTileRows>(vec, in, out, ctx);
+    if (gemv_rows_ == 8) return launch<BITS, ZERO, LOAD, 1, 8>(vec, in, out, ctx);
+    return launch<BITS, ZERO, LOAD, 1, 4>(vec, in, out, ctx);
+  }
+
+  template <int BITS, Zero ZERO, int LOAD, int TILE, int ROWS>
   void launch(bool vec, const void* const* in, void* const* out, Context& ctx) const {
-    const unsigned grid = static_cast<unsigned>((s_.n + kRows - 1) / kRows);
+    const unsigned grid = static_cast<unsigned>((s_.n + ROWS - 1) / ROWS);
     const unsigned threads = static_cast<unsigned>(kWarps * warp_size_);
     const auto* a = static_cast<const float*>(in[0]);
     const auto* b = static_cast<const uint8_t*>(in[1]);
@@ -355,16 +220,17 @@ class MatMulNBitsKernel : public Kernel {
     const auto* bias = has_bias_ ? static_cast<const float*>(in[4]) : nullptr;
     auto* y = static_cast<float*>(out[0]);
     if (vec) {
-      matmul_nbits<BITS, ZERO, true, LOAD, TILE>
+      nbits::matmul_nbits<BITS, ZERO, true, LOAD, TILE, ROWS, kWarps>
           <<<grid, threads, 0, ctx.stream>>>(a, b, scales, in[3], bias, y, s_);
     } else {
-      matmul_nbits<BITS, ZERO, false, LOAD, TILE>
+      nbits::matmul_nbits<BITS, ZERO, false, LOAD, TILE, ROWS, kWarps>
           <<<grid, threads, 0, ctx.stream>>>(a, b, scales, in[3], bias, y, s_);
     }
   }
 
   Shape s_{};
   int warp_size_ = 32;
+  int gemv_rows_ = 4;
   int bits_;
   bool has_bias_;
   Zero zero_ = Zero::kNone;

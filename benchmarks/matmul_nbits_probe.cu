@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// Copyright graphkiln authors
+// The MatMulNBits register kernel (src/gpu/matmul_nbits_kernel.hpp, the code the gpu target
+// runs) timed against the memory it must read, for each block shape (rows of W per block,
+// warps per block), on Llama-7B-class GEMV shapes. Standalone CUDA (no Python, no graphkiln
+// build), so that a device call can compare block shapes in seconds:
+//
+//   nvcc -std=c++17 -O3 -arch=sm_90 -x cu -I src benchmarks/matmul_nbits_probe.cu -o /tmp/probe
+//   /tmp/probe [runs]
+//
+// Per case the weights (packed codes + float32 scales) are allocated in enough copies to
+// exceed 512 MiB and the timed launches cycle through them, so no launch finds its weights in
+// L2 (50 MiB on the H200); launches go back to back on one stream between two events (the
+// per-launch time, without the host's launch gaps). "% of copy": the bytes the kernel must
+// move (codes, scales, A, Y) over its time, against cudaMemcpy's device-to-device rate (read +
+// write) measured in the same run. Each case is first checked against a host computation in
+// double (max error relative to max |y|).
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "gpu/matmul_nbits_kernel.hpp"
+
+using graphkiln::gpu::nbits::matmul_nbits;
+using graphkiln::gpu::nbits::Shape;
+using graphkiln::gpu::nbits::Zero;
+
+#define CHECK(x) \
+  do { \
+    cudaError_t e = (x); \
+    if (e != cudaSuccess) { \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); \
+      std::exit(1); \
+    } \
+  } while (0)
+
+namespace {
+
+struct Case {
+  int64_t n, k;
+  int bits, block;
+};
+
+using Launch = void (*)(const float*, const uint8_t*, const float*, float*, const Shape&, int);
+
+template <int BITS, int ROWS, int WARPS>
+void launch(const float* a, const uint8_t* b, const float* scales, float* y, const Shape& s,
+            int grid) {
+  matmul_nbits<BITS, Zero::kNone, true, 16, 1, ROWS, WARPS>
+      <<<grid, WARPS * 32>>>(a, b, scales, nullptr, nullptr, y, s);
+}
+
+struct Config {  // rows of W per block, warps per block
+  int rows, warps;
+  Launch four, eight;
+};
+
+template <int ROWS, int WARPS>
+Config config() {
+  return {ROWS, WARPS, &launch<4, ROWS, WARPS>, &launch<8, ROWS, WARPS>};
+}
+
+double copy_rate() {
+  const size_t bytes = size_t{1} << 30;
+  void *src, *dst;
+  CHECK(cudaMalloc(&src, bytes));
+  CHECK(cudaMalloc(&dst, bytes));
+  cudaEvent_t start, stop;
+  CHECK(cudaEventCreate(&start));
+  CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < 3; ++i) CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+  CHECK(cudaEventRecord(start));
+  for (int i = 0; i < 10; ++i) CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice));
+  CHECK(cudaEventRecord(stop));
+  CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, start, stop));
+  CHECK(cudaFree(src));
+  CHECK(cudaFree(dst));
+  return 2.0 * bytes * 10 / (ms / 1e3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int runs = argc > 1 ? std::atoi(argv[1]) : 200;
+  cudaDeviceProp props;
+  CHECK(cudaGetDeviceProperties(&props, 0));
+  const double rate = copy_rate();
+  std::printf("%s, %d SMs: device copy %.2f TB/s (read + write)\n\n", props.name,
+              props.multiProcessorCount, rate / 1e12);
+  const Case cases[] = {{4096, 4096, 4, 32},  {4096, 4096, 4, 128}, {11008, 4096, 4, 32},
+                        {4096, 11008, 4, 32}, {14336, 4096, 4, 64}, {4096, 4096, 8, 32},
+                        {32000, 4096, 4, 32}};
+  const Config configs[] = {config<4, 4>(),  config<8, 4>(),  config<16, 4>(), config<8, 2>(),
+                            config<16, 2>(), config<4, 8>(),  config<8, 8>(),  config<16, 1>(),
+                            config<32, 2>(), config<32, 4>(), config<2, 4>()};
+  std::printf("| N | K | bits | block | rows/block | warps | us | GB/s | %% of copy | max err |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::mt19937 gen(0);
+  for (const Case& c : cases) {
+    Shape s{};
+    s.m = 1, s.n = c.n, s.k = c.k, s.block = c.block;
+    s.k_blocks = (c.k + c.block - 1) / c.block;
+    const int64_t row_bytes = s.k_blocks * c.block * c.bits / 8;
+    const size_t code_bytes = row_bytes * c.n, scale_count = c.n * s.k_blocks;
+    const size_t one = code_bytes + scale_count * 4;
+    const int copies = static_cast<int>((size_t{512} << 20) / one + 2);
+    std::vector<uint8_t> codes(code_bytes);
+    std::vector<float> scales(scale_count), a(c.k);
+    for (auto& v : codes) v = static_cast<uint8_t>(gen());
+    for (auto& v : scales) v = 0.001f + 0.01f * (gen() % 1000) / 1000.f;
+    for (auto& v : a) v = (gen() % 2001) / 1000.f - 1.f;
+    std::vector<uint8_t*> d_codes(copies);
+    std::vector<float*> d_scales(copies);
+    for (int i = 0; i < copies; ++i) {
+      CHECK(cudaMalloc(&d_codes[i], code_bytes));
+      CHECK(cudaMalloc(&d_scales[i], scale_count * 4));
+      CHECK(cudaMemcpy(d_codes[i], codes.data(), code_bytes, cudaMemcpyHostToDevice));
+      CHECK(cudaMemcpy(d_scales[i], scales.data(), scale_count * 4, cudaMemcpyHostToDevice));
+    }
+    float *d_a, *d_y;
+    CHECK(cudaMalloc(&d_a, c.k * 4));
+    CHECK(cudaMalloc(&d_y, c.n * 4));
+    CHECK(cudaMemcpy(d_a, a.data(), c.k * 4, cudaMemcpyHostToDevice));
+    // the host's y, in double
+    std::vector<double> want(c.n);
+    double max_want = 0;
+    const int zero = 1 << (c.bits - 1);
+    for (int64_t n = 0; n < c.n; ++n) {
+      double sum = 0;
+      for (int64_t k = 0; k < c.k; ++k) {
+        const int64_t bit = k * c.bits;
+        const int code = (codes[n * row_bytes + bit / 8] >> (bit % 8)) & ((1 << c.bits) - 1);
+        sum += scales[n * s.k_blocks + k / c.block] * double(code - zero) * a[k];
+      }
+      want[n] = sum;
+      max_want = std::fmax(max_want, std::fabs(sum));
+    }
+    const double needed = double(one) + c.k * 4.0 + c.n * 4.0;
+    cudaEvent_t start, stop;
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreate(&stop));
+    for (const Config& cfg : configs) {
+      const Launch fn = c.bits == 4 ? cfg.four : cfg.eight;
+      const int grid = static_cast<int>((c.n + cfg.rows - 1) / cfg.rows);
+      CHECK(cudaMemset(d_y, 0, c.n * 4));
+      fn(d_a, d_codes[0], d_scales[0], d_y, s, grid);
+      CHECK(cudaGetLastError());
+      std::vector<float> got(c.n);
+      CHECK(cudaMemcpy(got.data(), d_y, c.n * 4, cudaMemcpyDeviceToHost));
+      double err = 0;
+      for (int64_t n = 0; n < c.n; ++n) err = std::fmax(err, std::fabs(got[n] - want[n]));
+      for (int i = 0; i < 2 * copies; ++i)
+        fn(d_a, d_codes[i % copies], d_scales[i % copies], d_y, s, grid);
+      CHECK(cudaEventRecord(start));
+      for (int i = 0; i < runs; ++i)
+        fn(d_a, d_codes[i % copies], d_scales[i % copies], d_y, s, grid);
+      CHECK(cudaEventRecord(stop));
+      CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, start, stop));
+      const double us = ms * 1e3 / runs;
+      std::printf("| %lld | %lld | %d | %d | %d | %d | %.2f | %.0f | %.0f%% | %.1e |\n",
+                  static_cast<long long>(c.n), static_cast<long long>(c.k), c.bits, c.block,
+                  cfg.rows, cfg.warps, us, needed / (us / 1e6) / 1e9,
+                  100 * needed / (us / 1e6) / rate, err / max_want);
+    }
+    std::fflush(stdout);
+    for (int i = 0; i < copies; ++i) {
+      CHECK(cudaFree(d_codes[i]));
+      CHECK(cudaFree(d_scales[i]));
+    }
+    CHECK(cudaFree(d_a));
+    CHECK(cudaFree(d_y));
+  }
+  return 0;
+}
