@@ -16,7 +16,8 @@
 // given layouts would make oneDNN fall back to a slow implementation, the kernel computes
 // in channels-last buffers of its own and reorders around the convolution. Constant weights
 // are reordered once, at build time, into the layout the primitive chose. Depthwise filters
-// oneDNN would run through gemm go to depthwise_conv.cpp.
+// oneDNN would run through gemm go to depthwise_conv.cpp; 3x3 stride-1 f32 convolutions
+// where Winograd saves enough multiplications to winograd_conv.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +31,7 @@
 #include "cpu/depthwise_conv.hpp"
 #include "cpu/onednn_common.hpp"
 #include "cpu/onednn_post_ops.hpp"
+#include "cpu/winograd_conv.hpp"
 
 namespace graphkiln {
 namespace {
@@ -284,6 +286,9 @@ std::unique_ptr<Kernel> make_conv(const KernelSpec& spec) {
     spec_error(spec,
                "f32 X, W and Y; or u8 / s8 X, s8 W and u8 / s8 Y with q_* scales, or "
                "s32 Y without");
+  // 3x3 stride-1 f32 convolutions: Winograd F(4x4, 3x3) where it saves enough work
+  if (!quantized)
+    if (auto winograd = make_winograd_conv(spec)) return winograd;
   StepPacking* packing = current_step_packing();  // null outside an Executor's build
   const size_t packed_before = packing != nullptr ? packing->packed.size() : 0;
   const int64_t reused_before = packing != nullptr ? packing->reused : 0;

@@ -3,7 +3,9 @@
 #include "cpu/onednn_common.hpp"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 
 namespace graphkiln {
@@ -118,6 +120,35 @@ dnnl::memory onednn_reorder_constant(const dnnl::memory::desc& from, const void*
   if (step)
     step->packed.push_back({layout, packed.get_data_handle(), static_cast<int64_t>(to.get_size())});
   return packed;
+}
+
+const void* own_packed_constant(const std::string& layout, size_t nbytes,
+                                const std::function<void(void*)>& fill,
+                                std::shared_ptr<void>& owner) {
+  StepPacking* step = current_step_packing();
+  const void* data = nullptr;
+  auto fresh = [&] {
+    void* buffer = std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
+    if (buffer == nullptr) throw std::bad_alloc();
+    owner = std::shared_ptr<void>(buffer, std::free);
+    return buffer;
+  };
+  if (const PackedConstant* saved = saved_packing(step, layout, nbytes)) {
+    if (reinterpret_cast<std::uintptr_t>(saved->data) % 64 == 0) {
+      data = saved->data;
+    } else {
+      void* copy = fresh();
+      std::memcpy(copy, saved->data, nbytes);
+      data = copy;
+    }
+    step->reused += 1;
+  } else {
+    void* buffer = fresh();
+    fill(buffer);
+    data = buffer;
+  }
+  if (step) step->packed.push_back({layout, data, static_cast<int64_t>(nbytes)});
+  return data;
 }
 
 }  // namespace graphkiln

@@ -6,6 +6,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -34,6 +36,14 @@ void onednn_execute(const dnnl::primitive& primitive,
 // are used as they are (no reorder; no copy when they are 64-byte aligned).
 dnnl::memory onednn_reorder_constant(const dnnl::memory::desc& from, const void* src,
                                      const dnnl::memory::desc& to);
+
+// A constant the kernel packs with its own code (not a oneDNN reorder) into `nbytes` bytes
+// named by `layout`, recorded like onednn_reorder_constant's packings: the step's saved bytes
+// of that layout where it has them (used in place when 64-byte aligned, else copied), else a
+// fresh buffer that `fill` writes. `owner` holds whatever buffer the kernel must keep.
+const void* own_packed_constant(const std::string& layout, size_t nbytes,
+                                const std::function<void(void*)>& fill,
+                                std::shared_ptr<void>& owner);
 
 // A text naming a memory layout exactly (type, dims, padding, strides, blocks, size): equal
 // texts mean equal byte layouts.

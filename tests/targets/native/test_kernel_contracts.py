@@ -26,6 +26,7 @@ needs_core = pytest.mark.skipif(default_target() != "cpu", reason="needs the C++
 CPU_EXTRA = {
     "onednn_post_ops.cpp": ["Conv", "ConvTranspose", "MatMul"],
     "depthwise_conv.cpp": ["Conv"],  # the Conv steps conv.cpp hands to it
+    "winograd_conv.cpp": ["Conv"],  # likewise
 }
 GPU_EXTRA = {
     "conv.hip": ["Conv"],
