@@ -30,6 +30,9 @@ VARIABLES = {
     "GRAPHKILN_CORE_DIR": "development: load graphkiln._core from this CMake build folder",
     "GRAPHKILN_ONEDNN_IMPL": "1 prints the oneDNN implementation each cpu kernel chose when "
     "it is built (read by the C++ core)",
+    "GRAPHKILN_CPU_WINOGRAD": "0: 3x3 stride-1 Conv steps stay on oneDNN's direct kernels "
+    "(default: Winograd F(4x4, 3x3) where its cost model says it pays); avx2: its AVX2 build "
+    "even on AVX-512 CPUs (read by the C++ core when a kernel is built)",
     "GRAPHKILN_TRACE_COMPILE": "1 prints the IR after each compiler pass, with its time",
     "GRAPHKILN_DISABLE_PASSES": "comma-separated pass names the pass manager skips",
     "GRAPHKILN_TUNING_DB": "path of the kernel-tuning database (default: "

@@ -185,7 +185,6 @@ class WinogradConvKernel : public Kernel {
     p.bias = bias_.data();
     p.post_count = post_.count;
     for (int i = 0; i < post_.count; ++i) p.post[i] = post_.ops[i];
-    plan_blocks();
   }
 
   void run(const void* const* inputs, void* const* outputs) override {
@@ -199,52 +198,61 @@ class WinogradConvKernel : public Kernel {
         p.post[i].operand = static_cast<const float*>(inputs[post_.input[i]]);
 
     const int threads = omp_get_max_threads();
-    const int64_t chunks = p.k_pad / isa_.chunk;
-    // too few blocks of tiles to go round: split the output channels as well
-    int64_t groups = 1;
-    if (threads > 1 && blocks_ < 2 * threads)
-      groups = std::min<int64_t>(chunks, (2 * threads + blocks_ - 1) / blocks_);
-    const int64_t per_group = (chunks + groups - 1) / groups;
-    groups = (chunks + per_group - 1) / per_group;
-    const int64_t items = blocks_ * groups;
-    const size_t v_floats = static_cast<size_t>(kPoints * round_up(tile_block_, kRows) * p.c_pad);
-    const size_t m_floats =
-        static_cast<size_t>(kPoints * round_up(tile_block_, kRows) * per_group * isa_.chunk);
+    const Split split = split_for(threads);
+    const int64_t items = split.blocks * split.groups;
+    const size_t rows = static_cast<size_t>(round_up(split.tile_block, kRows));
+    const size_t v_floats = kPoints * rows * static_cast<size_t>(p.c_pad);
+    const size_t m_floats = kPoints * rows * static_cast<size_t>(split.per_group * isa_.chunk);
     if (scratch_.size() < static_cast<size_t>(threads)) scratch_.resize(threads);
     for (auto& s : scratch_)
       if (s.size() < v_floats + m_floats) s.assign(v_floats + m_floats, 0.0f);
     const int64_t tiles = p.batch * p.tiles_h * p.tiles_w;
+    const int64_t chunks = p.k_pad / isa_.chunk;
 #pragma omp parallel for schedule(dynamic, 1) if (items > 1)
     for (int64_t item = 0; item < items; ++item) {
-      const int64_t b = item / groups, g = item % groups;
-      const int64_t t0 = b * tile_block_, count = std::min(tile_block_, tiles - t0);
-      const int64_t q0 = g * per_group, q1 = std::min(chunks, q0 + per_group);
+      const int64_t b = item / split.groups, g = item % split.groups;
+      const int64_t t0 = b * split.tile_block, count = std::min(split.tile_block, tiles - t0);
+      const int64_t q0 = g * split.per_group, q1 = std::min(chunks, q0 + split.per_group);
       float* v = scratch_[omp_get_thread_num()].data();
       isa_.block(p, t0, count, q0, q1, v, v + v_floats);
     }
   }
 
-  std::string description() const {
+  std::string description() const {  // what GRAPHKILN_ONEDNN_IMPL prints
     const Problem& p = problem_;
     return "graphkiln winograd F(4x4,3x3) " + std::string(isa_.name) + ": " +
-           std::to_string(p.batch * p.tiles_h * p.tiles_w) + " tiles in blocks of " +
-           std::to_string(tile_block_) + ", " + std::to_string(p.channels) + " -> " +
-           std::to_string(p.maps) + " channels, " + std::to_string(post_.count) + " post-ops";
+           std::to_string(p.batch * p.tiles_h * p.tiles_w) + " tiles, " +
+           std::to_string(p.channels) + " -> " + std::to_string(p.maps) + " channels, " +
+           std::to_string(post_.count) + " post-ops";
   }
 
  private:
-  // Tiles per block: V and M of a block in about 2 MiB (L2, or the near L3), at least one
-  // micro-kernel's rows and at most 16, evened out over the blocks in whole micro-kernels.
-  // Each block reads all of U, so fewer, larger blocks where the weights are large.
-  void plan_blocks() {
+  // How a run's work is cut for `threads`: blocks of tiles (V and M of a block in about
+  // 2 MiB, L2 or the near L3; at least one micro-kernel's rows and at most 16; each block
+  // reads all of U, so few, large blocks where the weights are large), and where that gives
+  // fewer than two pieces a thread, groups of output-channel chunks (each reads its part of
+  // U, at the price of its own input transform), then smaller blocks.
+  struct Split {
+    int64_t tile_block, blocks, groups, per_group;
+  };
+  Split split_for(int threads) {
+    if (threads == split_threads_) return split_;
     const Problem& p = problem_;
-    const int64_t tiles = p.batch * p.tiles_h * p.tiles_w;
+    const int64_t tiles = p.batch * p.tiles_h * p.tiles_w, chunks = p.k_pad / isa_.chunk;
     const int64_t per_tile = kPoints * (p.c_pad + p.k_pad) * static_cast<int64_t>(sizeof(float));
-    int64_t cap = std::max<int64_t>(kRows, (2 << 20) / per_tile / kRows * kRows);
-    cap = std::min<int64_t>(cap, 16 * kRows);
-    blocks_ = (tiles + cap - 1) / cap;
-    tile_block_ = round_up((tiles + blocks_ - 1) / blocks_, kRows);
-    blocks_ = (tiles + tile_block_ - 1) / tile_block_;
+    const int64_t cap =
+        std::clamp<int64_t>((2 << 20) / per_tile / kRows * kRows, kRows, 16 * kRows);
+    int64_t blocks = (tiles + cap - 1) / cap, groups = 1;
+    const int64_t wanted = threads > 1 ? 2 * threads : 1;
+    if (blocks < wanted) groups = std::min(chunks, (wanted + blocks - 1) / blocks);
+    const int64_t per_group = (chunks + groups - 1) / groups;
+    groups = (chunks + per_group - 1) / per_group;
+    if (blocks * groups < wanted)
+      blocks = std::min((tiles + kRows - 1) / kRows, (wanted + groups - 1) / groups);
+    const int64_t tile_block = round_up((tiles + blocks - 1) / blocks, kRows);
+    split_ = {tile_block, (tiles + tile_block - 1) / tile_block, groups, per_group};
+    split_threads_ = threads;
+    return split_;
   }
 
   const Isa& isa_;
@@ -253,7 +261,8 @@ class WinogradConvKernel : public Kernel {
   std::shared_ptr<void> u_owner_;
   std::vector<float> bias_;
   bool has_bias_ = false, bias_is_constant_ = false;
-  int64_t blocks_ = 1, tile_block_ = 1;
+  Split split_{};
+  int split_threads_ = 0;
   std::vector<std::vector<float>> scratch_;  // per OpenMP thread: V, then M
 };
 

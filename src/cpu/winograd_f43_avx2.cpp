@@ -4,6 +4,8 @@
 // winograd_conv.cpp calls them on CPUs that have it.
 // The standard and project headers come first, outside the target pragma, so that no inline
 // function they define is compiled for this ISA alone.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
