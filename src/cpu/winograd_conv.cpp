@@ -79,6 +79,16 @@ void transform_weights(const float* w, int64_t K, int64_t C, int chunk, float* u
   }
 }
 
+// V and M of the calling thread's block: one buffer per thread, shared by every Winograd
+// kernel (a thread runs one at a time; concurrent runs are on threads of their own), grown
+// to the largest block asked for and kept. Zeroed when grown: the rows past a block's tiles
+// feed the micro-kernel, never the output, and must hold finite values.
+float* thread_scratch(size_t floats) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < floats) buffer.assign(floats, 0.0f);
+  return buffer.data();
+}
+
 // The post-op chain as Winograd's output transform applies it; false where a post-op or
 // operand is not one it takes (the step then stays on oneDNN).
 struct PostPlan {
@@ -203,9 +213,6 @@ class WinogradConvKernel : public Kernel {
     const size_t rows = static_cast<size_t>(round_up(split.tile_block, kRows));
     const size_t v_floats = kPoints * rows * static_cast<size_t>(p.c_pad);
     const size_t m_floats = kPoints * rows * static_cast<size_t>(split.per_group * isa_.chunk);
-    if (scratch_.size() < static_cast<size_t>(threads)) scratch_.resize(threads);
-    for (auto& s : scratch_)
-      if (s.size() < v_floats + m_floats) s.assign(v_floats + m_floats, 0.0f);
     const int64_t tiles = p.batch * p.tiles_h * p.tiles_w;
     const int64_t chunks = p.k_pad / isa_.chunk;
 #pragma omp parallel for schedule(dynamic, 1) if (items > 1)
@@ -213,7 +220,7 @@ class WinogradConvKernel : public Kernel {
       const int64_t b = item / split.groups, g = item % split.groups;
       const int64_t t0 = b * split.tile_block, count = std::min(split.tile_block, tiles - t0);
       const int64_t q0 = g * split.per_group, q1 = std::min(chunks, q0 + split.per_group);
-      float* v = scratch_[omp_get_thread_num()].data();
+      float* v = thread_scratch(v_floats + m_floats);
       isa_.block(p, t0, count, q0, q1, v, v + v_floats);
     }
   }
@@ -263,7 +270,6 @@ class WinogradConvKernel : public Kernel {
   bool has_bias_ = false, bias_is_constant_ = false;
   Split split_{};
   int split_threads_ = 0;
-  std::vector<std::vector<float>> scratch_;  // per OpenMP thread: V, then M
 };
 
 // Whether F(4x4, 3x3) is expected to beat oneDNN's direct convolution. A cost model in
