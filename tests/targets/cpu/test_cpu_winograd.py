@@ -161,3 +161,22 @@ def test_saved_program_keeps_the_packed_weights(tmp_path):
     gk.save(program, path)
     loaded = gk.load(path)
     np.testing.assert_array_equal(loaded.run(feeds)[0], expected)
+
+
+def test_saved_on_one_isa_loaded_on_another(tmp_path, monkeypatch):
+    """Packed weights saved by the AVX2 build (16-channel GEMM columns) are not taken by the
+    AVX-512 one (32): the layout differs, so the loaded program transforms the weights again
+    and gives the same values."""
+    if not _has_avx2_fma():
+        pytest.skip("this CPU has no AVX2 / FMA: every Conv stays on oneDNN")
+    model, feeds = _block(2, 32, 40, 12, 12, (1, 1, 1, 1), True, "relu")
+    monkeypatch.setenv("GRAPHKILN_CPU_WINOGRAD", "avx2")
+    program = gk.parse_onnx_buffer(model).compile("cpu")
+    expected = program.run(feeds)[0]
+    path = tmp_path / "block.gkp"
+    gk.save(program, path)
+    monkeypatch.delenv("GRAPHKILN_CPU_WINOGRAD")
+    loaded = gk.load(path)
+    np.testing.assert_allclose(
+        loaded.run(feeds)[0], expected, rtol=RTOL, atol=ATOL * float(np.abs(expected).max())
+    )
