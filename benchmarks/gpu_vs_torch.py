@@ -29,6 +29,9 @@ holds on the device: for graphkiln and onnxruntime the growth of the device's us
 activations, workspaces, library handles); for torch, torch.cuda.max_memory_allocated() over
 its timed runs (weights and activations in PyTorch's allocator).
 
+With --kernels, graphkiln's and torch.compile's runs are also traced by CUPTI (through
+torch.profiler): device time a run in kernels and the kernels that take most of it.
+
     python3 benchmarks/gpu_vs_torch.py                       # all 8 cases
     python3 benchmarks/gpu_vs_torch.py --models resnet50 --precisions fp16 --no-torch-compile
     PYTHONPATH=/tmp/ortgpu python3 benchmarks/gpu_vs_torch.py --ort   # + onnxruntime-gpu
@@ -121,6 +124,36 @@ def print_profile(steps: list[tuple[str, float]], top: int = 12) -> None:
         print(f"    slowest: {ms:8.3f} ms  {name[:90]}")
 
 
+def print_kernels(label: str, fn, runs: int = 10, top: int = 14) -> None:
+    """The device kernels `fn` launches, read by CUPTI through torch.profiler (kernels
+    inside CUDA graph replays included): device time per run in kernels, and the kernels
+    that take the most of it, with their launches per run. For comparing where graphkiln's
+    and torch.compile's time goes on the same case."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(runs):
+                fn()
+            torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - a profiler that cannot start is reported
+        print(f"  kernels [{label}]: the profiler failed: {type(exc).__name__}: {exc}")
+        return
+    by_name: dict[str, list[float]] = {}
+    for event in prof.events():
+        if event.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        by_name.setdefault(event.name, []).append(event.time_range.elapsed_us() / 1e3)
+    total = sum(sum(v) for v in by_name.values()) / runs
+    launches = sum(len(v) for v in by_name.values()) / runs
+    print(f"  kernels [{label}]: {total:.3f} ms a run in {launches:.0f} device activities")
+    for name, times in sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:top]:
+        print(f"    {sum(times) / runs:8.3f} ms {len(times) / runs:6.1f}x  {name[:110]}")
+
+
 def used_device_bytes() -> int:
     """Device memory in use on the current GPU (cudaMemGetInfo), by every allocator."""
     import torch
@@ -131,7 +164,15 @@ def used_device_bytes() -> int:
 
 
 def graphkiln_side(
-    path, device_inputs, precision, cache_root, warmup, runs, profile=False, device_io=False
+    path,
+    device_inputs,
+    precision,
+    cache_root,
+    warmup,
+    runs,
+    profile=False,
+    device_io=False,
+    kernels=False,
 ):
     import graphkiln
 
@@ -156,6 +197,8 @@ def graphkiln_side(
     summary = executable.plan_summary()
     if profile:
         print_profile(executable.profile(device_inputs))
+    if kernels:
+        print_kernels("graphkiln", lambda: executable.run_on_device(device_inputs))
     return {
         "ms": ms,
         "device_bytes": device_bytes,
@@ -210,7 +253,7 @@ def ort_side(path, device_inputs, names, warmup, runs):
     return {"ms": ms, "first_s": first, "out": out, "device_bytes": device_bytes}
 
 
-def torch_side(model, device_inputs, compiled: bool, warmup, runs, device_io=False):
+def torch_side(model, device_inputs, compiled: bool, warmup, runs, device_io=False, kernels=False):
     import torch
 
     fn = torch.compile(model, mode="reduce-overhead") if compiled else model
@@ -226,6 +269,8 @@ def torch_side(model, device_inputs, compiled: bool, warmup, runs, device_io=Fal
         first = time.perf_counter() - start
         ms = median_ms(lambda: fn(*device_inputs).float().cpu(), warmup, runs)
         ms_device = median_ms(on_device, warmup, runs) if device_io else None
+        if kernels:
+            print_kernels("torch.compile" if compiled else "eager", on_device)
     device_bytes = torch.cuda.max_memory_allocated()
     return {
         "ms": ms,
@@ -263,6 +308,7 @@ def run_case(name, batch, precision, args, cache_root, folder):
             args.runs,
             args.profile,
             args.device_io,
+            args.kernels,
         )
         scale = float(np.abs(reference).max()) or 1.0
         row.update(
@@ -296,7 +342,13 @@ def run_case(name, batch, precision, args, cache_root, folder):
             continue
         try:
             result = torch_side(
-                model, torch_inputs, compiled, args.warmup, args.runs, args.device_io
+                model,
+                torch_inputs,
+                compiled,
+                args.warmup,
+                args.runs,
+                args.device_io,
+                kernels=args.kernels and compiled,
             )
             row[key] = result["ms"]
             row[key + "_mb"] = result["device_bytes"] / 2**20
@@ -348,6 +400,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--profile", action="store_true", help="also print graphkiln's device time per kernel type"
+    )
+    parser.add_argument(
+        "--kernels",
+        action="store_true",
+        help="also list the device kernels of graphkiln's and torch.compile's runs (CUPTI, "
+        "through torch.profiler): where each side's time goes",
     )
     parser.add_argument(
         "--device-io",

@@ -19,6 +19,10 @@ run(). onnxruntime is only ever this peer; graphkiln's product never imports it.
     PYTHONPATH=python:/tmp/ortsite python benchmarks/serve_load.py \\
         --record benchmarks/results/serve_load_cpu.md
 
+With --target gpu both engines run on the GPU: graphkiln's gpu target (float32, TF32 off)
+and onnxruntime's CUDA execution provider, --instances runs at once on the one device
+(issue 23 asks for 4); tools/gpu_device_run.sh --serve runs it on the lent machine.
+
 The server (one process per engine and model) and the load generator share the machine:
 on a 2-core box that is the honest set-up of a single-node deployment, and both engines
 pay for it alike."""
@@ -69,7 +73,7 @@ class OrtProgram:
     """onnxruntime's session with Program's introspection (read from graphkiln's import of
     the same model) and run(): the benchmark's peer behind the same server code."""
 
-    def __init__(self, path: str, threads: int):
+    def __init__(self, path: str, threads: int, target: str = "cpu"):
         import onnxruntime as ort
 
         import graphkiln
@@ -78,7 +82,14 @@ class OrtProgram:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        provider = "CUDAExecutionProvider" if target == "gpu" else "CPUExecutionProvider"
+        if provider not in ort.get_available_providers():
+            raise RuntimeError(f"onnxruntime {ort.__version__} has no {provider}")
+        self._session = ort.InferenceSession(path, opts, providers=[provider])
+        if self._session.get_providers()[0] != provider:
+            raise RuntimeError(
+                f"onnxruntime did not take {provider}: {self._session.get_providers()}"
+            )
         self.version = ort.__version__
 
     def get_parameter_names(self):
@@ -105,9 +116,9 @@ def serve_main(args) -> int:
 
     threads = int(os.environ.get("GRAPHKILN_NUM_THREADS", "1"))
     if args.engine == "graphkiln":
-        prog = load_program(args.serve, "cpu", max_concurrency=args.instances)
+        prog = load_program(args.serve, args.target, max_concurrency=args.instances)
     else:
-        prog = OrtProgram(args.serve, threads)
+        prog = OrtProgram(args.serve, threads, args.target)
     backend = LocalBackend(
         [ServedModel("model", prog)],
         max_batch=args.max_batch,
@@ -246,6 +257,8 @@ def start_server(args, engine: str, path: str):
         path,
         "--engine",
         engine,
+        "--target",
+        args.target,
         "--instances",
         str(args.instances),
         "--max-batch",
@@ -363,6 +376,13 @@ def main(argv=None) -> int:
         default=1,
         help="GRAPHKILN_NUM_THREADS and onnxruntime's intra_op_num_threads (default 1)",
     )
+    p.add_argument(
+        "--target",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="where both engines run: cpu, or gpu (graphkiln's gpu target against onnxruntime's "
+        "CUDA execution provider; default cpu)",
+    )
     p.add_argument("--instances", type=int, default=2, help="batches run at once (default 2)")
     p.add_argument(
         "--max-batch", type=int, default=16, help="the server's --max-batch (default 16)"
@@ -414,19 +434,40 @@ def main(argv=None) -> int:
     return 1 if any(r["errors"] or r["wrong"] for r in results) else 0
 
 
+def gpu_name() -> str:
+    """The GPU nvidia-smi names, or what it said instead."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        return out.stdout.strip() or out.stderr.strip()
+    except OSError as e:
+        return f"nvidia-smi: {e}"
+
+
 def write_record(args, results, ratios, ort_version) -> None:
     import graphkiln
 
     command = "python benchmarks/serve_load.py " + " ".join(sys.argv[1:])
     lines = [
-        f"# serving load on cpu: graphkiln vs onnxruntime {ort_version} behind the same server",
+        f"# serving load on {args.target}: graphkiln vs onnxruntime {ort_version} behind the "
+        "same server",
         "",
         f"- date: {datetime.date.today()}; machine: {platform.machine()}, {os.cpu_count()} "
         f"logical CPUs, shared with other jobs; Python {platform.python_version()}",
         f"- graphkiln {graphkiln.__version__}; server: graphkiln.serving (starlette on uvicorn), "
         f"--instances {args.instances}, --max-batch {args.max_batch}, --max-delay-ms "
-        f"{args.max_delay_ms}; {args.threads} thread(s) per run for both engines "
-        "(GRAPHKILN_NUM_THREADS / intra_op_num_threads)",
+        f"{args.max_delay_ms}; "
+        + (
+            f"{args.threads} thread(s) per run for both engines "
+            "(GRAPHKILN_NUM_THREADS / intra_op_num_threads)"
+            if args.target == "cpu"
+            else f"gpu: graphkiln's gpu target (fp32) and onnxruntime's CUDA execution provider; "
+            f"{gpu_name()}"
+        ),
         f"- load: {args.clients} concurrent keep-alive clients in one asyncio process on the same "
         f"machine, batch-1 binary-tensor requests, {args.warmup:g} s untimed, then "
         f"{args.duration:g} s or {args.max_requests} requests per engine, in {args.rounds} "

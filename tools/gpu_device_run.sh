@@ -10,6 +10,8 @@
 #
 #   bash tools/gpu_device_run.sh                       # build from source (cmake, sm_90)
 #   bash tools/gpu_device_run.sh --prebuilt .gpucarry  # use a _core*.so built elsewhere
+#   bash tools/gpu_device_run.sh --prebuilt /tmp/gk-build  # an earlier call's build on a
+#     machine still warm (its oneDNN too: .whl need not be carried again)
 #   bash tools/gpu_device_run.sh --fallback .gpucarry  # build; use that one if the build crashes
 #   ... --models resnet50,bert   --skip-models   --skip-conformance   --tests "attention or conv"
 #   (--tests: a pytest -k expression selecting gpu tests; --skip-tests runs none)
@@ -25,6 +27,10 @@
 #   and with GRAPHKILN_GPU_JIT=0 (where a new shape's time goes; e.g. "--shapes 8")
 #   --nbits "ARGS": also run benchmarks/matmul_nbits_gpu.py ARGS (int4 / int8 MatMulNBits
 #   against the memory it reads and torch's fp16 matmul; "" is not empty enough: "--runs 200")
+#   --serve "ARGS": also run benchmarks/serve_load.py --target gpu ARGS (the serving load, issue
+#   23), installing starlette and uvicorn from the wheels in .servewheels (carry it; made here
+#   by `pip download --no-deps --only-binary=:all: -d .servewheels starlette uvicorn`); with
+#   --ort the peer is onnxruntime-gpu's CUDA provider behind the same server
 #   --ort: put onnxruntime-gpu together from the parts earlier calls stashed
 #   (tools/device_ort_gpu.sh) and make it importable, for --bench "--ort ..."
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
@@ -33,7 +39,7 @@
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 ORT=0 NBITS="" TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 ORT=0 NBITS="" SERVE="" TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -51,6 +57,7 @@ while [ $# -gt 0 ]; do
     --phases) PHASES="$2"; shift 2 ;;
     --ort) ORT=1; shift ;;
     --nbits) NBITS="$2"; shift 2 ;;
+    --serve) SERVE="$2"; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -64,7 +71,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
 python3 --version
 
 step "oneDNN wheels -> $PREFIX"
-python3 -m pip install -q --no-index --no-deps --prefix "$PREFIX" .whl/*.whl || exit 1
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --prefix "$PREFIX" .whl/*.whl || exit 1
+elif [ -z "$(find "$PREFIX" -name 'libdnnl.so.3' 2>/dev/null | head -1)" ]; then
+  echo "no .whl carried and no oneDNN in $PREFIX from an earlier call" >&2; exit 1
+fi
 DNNL_LIB=$(dirname "$(find "$PREFIX" -name 'libdnnl.so.3' | head -1)")
 CUBLAS_LIB=$(python3 -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'lib'))" 2>/dev/null)
 export LD_LIBRARY_PATH="$DNNL_LIB:${CUBLAS_LIB:-/usr/local/cuda/lib64}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -72,7 +83,10 @@ echo "libdnnl: $DNNL_LIB; cuBLAS searched in: ${CUBLAS_LIB:-} /usr/local/cuda/li
 
 if [ -n "$PREBUILT" ]; then
   step "prebuilt core from $PREBUILT"
-  export GRAPHKILN_CORE_DIR="$PWD/$PREBUILT"
+  case "$PREBUILT" in
+    /*) export GRAPHKILN_CORE_DIR="$PREBUILT" ;;  # e.g. /tmp/gk-build of an earlier call
+    *) export GRAPHKILN_CORE_DIR="$PWD/$PREBUILT" ;;
+  esac
 else
   step "build (GPU_TARGETS=$GPU_TARGETS)"
   export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
@@ -175,6 +189,15 @@ if [ -n "$BENCH" ]; then
   step "benchmarks/gpu_vs_torch.py $BENCH"
   # shellcheck disable=SC2086
   python3 benchmarks/gpu_vs_torch.py $BENCH 2>&1 | tee "$OUT/gpu_vs_torch.md" | grep -v "^\s*$" | tail -60
+fi
+
+if [ -n "$SERVE" ]; then
+  step "benchmarks/serve_load.py --target gpu $SERVE"
+  python3 -m pip install -q --no-index --no-deps --target /tmp/servesite .servewheels/*.whl || exit 1
+  # shellcheck disable=SC2086
+  PYTHONPATH="$PYTHONPATH:/tmp/servesite" python3 benchmarks/serve_load.py --target gpu $SERVE \
+    --record "$OUT/serve_load_gpu.md" 2>&1 \
+    | tee "$OUT/serve_load_gpu.txt" | tail -20
 fi
 
 if [ -n "$TUNING" ]; then
