@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/kernel.hpp"
+#include "cpu/cpu_features.hpp"
 #include "cpu/fast_math.hpp"
 
 namespace graphkiln {
@@ -108,10 +109,7 @@ __attribute__((target("avx2,fma"))) void softmax_row_avx2(float* row, int64_t n)
 }
 
 using SoftmaxFn = void (*)(float*, int64_t);
-SoftmaxFn pick_softmax() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? softmax_row_avx2
-                                                                         : softmax_row_plain;
-}
+SoftmaxFn pick_softmax() { return cpu_features::avx2_fma() ? softmax_row_avx2 : softmax_row_plain; }
 
 std::vector<int64_t> strides4(const KernelSpec& spec, const char* name) {
   std::vector<int64_t> s = spec.attrs.get_ints(name);

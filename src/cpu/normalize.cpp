@@ -19,6 +19,7 @@
 // FP exceptions are never inspected: let the vectorizer if-convert float selects.
 #pragma GCC optimize("no-trapping-math")
 #include "core/kernel.hpp"
+#include "cpu/cpu_features.hpp"
 #include "cpu/fast_math.hpp"
 
 namespace graphkiln {
@@ -155,16 +156,8 @@ layernorm_row_avx512(const float* x, float* y, const float* s, const float* b, i
   layernorm_row_impl(x, y, s, b, n, eps, mo, io);
 }
 
-bool use_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
-bool use_avx512() {
-  static const bool yes = use_avx2() && __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return yes;
-}
+bool use_avx2() { return cpu_features::avx2_fma(); }
+bool use_avx512() { return cpu_features::avx512(); }
 
 void outer_inner(const TensorInfo& t, int64_t axis, int64_t& outer, int64_t& K, int64_t& inner) {
   outer = 1;

@@ -80,6 +80,27 @@ const PackedConstant* saved_packing(const StepPacking* step, const std::string& 
   return &saved;
 }
 
+// The step's saved bytes of `layout` as 64-byte aligned data: in place when they are, else
+// copied into the buffer `aligned_buffer` gives; counted as reused. Null when it has none.
+const void* reuse_saved_packing(StepPacking* step, const std::string& layout, size_t nbytes,
+                                const std::function<void*()>& aligned_buffer) {
+  const PackedConstant* saved = saved_packing(step, layout, nbytes);
+  if (saved == nullptr) return nullptr;
+  const void* data = saved->data;
+  if (reinterpret_cast<std::uintptr_t>(data) % 64 != 0) {  // e.g. loaded from a bytes object
+    void* copy = aligned_buffer();
+    std::memcpy(copy, data, nbytes);
+    data = copy;
+  }
+  step->reused += 1;
+  return data;
+}
+
+// Records `data` as the step's next packed constant (for saving the program).
+void record_packing(StepPacking* step, const std::string& layout, const void* data, size_t nbytes) {
+  if (step) step->packed.push_back({layout, data, static_cast<int64_t>(nbytes)});
+}
+
 }  // namespace
 
 std::string onednn_layout_key(const dnnl::memory::desc& desc) {
@@ -102,23 +123,20 @@ dnnl::memory onednn_reorder_constant(const dnnl::memory::desc& from, const void*
   StepPacking* step = current_step_packing();
   const std::string layout = step ? onednn_layout_key(to) : std::string();
   dnnl::memory packed;
-  if (const PackedConstant* saved = saved_packing(step, layout, to.get_size())) {
-    if (reinterpret_cast<std::uintptr_t>(saved->data) % 64 == 0) {
-      packed = dnnl::memory(to, onednn_engine(), const_cast<void*>(saved->data));
-    } else {  // e.g. a program loaded from a bytes object: an aligned copy of its bytes
-      packed = dnnl::memory(to, onednn_engine());
-      std::memcpy(packed.get_data_handle(), saved->data, to.get_size());
-    }
-    step->reused += 1;
+  auto owned = [&] {
+    packed = dnnl::memory(to, onednn_engine());
+    return packed.get_data_handle();
+  };
+  if (const void* saved = reuse_saved_packing(step, layout, to.get_size(), owned)) {
+    if (!packed) packed = dnnl::memory(to, onednn_engine(), const_cast<void*>(saved));
   } else {
     dnnl::memory source(from, onednn_engine(), const_cast<void*>(src));
-    packed = dnnl::memory(to, onednn_engine());
+    owned();
     dnnl::stream stream(onednn_engine());
     dnnl::reorder(source, packed).execute(stream, source, packed);
     stream.wait();
   }
-  if (step)
-    step->packed.push_back({layout, packed.get_data_handle(), static_cast<int64_t>(to.get_size())});
+  record_packing(step, layout, packed.get_data_handle(), to.get_size());
   return packed;
 }
 
@@ -126,28 +144,19 @@ const void* own_packed_constant(const std::string& layout, size_t nbytes,
                                 const std::function<void(void*)>& fill,
                                 std::shared_ptr<void>& owner) {
   StepPacking* step = current_step_packing();
-  const void* data = nullptr;
-  auto fresh = [&] {
+  auto owned = [&] {
     void* buffer = std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
     if (buffer == nullptr) throw std::bad_alloc();
     owner = std::shared_ptr<void>(buffer, std::free);
     return buffer;
   };
-  if (const PackedConstant* saved = saved_packing(step, layout, nbytes)) {
-    if (reinterpret_cast<std::uintptr_t>(saved->data) % 64 == 0) {
-      data = saved->data;
-    } else {
-      void* copy = fresh();
-      std::memcpy(copy, saved->data, nbytes);
-      data = copy;
-    }
-    step->reused += 1;
-  } else {
-    void* buffer = fresh();
+  const void* data = reuse_saved_packing(step, layout, nbytes, owned);
+  if (data == nullptr) {
+    void* buffer = owned();
     fill(buffer);
     data = buffer;
   }
-  if (step) step->packed.push_back({layout, data, static_cast<int64_t>(nbytes)});
+  record_packing(step, layout, data, nbytes);
   return data;
 }
 

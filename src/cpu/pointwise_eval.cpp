@@ -9,6 +9,7 @@
 
 // FP exceptions are never inspected: let the vectorizer if-convert float selects.
 #pragma GCC optimize("no-trapping-math")
+#include "cpu/cpu_features.hpp"
 #include "cpu/fast_math.hpp"
 #include "cpu/pointwise_program.hpp"
 
@@ -23,28 +24,15 @@ void pw_eval_f64_avx2(const PwInstr* prog, int count, double* const* regs, int64
 void pw_eval_f32_avx512(const PwInstr* prog, int count, float* const* regs, int64_t n);
 void pw_eval_f64_avx512(const PwInstr* prog, int count, double* const* regs, int64_t n);
 
-namespace {
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
-bool has_avx512() {
-  static const bool yes = has_avx2() && __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return yes;
-}
-}  // namespace
-
 void pw_eval_f32(const PwInstr* prog, int count, float* const* regs, int64_t n) {
-  if (has_avx512()) return pw_eval_f32_avx512(prog, count, regs, n);
-  if (has_avx2()) return pw_eval_f32_avx2(prog, count, regs, n);
+  if (cpu_features::avx512()) return pw_eval_f32_avx512(prog, count, regs, n);
+  if (cpu_features::avx2_fma()) return pw_eval_f32_avx2(prog, count, regs, n);
   pw_generic::eval<float>(prog, count, regs, n);
 }
 
 void pw_eval_f64(const PwInstr* prog, int count, double* const* regs, int64_t n) {
-  if (has_avx512()) return pw_eval_f64_avx512(prog, count, regs, n);
-  if (has_avx2()) return pw_eval_f64_avx2(prog, count, regs, n);
+  if (cpu_features::avx512()) return pw_eval_f64_avx512(prog, count, regs, n);
+  if (cpu_features::avx2_fma()) return pw_eval_f64_avx2(prog, count, regs, n);
   pw_generic::eval<double>(prog, count, regs, n);
 }
 

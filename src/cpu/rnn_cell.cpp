@@ -10,6 +10,7 @@
 
 // FP exceptions are never inspected: let the vectorizer if-convert float selects.
 #pragma GCC optimize("no-trapping-math")
+#include "cpu/cpu_features.hpp"
 #include "cpu/fast_math.hpp"
 
 #define RNN_CELL_NS rnn_generic
@@ -21,19 +22,12 @@ namespace graphkiln {
 const RnnCellOps<float>& rnn_cell_ops_f32_generic() { return rnn_generic::ops<float>(); }
 const RnnCellOps<double>& rnn_cell_ops_f64_generic() { return rnn_generic::ops<double>(); }
 
-namespace {
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
-}  // namespace
-
 const RnnCellOps<float>& rnn_cell_ops_f32() {
-  return has_avx2() ? rnn_cell_ops_f32_avx2() : rnn_cell_ops_f32_generic();
+  return cpu_features::avx2_fma() ? rnn_cell_ops_f32_avx2() : rnn_cell_ops_f32_generic();
 }
 
 const RnnCellOps<double>& rnn_cell_ops_f64() {
-  return has_avx2() ? rnn_cell_ops_f64_avx2() : rnn_cell_ops_f64_generic();
+  return cpu_features::avx2_fma() ? rnn_cell_ops_f64_avx2() : rnn_cell_ops_f64_generic();
 }
 
 }  // namespace graphkiln

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/cpu_features.hpp"
 #include "cpu/onednn_common.hpp"
 
 namespace graphkiln {
@@ -42,12 +43,8 @@ using winograd::Problem;
 const Isa* cpu_isa(bool avx2_only) {
   static const Isa avx512{16, 32, winograd::block_avx512, "avx512"};
   static const Isa avx2{8, 16, winograd::block_avx2, "avx2"};
-  static const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  static const bool has_avx512 =
-      has_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  if (has_avx512 && !avx2_only) return &avx512;
-  return has_avx2 ? &avx2 : nullptr;
+  if (cpu_features::avx512() && !avx2_only) return &avx512;
+  return cpu_features::avx2_fma() ? &avx2 : nullptr;
 }
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
