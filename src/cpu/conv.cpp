@@ -119,14 +119,21 @@ class ConvQuantization {
   dnnl::memory src_zp_memory_;
 };
 
+// Float convolutions apply a closing swish with our own loop (swish_tail.hpp)
+bool own_swish_tail(const KernelSpec& spec) {
+  return spec.inputs[0].dtype == DType::f32 && spec.outputs[0].dtype == DType::f32;
+}
+
 class ConvKernel : public Kernel {
  public:
   explicit ConvKernel(const KernelSpec& spec)
-      : post_(std::make_unique<OnednnPostOps>(spec, spec.outputs[0].dims)),
+      : post_(std::make_unique<OnednnPostOps>(spec, spec.outputs[0].dims, false,
+                                              own_swish_tail(spec))),
         quant_(spec, spec.attrs.get_int("group", 1)) {
     const TensorInfo& x = spec.inputs[0];
     const TensorInfo& w = spec.inputs[1];
     const TensorInfo& y = spec.outputs[0];
+    y_ = y;
     int64_t group = spec.attrs.get_int("group", 1);
     size_t n = x.dims.size() - 2;
     auto strides = spec.attrs.get_ints("strides", std::vector<int64_t>(n, 1));
@@ -185,7 +192,7 @@ class ConvKernel : public Kernel {
       dnnl::memory::desc src_cl = onednn_desc(x.dtype, x.dims, channels_last_strides(x.dims));
       dnnl::memory::desc dst_cl = onednn_desc(y.dtype, y.dims, channels_last_strides(y.dims));
       try {
-        auto post_cl = std::make_unique<OnednnPostOps>(spec, y.dims, true);
+        auto post_cl = std::make_unique<OnednnPostOps>(spec, y.dims, true, own_swish_tail(spec));
         auto alt = make_pd(src_cl, dst_cl, *post_cl);
         if (!pd || !onednn_slow_impl(alt.impl_info_str())) {
           pd = alt;
@@ -234,7 +241,8 @@ class ConvKernel : public Kernel {
     quant_.add_args(args_);
     description_ = impl_ + " scratch=" + std::to_string(pd.scratchpad_desc().get_size()) +
                    (src_md != src_user ? " +src reorder" : "") +
-                   (dst_md != dst_user ? " +dst reorder" : "") + " (direct: " + direct + "; x " +
+                   (dst_md != dst_user ? " +dst reorder" : "") +
+                   (post_->has_tail() ? " +swish after" : "") + " (direct: " + direct + "; x " +
                    (x.is_channels_last() ? "channels-last" : "plain") + ", y " +
                    (y.is_channels_last() ? "channels-last" : "plain") + ")";
   }
@@ -252,6 +260,7 @@ class ConvKernel : public Kernel {
     prim_.execute(stream_, args_);
     dst_.after(stream_);
     stream_.wait();
+    if (post_->has_tail()) post_->apply_tail(outputs[0], y_.dims, y_.strides);
   }
 
   const std::string& impl() const { return impl_; }
@@ -261,6 +270,7 @@ class ConvKernel : public Kernel {
  private:
   std::unique_ptr<OnednnPostOps> post_;
   ConvQuantization quant_;
+  TensorInfo y_;  // the output as the step gives it (apply_tail's view)
   std::string impl_, description_;
   dnnl::convolution_forward prim_;
   dnnl::stream stream_{onednn_engine()};

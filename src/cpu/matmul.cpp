@@ -52,7 +52,9 @@ class MatMulKernel : public Kernel {
     size_t rank = yv.dims.size();
     if (rank < 2 || av.dims.size() != rank || bv.dims.size() != rank)
       spec_error(spec, "views of A, B and Y must have one rank >= 2");
-    post_ops_ = std::make_unique<OnednnPostOps>(spec, yv.dims);
+    post_ops_ = std::make_unique<OnednnPostOps>(spec, yv.dims, false, !integer);
+    y_dims_ = yv.dims;
+    y_strides_ = yv.strides;
 
     dnnl::engine& eng = onednn_engine();
     auto src_md = onednn_desc(a.dtype, av.dims, av.strides);
@@ -105,7 +107,8 @@ class MatMulKernel : public Kernel {
     }
     impl_ = pd.impl_info_str();
     if (std::getenv("GRAPHKILN_ONEDNN_IMPL"))
-      std::fprintf(stderr, "graphkiln MatMul %s: %s\n", spec.name.c_str(), impl_.c_str());
+      std::fprintf(stderr, "graphkiln MatMul %s: %s%s\n", spec.name.c_str(), impl_.c_str(),
+                   post_ops_->has_tail() ? " +swish after" : "");
     primitive_ = dnnl::matmul(pd);
 
     src_ = dnnl::memory(pd.src_desc(), eng, DNNL_MEMORY_NONE);
@@ -143,11 +146,13 @@ class MatMulKernel : public Kernel {
     }
     primitive_.execute(stream_, args_);
     stream_.wait();
+    if (post_ops_->has_tail()) post_ops_->apply_tail(outputs[0], y_dims_, y_strides_);
   }
 
  private:
   dnnl::stream stream_;
   std::unique_ptr<OnednnPostOps> post_ops_;
+  std::vector<int64_t> y_dims_, y_strides_;  // Y's view, as the primitive writes it
   dnnl::primitive primitive_;
   dnnl::memory src_, wei_, dst_, bias_, scratchpad_, zp_;
   std::unordered_map<int, dnnl::memory> args_;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cpu/onednn_common.hpp"
+#include "cpu/swish_tail.hpp"
 
 namespace graphkiln {
 namespace {
@@ -47,7 +48,7 @@ const std::map<std::string, algo>& binary_names() {
 }  // namespace
 
 OnednnPostOps::OnednnPostOps(const KernelSpec& spec, const std::vector<int64_t>& dst_dims,
-                             bool channels_last) {
+                             bool channels_last, bool own_swish_tail) {
   if (!spec.attrs.has("post_ops")) return;
   std::vector<std::string> names = spec.attrs.get_strs("post_ops");
   std::vector<double> alpha = spec.attrs.get_floats("post_alpha");
@@ -56,6 +57,11 @@ OnednnPostOps::OnednnPostOps(const KernelSpec& spec, const std::vector<int64_t>&
   if (alpha.size() != names.size() || beta.size() != names.size() || arg.size() != names.size())
     spec_error(spec, "post_ops, post_alpha, post_beta and post_arg differ in length");
   for (size_t i = 0; i < names.size(); ++i) {
+    if (own_swish_tail && i + 1 == names.size() && names[i] == "swish") {
+      tail_swish_ = true;
+      tail_alpha_ = static_cast<float>(alpha[i]);
+      continue;
+    }
     auto e = eltwise_names().find(names[i]);
     if (e != eltwise_names().end()) {
       ops_.append_eltwise(e->second, static_cast<float>(alpha[i]), static_cast<float>(beta[i]));
@@ -102,6 +108,11 @@ OnednnPostOps::OnednnPostOps(const KernelSpec& spec, const std::vector<int64_t>&
     ops_.append_binary(b->second, md);
     binary_.emplace_back(input, dnnl::memory(md, onednn_engine(), DNNL_MEMORY_NONE));
   }
+}
+
+void OnednnPostOps::apply_tail(void* data, const std::vector<int64_t>& dims,
+                               const std::vector<int64_t>& strides) const {
+  if (tail_swish_) swish_in_place(static_cast<float*>(data), dims, strides, tail_alpha_);
 }
 
 void OnednnPostOps::add_args(std::unordered_map<int, dnnl::memory>& args) const {

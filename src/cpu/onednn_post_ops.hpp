@@ -26,11 +26,18 @@ class OnednnPostOps {
   // padded with leading 1-dims to the rank of `dst_dims`. With `channels_last`, operands of
   // the destination's full shape that are not channels-last are reordered into buffers of
   // their own on each run (oneDNN's fast kernels want them in the destination's layout).
+  // With `own_swish_tail`, a chain that ends in swish leaves it out of oneDNN's ops: the
+  // kernel calls apply_tail on its output after the primitive (swish_tail.hpp says why).
   OnednnPostOps(const KernelSpec& spec, const std::vector<int64_t>& dst_dims,
-                bool channels_last = false);
+                bool channels_last = false, bool own_swish_tail = false);
 
   const dnnl::post_ops& ops() const { return ops_; }
   bool empty() const { return ops_.len() == 0; }
+  // The ops left to the kernel (own_swish_tail), on its float output at `data` (element
+  // `dims` and `strides`, as the primitive wrote it).
+  bool has_tail() const { return tail_swish_; }
+  void apply_tail(void* data, const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& strides) const;
   // Adds the binary operands' memories to `args` (once, at build time).
   void add_args(std::unordered_map<int, dnnl::memory>& args) const;
   // Points the binary operands' memories at this run's inputs (and runs the reorders).
@@ -39,6 +46,8 @@ class OnednnPostOps {
 
  private:
   dnnl::post_ops ops_;
+  bool tail_swish_ = false;
+  float tail_alpha_ = 1.0f;
   std::vector<std::pair<int, dnnl::memory>> binary_;  // (kernel input, memory) per binary
   std::vector<int> binary_index_;                    // post-op index of each binary
   struct Staged {
