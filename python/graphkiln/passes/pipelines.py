@@ -16,6 +16,7 @@ from . import (
     fold_batchnorm,
     fold_constants,
     fuse_epilogue,
+    fuse_matmul_bias,
     fuse_pointwise,
     fuse_reduction,
     inline_constant_branches,
@@ -59,6 +60,8 @@ PHASES: dict[str, list] = {
     "decompose": [inline_decompositions, promote_half, eliminate_dead_code],
     # Attention reads [B, S, H*D] projections in place (no head transposes)
     "attention_layout": [attention_heads],
+    # a projection's bias joins its product where a residual Add + normalization follows
+    "matmul_bias": [fuse_matmul_bias],
     # then fuse what is left
     "fuse_pointwise": [fuse_pointwise],
     "fuse_epilogue": [fuse_epilogue],
@@ -81,13 +84,15 @@ PIPELINES: dict[str, tuple[str, ...]] = {
     ),
     # A pointwise node between a product and a reduction joins the reduction (residual Add +
     # LayerNormalization: one step) rather than the product's epilogue, which the gpu runs
-    # as a step of its own anyway (no generated GEMM epilogues yet)
+    # as a step of its own anyway (its epilogues: bias and ReLU); a row bias before such a
+    # residual Add joins the product first (fuse_matmul_bias: the Gemm's bias epilogue)
     "gpu": (
         "cleanup",
         "recognize",
         "decompose",
         "attention_layout",
         "before_fusion",
+        "matmul_bias",
         "fuse_pointwise",
         "fuse_reduction",
         "fuse_epilogue",
@@ -100,6 +105,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
 FUSED_KINDS = {
     fuse_pointwise: ("pointwise",),
     fuse_epilogue: ("conv", "gemm", "matmul"),
+    fuse_matmul_bias: ("matmul",),
     fuse_reduction: ("reduce",),
 }
 

@@ -325,6 +325,54 @@ def _():
     return model, {"x": rand((2, 5, 16), 33), "r": rand((2, 5, 96), 34, low=-2, high=2)}
 
 
+@case("projection_bias_residual_layernorm")
+def _():
+    # x @ w + bias + z @ v, LayerNormalization (BERT's output projection, the residual computed
+    # in the graph as there): the bias joins the Gemm (passes/fuse_matmul_bias.py), the
+    # residual the normalization
+    model = onnx_model(
+        [
+            node("MatMul", ["x", "w"], ["h"]),
+            node("Add", ["bias", "h"], ["hb"]),
+            node("MatMul", ["z", "v"], ["r"]),
+            node("Add", ["hb", "r"], ["s"]),
+            node("LayerNormalization", ["s", "g", "b"], ["y"], axis=-1),
+        ],
+        {"x": (3, 7, 24), "z": (3, 7, 8)},
+        {"y": (3, 7, 40)},
+        {
+            "w": rand((24, 40), 50),
+            "bias": rand((40,), 51),
+            "v": rand((8, 40), 62),
+            "g": rand((40,), 52),
+            "b": rand((40,), 53),
+        },
+    )
+    return model, {"x": rand((3, 7, 24), 54), "z": rand((3, 7, 8), 55, low=-2, high=2)}
+
+
+@case("projection_bias_read_twice")
+def _():
+    # the same block with the biased product also an output (fuse_matmul_bias leaves it)
+    model = onnx_model(
+        [
+            node("MatMul", ["x", "w"], ["h"]),
+            node("Add", ["h", "bias"], ["hb"]),
+            node("Add", ["hb", "r"], ["s"]),
+            node("LayerNormalization", ["s", "g", "b"], ["y"], axis=-1),
+        ],
+        {"x": (2, 5, 16), "r": (2, 5, 32)},
+        {"y": (2, 5, 32), "hb": (2, 5, 32)},
+        {
+            "w": rand((16, 32), 56),
+            "bias": rand((32,), 57),
+            "g": rand((32,), 58),
+            "b": rand((32,), 59),
+        },
+    )
+    return model, {"x": rand((2, 5, 16), 60), "r": rand((2, 5, 32), 61)}
+
+
 @case("instancenorm_2d")
 def _():
     # InstanceNormalization (lower_norm.py): N * C rows normalized, then scale / bias per channel

@@ -72,6 +72,31 @@ def test_residual_add_joins_the_layer_norm():
     assert len(norm.inputs) == 4 and norm.inputs[0] == gemm.outputs[0]
 
 
+def test_projection_bias_joins_the_gemm_and_residual_the_layer_norm():
+    """MatMul, Add(bias), Add(residual), LayerNormalization (a transformer block's output
+    projection): a Gemm with the bias epilogue and one LayerNormalization step reading the
+    product and the residual; no Pointwise step (values against ref, and the case where the
+    biased product is read elsewhere too: above)."""
+    import graphkiln as gk
+    from graphkiln.compiler import compile_graph
+    from graphkiln.targets.gpu.target import GpuTarget, lower_plan
+
+    for fp16 in (False, True):
+        model, _ = CASES["projection_bias_residual_layernorm"]()
+        graph, _ = compile_graph(
+            gk.parse_onnx_buffer(model).graph, GpuTarget(), {"fp16": fp16}, False, False
+        )
+        steps = lower_plan(graph).steps
+        if not fp16:  # fp16 adds the casts of the float32 inputs and output
+            assert [s.kernel for s in steps] == ["Gemm", "Gemm", "LayerNormalization"]
+        gemm, residual = [s for s in steps if s.kernel == "Gemm"]
+        assert gemm.attrs.get("epilogue") == 1 and not residual.attrs.get("epilogue")
+        readers = [s for s in steps if gemm.outputs[0] in s.inputs]
+        assert [s.kernel for s in readers] == ["LayerNormalization"]
+        assert readers[0].inputs[0] == gemm.outputs[0]
+        assert readers[0].inputs[3] == residual.outputs[0]
+
+
 @pytest.mark.parametrize(
     "name,epilogues",
     [

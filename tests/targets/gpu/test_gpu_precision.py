@@ -392,7 +392,8 @@ def test_options_are_validated():
     with pytest.raises(ValueError, match="bf16=None"):
         target.passes({"bf16": None})
     names = [p.__name__.rsplit(".", 1)[-1] for p in target.passes({"bf16": True})]
-    assert names.index("precision") == names.index("fuse_pointwise") - 1
+    assert names.index("precision") == names.index("fuse_matmul_bias") - 1
+    assert names.index("fuse_matmul_bias") == names.index("fuse_pointwise") - 1
     assert "precision" not in [p.__name__.rsplit(".", 1)[-1] for p in target.passes({})]
     for name in ("fp16", "bf16", "fast_math"):
         assert name in target.options
