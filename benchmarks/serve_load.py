@@ -454,7 +454,9 @@ def write_record(args, results, ratios, ort_version) -> None:
     command = "python benchmarks/serve_load.py " + " ".join(sys.argv[1:])
     lines = [
         f"# serving load on {args.target}: graphkiln vs onnxruntime {ort_version} behind the "
-        "same server",
+        "same server"
+        if "onnxruntime" in args.engines.split(",")
+        else f"# serving load on {args.target}: graphkiln behind graphkiln serve's server code",
         "",
         f"- date: {datetime.date.today()}; machine: {platform.machine()}, {os.cpu_count()} "
         f"logical CPUs, shared with other jobs; Python {platform.python_version()}",
@@ -465,8 +467,13 @@ def write_record(args, results, ratios, ort_version) -> None:
             f"{args.threads} thread(s) per run for both engines "
             "(GRAPHKILN_NUM_THREADS / intra_op_num_threads)"
             if args.target == "cpu"
-            else f"gpu: graphkiln's gpu target (fp32) and onnxruntime's CUDA execution provider; "
-            f"{gpu_name()}"
+            else "gpu: graphkiln's gpu target (fp32)"
+            + (
+                " and onnxruntime's CUDA execution provider"
+                if "onnxruntime" in args.engines.split(",")
+                else ""
+            )
+            + f"; {gpu_name()}"
         ),
         f"- load: {args.clients} concurrent keep-alive clients in one asyncio process on the same "
         f"machine, batch-1 binary-tensor requests, {args.warmup:g} s untimed, then "

@@ -31,6 +31,8 @@
 #   23), installing starlette and uvicorn from the wheels in .servewheels (carry it; made here
 #   by `pip download --no-deps --only-binary=:all: -d .servewheels starlette uvicorn`); with
 #   --ort the peer is onnxruntime-gpu's CUDA provider behind the same server
+#   --ncu-attention: also profile one launch of the tensor-core attention kernel at BERT-base
+#   batch 32 fp16 with Nsight Compute (benchmarks/attention_gpu.py under ncu; clocks left alone)
 #   --ort: put onnxruntime-gpu together from the parts earlier calls stashed
 #   (tools/device_ort_gpu.sh) and make it importable, for --bench "--ort ..."
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
@@ -39,7 +41,7 @@
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 ORT=0 NBITS="" SERVE="" TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 ORT=0 NBITS="" SERVE="" NCU_ATTENTION=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -58,6 +60,7 @@ while [ $# -gt 0 ]; do
     --ort) ORT=1; shift ;;
     --nbits) NBITS="$2"; shift 2 ;;
     --serve) SERVE="$2"; shift 2 ;;
+    --ncu-attention) NCU_ATTENTION=1; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -156,6 +159,16 @@ if [ -n "$ATTENTION" ]; then
   step "benchmarks/attention_gpu.py $ATTENTION"
   # shellcheck disable=SC2086
   python3 benchmarks/attention_gpu.py $ATTENTION 2>&1 | tee "$OUT/attention_gpu.md" | tail -30
+fi
+
+if [ "$NCU_ATTENTION" = 1 ]; then
+  step "Nsight Compute: mma_attention at BERT-base batch 32 fp16 (one launch)"
+  ncu --clock-control none --kernel-name regex:mma_attention --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section MemoryWorkloadAnalysis --section SchedulerStats --section ComputeWorkloadAnalysis \
+    python3 benchmarks/attention_gpu.py --batches 32 --precisions fp16 --runs 2 \
+    > "$OUT/ncu_attention.txt" 2>&1
+  grep -v "^==PROF==" "$OUT/ncu_attention.txt" | tail -150
 fi
 
 if [ -n "$CONCURRENCY" ]; then
