@@ -4,8 +4,8 @@
 // written: the kernels that run a post-op chain ending in swish leave that last op out of
 // oneDNN's chain and apply it with this (onednn_post_ops.hpp). oneDNN 3.2's swish post-op
 // costs about 0.7 ns an element on one AVX-512 core (an exact exp and a division per lane);
-// this loop, our vectorized exp (fast_math.hpp), about a third of that while the output is
-// still in cache.
+// this loop, with our vectorized exp (fast_math.hpp), about half of that over
+// EfficientNet-B0's outputs (its 49 swishes: ~5.5 -> ~2.9 ms at 1 thread).
 #pragma once
 
 #include <cstdint>
