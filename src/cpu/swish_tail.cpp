@@ -2,8 +2,6 @@
 // Copyright graphkiln authors
 #include "cpu/swish_tail.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <numeric>
 

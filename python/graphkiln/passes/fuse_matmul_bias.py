@@ -37,12 +37,13 @@ def _row_bias(add: Node, product: Value) -> bool:
         return False
     bias = add.inputs[1] if add.inputs[0] is product else add.inputs[0]
     dims, out = _constant_dims(bias), product.type
-    if bias is None or not dims or not isinstance(out, TensorType) or not out.dims:
-        return False
-    if len(dims) > len(out.dims) or not isinstance(bias.type, TensorType):
+    if not dims or bias is None or not isinstance(out, TensorType) or not out.dims:
         return False
     return (
-        dims[-1] == out.dims[-1] and all(d == 1 for d in dims[:-1]) and bias.type.dtype == out.dtype
+        len(dims) <= len(out.dims)
+        and dims[-1] == out.dims[-1]
+        and all(d == 1 for d in dims[:-1])
+        and getattr(bias.type, "dtype", None) == out.dtype
     )
 
 
