@@ -3,9 +3,8 @@
 // swish(x) = x * sigmoid(alpha * x), in place over a float tensor a oneDNN primitive has just
 // written: the kernels that run a post-op chain ending in swish leave that last op out of
 // oneDNN's chain and apply it with this (onednn_post_ops.hpp). oneDNN 3.2's swish post-op
-// costs about 0.7 ns an element on one AVX-512 core (an exact exp and a division per lane);
-// this loop, with our vectorized exp (fast_math.hpp), about half of that over
-// EfficientNet-B0's outputs (its 49 swishes: ~5.5 -> ~2.9 ms at 1 thread).
+// computes an exact exp and a division per lane; this loop uses our vectorized exp
+// (fast_math.hpp). EfficientNet-B0's effect: benchmarks/results/cpu_vs_onnxruntime.md.
 #pragma once
 
 #include <cstdint>
