@@ -6,7 +6,9 @@ sizes that cross its tiles (query rows not a multiple of the 64-row block or the
 tile, keys not a multiple of the 64-key chunk, head sizes padded to 32 / 64 / 96 / 128,
 different head and value sizes), with float and bool masks (rows with every key masked give
 zeros), causal frontier with and without past keys, sliding window, soft cap, grouped-query
-heads and [B, S, H*D] operands, with 1-warp blocks (small grids) and 4-warp ones; against
+heads and [B, S, H*D] operands, masks of one row for every query row and of one a row
+(staged in shared memory where their strides allow, read key by key where not), with 1-warp
+blocks (small grids) and 4-warp ones; against
 the scalar fused kernel (GRAPHKILN_GPU_MMA_ATTENTION=0); and every tuning variant on float16
 and float32 steps."""
 
@@ -77,6 +79,41 @@ CASES = {
         ((16, 16, 70, 90), "bool"),
         0,
     ),
+    # masks whose strides allow 16-byte pieces have their 64-key chunks staged in shared
+    # memory with K and V: one row for every query row (BERT's key padding as [B, 1, 1, S]),
+    # or one a query row ([B, 1, S, S] as transformers exports it)
+    "many_blocks_key_mask_d64": (
+        ((40, 12, 128, 64), (40, 12, 128, 64), (40, 12, 128, 64)),
+        {},
+        ((40, 1, 1, 128), "float"),
+        0,
+    ),
+    "per_head_key_mask_d64": (
+        ((2, 4, 50, 64), (2, 4, 128, 64), (2, 4, 128, 64)),
+        {},
+        ((2, 4, 1, 128), "float"),
+        0,
+    ),
+    # 112 keys: the first chunk staged, the second past the mask's end read key by key
+    "key_bool_mask_tail_d64": (
+        ((2, 4, 70, 64), (2, 4, 112, 64), (2, 4, 112, 64)),
+        {},
+        ((2, 1, 1, 112), "bool"),
+        0,
+    ),
+    "many_blocks_row_mask_d64": (
+        ((40, 4, 100, 64), (40, 4, 128, 64), (40, 4, 128, 64)),
+        {},
+        ((40, 1, 100, 128), "float"),
+        0,
+    ),
+    # rows of 37 float32 keys are not whole 16-byte pieces: read from global memory
+    "key_mask_unaligned_d32": (
+        ((2, 2, 37, 32), (2, 2, 37, 32), (2, 2, 37, 32)),
+        {},
+        ((2, 1, 1, 37), "float"),
+        0,
+    ),
 }
 
 
@@ -89,7 +126,8 @@ def attention_model(name: str):
 
 def build_attention(qs, ks, vs, attrs, mask, past=0, seed=71):
     """(onnx model, feeds): Attention over float32 inputs q, k, v of these shapes, with a
-    float or bool mask ((shape, kind) or None; bool masks allow key 0 and mask all of row 3,
+    float or bool mask ((shape, kind) or None; bool masks allow key 0 and mask all of row 3
+    where they have one,
     float ones push the last 5 keys to -10000 as BERT's padding) and `past` cached keys."""
     ins = {"q": (qs, F32), "k": (ks, F32), "v": (vs, F32)}
     feeds = {
@@ -103,7 +141,8 @@ def build_attention(qs, ks, vs, attrs, mask, past=0, seed=71):
         if kind == "bool":
             m = rand(shape, seed + 3, 0, 2, np.int64).astype(bool)
             m[..., 0] = True
-            m[..., 3, :] = False  # a row with no allowed key: zeros
+            if shape[-2] > 3:
+                m[..., 3, :] = False  # a row with no allowed key: zeros
             feeds["m"] = m
         else:
             feeds["m"] = rand(shape, seed + 3, -4, 0)
