@@ -6,7 +6,9 @@ cuDNN runs float16 / bfloat16 convolutions on tensor cores natively in NHWC; NCH
 cost it transposes on every call. When the lowering context's `conv_channels_last` is set
 (GpuPlan sets it where cuDNN runs Conv steps; option channels_last, GRAPHKILN_GPU_NHWC=0), a
 half-precision 2-D Conv with constant weights, one group, channel counts that are multiples
-of 8, a batch of 2 or more and a convolution among the readers of its result:
+of 8, a batch of 2 or more, and either a convolution among the readers of its result or its input
+already channels-last (the last convolution of a chain: one Copy of its result to plain for
+its readers, rather than Copies of its input and residual and cuDNN's own transposes):
   - writes its output channels-last (slot layout CHANNELS_LAST: NCHW dims, NHWC strides);
   - reads its input and residual channels-last (a Copy converts plain data, once per value);
   - reads its weights as a constant KRSC array seen as [K, C, R, S] channels-last.
@@ -45,7 +47,9 @@ def channels_last_conv(ctx: LoweringContext, conv: Node, out: Value, w: Value) -
         and int(conv.attrs.get("group", 1)) == 1
         and x_dims[1] % 8 == 0
         and w_dims[0] % 8 == 0
-        and any(_is_conv(r) for r in ctx.readers.get(out, []))
+        and (
+            any(_is_conv(r) for r in ctx.readers.get(out, [])) or ctx.layout_of(x) == CHANNELS_LAST
+        )
     )
 
 

@@ -192,6 +192,11 @@ class LoweringContext:
             self._slot[value] = slot
         return slot
 
+    def layout_of(self, value: Value) -> str | None:
+        """The layout of the slot holding `value`, None before it is computed."""
+        slot = self._slot.get(value)
+        return None if slot is None else self.plan.slots[slot].layout
+
     def slot_of(self, value: Value) -> int:
         """The slot already holding `value` (a constant gets one on first use)."""
         if value in self._slot:
