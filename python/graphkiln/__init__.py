@@ -106,6 +106,33 @@ def load_buffer(data: bytes, **kwargs) -> Program:
     return load_program_buffer(data, **kwargs)
 
 
+def quantize_int8(
+    model,
+    calibration,
+    *,
+    per_channel: bool = True,
+    symmetric_activations: bool = False,
+    progress=None,
+) -> bytes:
+    """Post-training static int8 quantization: the serialized QDQ model of a float ONNX model
+    (a path, bytes or an onnx.ModelProto), its activation ranges calibrated on `calibration`
+    (a non-empty list of feed dicts {input name: numpy array}) run by graphkiln. The float
+    activation inputs of Conv / MatMul / Gemm become QuantizeLinear -> DequantizeLinear
+    (uint8 asymmetric per tensor; int8 symmetric with `symmetric_activations=True`), their
+    float weights int8 per output channel (per tensor with `per_channel=False`); biases and
+    other ops stay float. `progress=f` calls f(done, total) after each sample. Bad input is a
+    ValueError / TypeError naming it. Details: `graphkiln.quantize.quantize_int8`."""
+    from .quantize import quantize_int8 as quantize
+
+    return quantize(
+        model,
+        calibration,
+        per_channel=per_channel,
+        symmetric_activations=symmetric_activations,
+        progress=progress,
+    )
+
+
 __all__ = [
     "CompileError",
     "FormatError",
@@ -125,6 +152,7 @@ __all__ = [
     "load_buffer",
     "parse_onnx",
     "parse_onnx_buffer",
+    "quantize_int8",
     "save",
     "save_buffer",
 ]

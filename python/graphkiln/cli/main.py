@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from ..errors import GraphkilnError
-from . import inspect_cmds, run_cmds, serve_cmd, triton_cmd, tune_cmd
+from . import inspect_cmds, quantize_cmd, run_cmds, serve_cmd, triton_cmd, tune_cmd
 from .messages import error_text
 
 # name -> (setup(parser), run(args) -> exit code, one-line help)
@@ -41,6 +41,12 @@ COMMANDS = {
         tune_cmd.setup_tune,
         tune_cmd.cmd_tune,
         "measure kernel choices, store them in the tuning database; --export/--import",
+    ),
+    "quantize": (
+        quantize_cmd.setup_quantize,
+        quantize_cmd.cmd_quantize,
+        "post-training static int8 quantization: write the QDQ model, its activation "
+        "ranges calibrated on sample inputs (--int8 --calibrate DATA -o OUT.onnx)",
     ),
     "serve": (
         serve_cmd.setup_serve,

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: Apache-2.0
+# Copyright graphkiln authors
+"""What int8 quantization touches in a model's top-level graph: the float activation inputs
+of Conv, MatMul and Gemm (tensors computed at run time or fed by the caller), and their
+float weight initializers with the axis of their output channels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import onnx
+
+QUANTIZED_OPS = ("Conv", "MatMul", "Gemm")
+# the inputs of each op that may be an activation or a weight: (activation inputs, weight input)
+_OPERANDS = {"Conv": ((0,), 1), "MatMul": ((0, 1), 1), "Gemm": ((0, 1), 1)}
+
+
+@dataclass(frozen=True)
+class Weight:
+    name: str  # the float initializer
+    axis: int | None  # its output-channel axis (None: quantized per tensor)
+
+
+@dataclass
+class Plan:
+    activations: list[str] = field(default_factory=list)  # in graph order, each once
+    # (node index, input index) -> the weight quantized for that input
+    weights: dict[tuple[int, int], Weight] = field(default_factory=dict)
+    # (node index, input index) of each activation input to requantize
+    activation_uses: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _weight_axis(node: onnx.NodeProto, rank: int) -> int | None:
+    """The axis of a weight's output channels: Conv W is [M, C/group, k...]; Gemm B is [K, N]
+    ([N, K] with transB); MatMul B is [..., K, N]."""
+    if node.op_type == "Conv":
+        return 0
+    if node.op_type == "Gemm":
+        trans_b = next((a.i for a in node.attribute if a.name == "transB"), 0)
+        return 0 if trans_b else 1
+    return rank - 1 if rank >= 2 else None
+
+
+def find(graph: onnx.GraphProto, float_types: dict[str, bool], per_channel: bool) -> Plan:
+    """The activations and weights to quantize. `float_types[name]` says whether a tensor is
+    float32 (missing: unknown, taken as float32 when it is an activation)."""
+    initializers = {t.name: t for t in graph.initializer}
+    constants = {out for n in graph.node if n.op_type == "Constant" for out in n.output}
+    plan = Plan()
+    seen: set[str] = set()
+    for index, node in enumerate(graph.node):
+        if node.domain not in ("", "ai.onnx") or node.op_type not in _OPERANDS:
+            continue
+        activation_inputs, weight_input = _OPERANDS[node.op_type]
+        for i, name in enumerate(node.input):
+            if not name:
+                continue
+            tensor = initializers.get(name)
+            if tensor is not None:
+                if i == weight_input and tensor.data_type == onnx.TensorProto.FLOAT:
+                    axis = _weight_axis(node, len(tensor.dims)) if per_channel else None
+                    plan.weights[(index, i)] = Weight(name, axis)
+                continue
+            if i not in activation_inputs or name in constants:
+                continue
+            if not float_types.get(name, True):
+                continue
+            plan.activation_uses.append((index, i))
+            if name not in seen:
+                seen.add(name)
+                plan.activations.append(name)
+    return plan
+
+
+def float_tensor_types(model: onnx.ModelProto) -> dict[str, bool]:
+    """name -> whether it is float32, for every tensor whose type shape inference (or the
+    model) declares."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        inferred = model.graph  # what the model declares is all there is
+    types = {}
+    for vi in (*inferred.input, *inferred.value_info, *inferred.output):
+        if vi.type.WhichOneof("value") == "tensor_type" and vi.type.tensor_type.elem_type:
+            types[vi.name] = vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    return types
