@@ -31,8 +31,10 @@ def _qdq_conv(
     w_zero=0,
     per_channel=True,
     act=U8,
+    clip=None,
 ):
-    """Q(Relu?(Conv(DQ(x), DQ(w), DQ(b)))) as quantizers write it."""
+    """Q(Relu?(Conv(DQ(x), DQ(w), DQ(b)))) as quantizers write it; `clip`: (min, max) of a
+    Clip in the Relu's place, None for a bound not given."""
     g = Graph()
     x = g.add_input("x", TensorType(act, (1, 4, 7, 7)))
     x_scale = 0.05
@@ -47,6 +49,9 @@ def _qdq_conv(
     y = g.add("Conv", x_real, w_real, b_real, pads=(1, 1, 1, 1))
     if relu:
         y = g.add("Relu", y)
+    if clip is not None:
+        bounds = [None if b is None else _scalar(g, b, DType.f32) for b in clip]
+        y = g.add("Clip", y, *bounds)
     out = g.add("QuantizeLinear", y, _scalar(g, 0.4, DType.f32), _scalar(g, y_zero, act))
     g.outputs = [out]
     return g
@@ -97,6 +102,25 @@ def test_relu_stays_when_it_changes_values():
     g = _qdq_conv(np.random.default_rng(3), relu=True, y_zero=20)
     fold_quantized.run(g, PassContext())
     assert "QLinearConv" not in _ops(g) and "Relu" in _ops(g)
+
+
+@pytest.mark.parametrize("clip", [(0.0, 102.0), (-1.0, 500.0), (0.0, None), (None, 101.81)])
+def test_clip_folds_when_the_saturation_does_its_work(clip):
+    """y's scale is 0.4 and zero point 0: u8 keeps [0, 102]; a Clip whose min is at most 0
+    and whose max quantizes to 255 (101.81 / 0.4 rounds to 255) changes nothing Q keeps."""
+    g = _qdq_conv(np.random.default_rng(2), clip=clip, y_zero=0)
+    _fold_and_compare(g, ["QLinearConv"])
+
+
+@pytest.mark.parametrize(
+    ("clip", "y_zero"), [((0.0, 6.0), 0), ((0.0, 101.79), 0), ((0.5, None), 0), ((0.0, None), 20)]
+)
+def test_clip_stays_when_it_changes_values(clip, y_zero):
+    """A max below what Q keeps (6 / 0.4 = 15 < 255; 101.79 / 0.4 rounds to 254), a min
+    above 0, or a zero point above the lowest value (Q keeps negatives the Clip removes)."""
+    g = _qdq_conv(np.random.default_rng(3), clip=clip, y_zero=y_zero)
+    fold_quantized.run(g, PassContext())
+    assert "QLinearConv" not in _ops(g) and "Clip" in _ops(g)
 
 
 def test_bias_of_another_scale_is_not_folded():

@@ -26,12 +26,14 @@ def _model(nodes, x_shape, y_shape, initializers, opset):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
-def cnn(seed=1, opset=17) -> onnx.ModelProto:
-    """Conv -> Relu -> Conv -> GlobalAveragePool -> Flatten -> Gemm (transB=1): 10 outputs."""
+def cnn(seed=1, opset=17, activation="Relu") -> onnx.ModelProto:
+    """Conv -> Relu -> Conv -> GlobalAveragePool -> Flatten -> Gemm (transB=1): 10 outputs.
+    activation="Clip": Clip(0, 6) (ReLU6, as MobileNets) instead of the Relu."""
     rng = np.random.default_rng(seed)
+    bounds = ["low", "high"] if activation == "Clip" else []
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c1"], ["r1"], "relu1"),
+        helper.make_node(activation, ["c1", *bounds], ["r1"], f"{activation.lower()}1"),
         helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], "conv2", pads=[1, 1, 1, 1]),
         helper.make_node("GlobalAveragePool", ["c2"], ["pooled"], "pool"),
         helper.make_node("Flatten", ["pooled"], ["flat"], "flatten"),
@@ -45,6 +47,10 @@ def cnn(seed=1, opset=17) -> onnx.ModelProto:
         _weight(rng, "wg", [10, 16]),
         _weight(rng, "bg", [10], 0.1),
     ]
+    if bounds:
+        weights += [
+            numpy_helper.from_array(np.array(v, np.float32), n) for n, v in zip(bounds, (0, 6))
+        ]
     return _model(nodes, CNN_INPUT, [CNN_INPUT[0], 10], weights, opset)
 
 

@@ -29,7 +29,9 @@ def _check_written(path):
     quantized = onnx.load(path)
     onnx.checker.check_model(quantized)
     ops = [n.op_type for n in quantized.graph.node]
-    assert ops.count("QuantizeLinear") == 3 and ops.count("DequantizeLinear") == 6
+    # x, the Relu's output, the second Conv's output, the Gemm's input; DequantizeLinear of
+    # those, of 3 weights and of 3 biases
+    assert ops.count("QuantizeLinear") == 4 and ops.count("DequantizeLinear") == 10
     x = np.random.default_rng(6).standard_normal(CNN_INPUT).astype(np.float32)
     (y,) = gk.parse_onnx(str(path)).compile("ref").run({"x": x})
     assert y.shape == (CNN_INPUT[0], 10) and np.isfinite(y).all()
@@ -41,8 +43,8 @@ def test_one_npz_with_a_sample_axis(model, tmp_path, capsys):
     assert main(["quantize", model, "--int8", "--calibrate", str(data), "-o", str(out)]) == 0
     printed = capsys.readouterr().out
     assert printed == (
-        "quantized 3 activation tensor(s) and 3 weight(s) (int8, per output channel) "
-        f"calibrated on 10 sample(s); wrote {out} (opset 17)\n"
+        "quantized 4 activation tensor(s), 3 weight(s) (int8, per output channel) and 3 "
+        f"bias(es) (int32) calibrated on 10 sample(s); wrote {out} (opset 17)\n"
     )
     _check_written(out)
 

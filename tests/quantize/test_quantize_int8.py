@@ -76,7 +76,15 @@ def test_per_tensor_and_symmetric_options():
     for node in model.graph.node:
         if node.op_type == "DequantizeLinear":
             assert inits[node.input[1]].shape == ()  # one scale per tensor
-            assert inits[node.input[2]].dtype == np.int8 and not inits[node.input[2]].any()
+            # int8 zero points of 0; int32 for the biases
+            data = inits.get(node.input[0])
+            zero_type = np.int32 if data is not None and data.dtype == np.int32 else np.int8
+            assert inits[node.input[2]].dtype == zero_type and not inits[node.input[2]].any()
+    # a symmetric zero point is not int8's lowest value: the Relu cannot fold into the Conv,
+    # so the Conv's own output is quantized (the Relu reads it dequantized)
+    made = _producers(model.graph)
+    (relu,) = [n for n in model.graph.node if n.op_type == "Relu"]
+    assert made[relu.input[0]].op_type == "DequantizeLinear"
 
 
 def test_the_callers_model_is_not_changed_and_progress_is_reported():
@@ -118,3 +126,36 @@ def test_a_model_without_conv_matmul_or_gemm_is_refused(add_relu_model):
     feeds = [{"x": np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)}]
     with pytest.raises(ValueError, match="nothing to quantize.*Conv, MatMul, Gemm.*Add, Relu"):
         gk.quantize_int8(add_relu_model, feeds)
+
+
+@pytest.mark.parametrize("activation", ["Relu", "Clip"])
+def test_biases_are_int32_and_conv_outputs_are_quantized(activation):
+    """The form the cpu target folds into integer convolutions (passes/fold_quantized.py):
+    each bias int32 at scale x_scale * w_scale with zero points 0, each Conv's output (after
+    its Relu / Clip, quantized from 0 with zero point 0) through a Q/DQ pair that every
+    reader reads."""
+    float_model = cnn(activation=activation)
+    model = onnx.load_from_string(gk.quantize_int8(float_model, samples(CNN_INPUT)))
+    onnx.checker.check_model(model, full_check=True)
+    made = _producers(model.graph)
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    floats = {t.name: numpy_helper.to_array(t) for t in float_model.graph.initializer}
+    for node in (n for n in model.graph.node if n.op_type in ("Conv", "Gemm")):
+        b_dq, x_dq, w_dq = (made[node.input[i]] for i in (2, 0, 1))
+        assert b_dq.op_type == "DequantizeLinear"
+        b, scale, zero = (inits[name] for name in b_dq.input)
+        assert b.dtype == np.int32 and zero.dtype == np.int32 and not zero.any()
+        want = inits[x_dq.input[1]] * inits[w_dq.input[1]]
+        np.testing.assert_allclose(scale, want, rtol=1e-6)
+        original = floats[{"conv1": "b1", "conv2": "b2", "gemm": "bg"}[node.name]]
+        assert np.abs(b * scale - original).max() <= 0.5 * scale.max()  # rounded to a step
+    readers = {name: [n for n in model.graph.node if name in n.input] for name in made}
+    for conv in (n for n in model.graph.node if n.op_type == "Conv"):
+        (after,) = readers[conv.output[0]]
+        if after.op_type == activation:
+            (after,) = readers[after.output[0]]
+            assert not inits[after.input[2]].any()  # u8 from 0: the activation folds
+        assert after.op_type == "QuantizeLinear"
+        (dq,) = readers[after.output[0]]
+        assert dq.op_type == "DequantizeLinear"
+    assert not {"b1", "b2", "bg"} & set(inits)  # replaced by their int32 form

@@ -2,8 +2,8 @@
 # Copyright graphkiln authors
 """The QDQ models quantize_int8 writes, run elsewhere: graphkiln's ref against onnxruntime
 on the same file (onnxruntime is not a test dependency: skipped without it), and the cpu
-target's int8 path (compile("cpu", int8=True): MatMul / Gemm on integer kernels) against
-ref."""
+target's int8 path (compile("cpu", int8=True): Conv / MatMul / Gemm on integer kernels)
+against ref."""
 
 import numpy as np
 import onnx
@@ -83,8 +83,41 @@ def test_cpu_int8_matches_ref(name):
         want = ref.run(feeds)[0]
         np.testing.assert_allclose(cpu.run(feeds)[0], want, rtol=0, atol=1.01 * unit)
     if onednn_int8_exact():  # else MatMulInteger runs on the portable integer kernel
-        plans = cpu._executable._plans.values()
-        steps = [step for segments in plans for s in segments for step in s.plan.steps]
-        # fold_quantized turned the quantized MatMul / Gemm into oneDNN int8 matmuls (the
-        # Conv keep float biases, so they stay float: graphkiln/quantize/README.md)
+        steps = _steps(cpu)
+        # fold_quantized turned the quantized MatMul / Gemm into oneDNN int8 matmuls
         assert any(s.kernel == "MatMul" and "q_src_zp" in s.attrs for s in steps)
+
+
+def _steps(program):
+    plans = program._executable._plans.values()
+    return [step for segments in plans for s in segments for step in s.plan.steps]
+
+
+@pytest.mark.parametrize("activation", ["Relu", "Clip"])
+def test_cpu_int8_runs_every_conv_on_integer_kernels(activation):
+    """The int32 biases and the quantized Conv outputs (after the Relu / ReLU6 Clip) let
+    fold_quantized make every Conv a QLinearConv, which the cpu runs on oneDNN's int8
+    convolution (q_src_zp: the source's zero point), the activation folded into it."""
+    if default_target() != "cpu":
+        pytest.skip("the cpu target's C++ core is not built here")
+    if not onednn_int8_exact():
+        pytest.skip("oneDNN's int8 kernels need VNNI / AMX here (targets/cpu/int8_isa.py)")
+    data = gk.quantize_int8(cnn(activation=activation), samples(CNN_INPUT))
+    cpu = gk.parse_onnx_buffer(data).compile("cpu", int8=True)
+    convs = [s for s in _steps(cpu) if s.kernel in ("Conv", "QLinearConv")]
+    assert len(convs) == 2 and all("q_src_zp" in s.attrs for s in convs)
+    assert not [s for s in _steps(cpu) if s.kernel == "MatMul" and "q_src_zp" not in s.attrs]
+    ref = gk.parse_onnx_buffer(data).compile("ref")
+    floats = gk.parse_onnx(cnn(activation=activation)).compile("ref")
+    unit = _last_input_unit(data)
+    for seed in range(3):
+        feeds = _inputs("cnn", 400 + seed)
+        want, got = ref.run(feeds)[0], cpu.run(feeds)[0]
+        # one step of the last quantized input, as test_cpu_int8_matches_ref: the integer
+        # Conv's one-unit differences in its quantized output (few, 97% or more of the
+        # values equal: test_cpu_qlinear_conv_int8.py) are averaged by the pool over 144
+        # positions before the Gemm's input is requantized, which moves at most one step
+        np.testing.assert_allclose(got, want, rtol=0, atol=1.01 * unit)
+        # and the float model's answer within 3% of its range (test_quantize_int8.py)
+        reference = floats.run(feeds)[0]
+        assert np.abs(got - reference).max() < 0.03 * np.ptp(reference)

@@ -13,11 +13,12 @@ from .calibration_files import ACCEPTED, read_calibration
 DESCRIPTION = (
     "Post-training static int8 quantization. Runs the float ONNX MODEL with graphkiln on "
     "each calibration sample of DATA to find the range of every float activation input of "
-    "its Conv, MatMul and Gemm nodes, then writes OUT, an ONNX model in QDQ form: those "
-    "activations pass through QuantizeLinear -> DequantizeLinear (uint8, one scale and zero "
-    "point per tensor), the ops' float weights are stored as int8 with one scale per output "
-    "channel, biases and the other ops stay float. Every graphkiln target runs OUT; the cpu "
-    "target runs the quantized MatMul / Gemm on int8 kernels (compile(..., int8=True))."
+    "its Conv, MatMul and Gemm nodes and of each Conv's output (or its Relu / Clip's), then "
+    "writes OUT, an ONNX model in QDQ form: those activations pass through QuantizeLinear -> "
+    "DequantizeLinear (uint8, one scale and zero point per tensor), the ops' float weights "
+    "are stored as int8 with one scale per output channel, Conv / Gemm biases as int32, the "
+    "other ops stay float. Every graphkiln target runs OUT; the cpu target runs the "
+    "quantized Conv / MatMul / Gemm on int8 kernels (compile(..., int8=True))."
 )
 
 
@@ -86,8 +87,9 @@ def cmd_quantize(args) -> int:
         raise ValueError(f"cannot write {args.output}: {exc.strerror}") from None
     granularity = "per tensor" if args.per_tensor else "per output channel"
     print(
-        f"quantized {summary.activations} activation tensor(s) and {summary.weights} "
-        f"weight(s) (int8, {granularity}) calibrated on {summary.samples} sample(s); "
+        f"quantized {summary.activations} activation tensor(s), {summary.weights} "
+        f"weight(s) (int8, {granularity}) and {summary.biases} bias(es) (int32) "
+        f"calibrated on {summary.samples} sample(s); "
         f"wrote {args.output} (opset {summary.opset})"
     )
     return 0

@@ -8,6 +8,8 @@ it on int8 kernels instead of dequantizing around a float op:
   Q(Conv(DQ(x), DQ(w), DQ(b)?))   -> QLinearConv(x, ..., w, ..., y_scale, y_zero_point, b?)
   Q(Relu(Conv(...)))              -> the same, when y's zero point is its type's lowest
                                      value (the saturation then is the Relu)
+  Q(Clip(Conv(...), lo, hi))      -> the same, when moreover lo <= 0 and hi quantizes to
+                                     y's highest value (ReLU6: the saturation is the Clip)
   Q(MaxPool(DQ(x)))               -> MaxPool(x), when Q's scale and zero point are DQ's
   MatMul(DQ(a), DQ(w))            -> Cast(MatMulInteger(a, w, a_zero_point), float32)
                                      * (a_scale * w_scale), the scales one value or one
@@ -42,6 +44,7 @@ CHANGES_ROUNDING = True
 
 _INT8 = (DType.u8, DType.i8)
 _LOWEST = {DType.u8: 0, DType.i8: -128}
+_HIGHEST = {DType.u8: 255, DType.i8: 127}
 
 
 def _dtype(value: Value | None) -> DType | None:
@@ -129,18 +132,44 @@ def _bias(value: Value | None, x_scale: float, w_scale: np.ndarray) -> Value | N
     return node.inputs[0]
 
 
+def _saturation_clamps(act: Node, q: Node) -> bool:
+    """Whether Q(act(v)) == Q(v) for every v, act a Relu or a Clip: Q's zero point is its
+    type's lowest value (Q saturates every v <= 0 to it, as Relu's 0 would quantize), and a
+    Clip's constant bounds change nothing Q keeps: min <= 0 (or none), max (or none)
+    quantizing to the type's highest value, so that Q saturates above it as Clip does."""
+    y_type = _dtype(q.output(0))
+    zero = _constant(_zp(q))
+    if y_type is None or y_type not in _LOWEST:
+        return False
+    lowest = _LOWEST[y_type]
+    if (0 if zero is None else int(zero.reshape(-1)[0])) != lowest:
+        return False
+    if act.op == "Relu":
+        return True
+    bounds = [act.inputs[i] if len(act.inputs) > i else None for i in (1, 2)]
+    low, high = (_constant(b) for b in bounds)
+    if any(b is not None and (c is None or c.size != 1) for b, c in zip(bounds, (low, high))):
+        return False  # a bound computed at run time
+    if low is not None and not float(low.reshape(-1)[0]) <= 0:
+        return False
+    if high is None:
+        return True
+    scale = _constant(q.input(1))
+    assert scale is not None  # q is per tensor (_per_tensor)
+    # QuantizeLinear's arithmetic on the bound: float32 division, rounding half to even
+    top = np.rint(np.float32(high.reshape(-1)[0]) / np.float32(scale.reshape(-1)[0]))
+    return bool(top + lowest >= _HIGHEST[y_type])
+
+
 def quantized_conv(node: Node, rw: Rewriter):
-    """Q(Conv(DQ(x), DQ(w), DQ(b)?)) (a Relu between them when it changes nothing) ->
-    QLinearConv."""
+    """Q(Conv(DQ(x), DQ(w), DQ(b)?)) (a Relu or Clip between them when it changes nothing)
+    -> QLinearConv."""
     if not _per_tensor(node):
         return None
-    y_type = _dtype(node.output(0))
     value = node.input(0)
     anchor, reader = value.producer, node
-    if anchor is not None and anchor.op == "Relu" and rw.only_user(value) is node:
-        zero = _constant(_zp(node))
-        lowest = _LOWEST.get(y_type) if y_type is not None else None
-        if lowest is None or (0 if zero is None else int(zero.reshape(-1)[0])) != lowest:
+    if anchor is not None and anchor.op in ("Relu", "Clip") and rw.only_user(value) is node:
+        if not _saturation_clamps(anchor, node):
             return None
         value, reader = anchor.input(0), anchor
         anchor = value.producer

@@ -17,8 +17,11 @@ from . import calibrate, opset, quantizable, rewrite_qdq, samples
 
 @dataclass(frozen=True)
 class Summary:
-    activations: int  # activation tensors given a QuantizeLinear -> DequantizeLinear pair
+    # activation tensors given a QuantizeLinear -> DequantizeLinear pair (inputs of the
+    # quantized ops, outputs of the Conv or of their Relu / Clip)
+    activations: int
     weights: int  # float weights stored as int8
+    biases: int  # float biases stored as int32
     samples: int  # calibration samples run
     opset: int  # the quantized model's default-domain opset
 
@@ -39,7 +42,9 @@ def quantize_model(
     copy = onnx.ModelProto()
     copy.CopyFrom(source)
     work = opset.at_least_13(copy)
-    plan = quantizable.find(work.graph, quantizable.float_tensor_types(work), per_channel)
+    types = quantizable.float_tensor_types(work)
+    # u8 activations quantize a Relu / Clip after a Conv from 0 up: it folds into the Conv
+    plan = quantizable.find(work.graph, types, per_channel, not symmetric_activations)
     if not plan.activations and not plan.weights:
         ops = sorted({n.op_type for n in work.graph.node})
         raise ValueError(
@@ -48,10 +53,12 @@ def quantize_model(
             f"this model's nodes are {', '.join(ops) or 'none'}"
         )
     ranges = calibrate.collect_ranges(work, plan.activations, checked, progress)
-    rewrite_qdq.rewrite(work, plan, ranges, symmetric_activations)
+    biases = rewrite_qdq.rewrite(work, plan, ranges, symmetric_activations)
     onnx.checker.check_model(work)
     weights = len({w.name for w in plan.weights.values()})
-    summary = Summary(len(plan.activations), weights, len(checked), opset.default_opset(work))
+    summary = Summary(
+        len(plan.activations), weights, biases, len(checked), opset.default_opset(work)
+    )
     return work, summary
 
 
@@ -76,8 +83,12 @@ def quantize_int8(
     nodes (QuantizeLinear -> DequantizeLinear, uint8 asymmetric per tensor, the range widened
     to include 0; int8 symmetric with `symmetric_activations=True`) and their float weight
     initializers (int8 symmetric, one scale per output channel: Conv axis 0, Gemm axis 0 or
-    1 by transB, MatMul the last axis; one per tensor with `per_channel=False`). Biases and
-    every other node stay float. A model below opset 13 is converted to opset 13 first.
+    1 by transB, MatMul the last axis; one per tensor with `per_channel=False`), their biases
+    (Conv B, Gemm C of one value per output: int32 at scale x_scale * w_scale) and each
+    Conv's output, or that of the Relu / Clip reading it (with uint8 activations), read
+    dequantized by every reader: the cpu target's int8 option then runs the Conv on integer
+    kernels. Every other node stays float. A model below opset 13 is converted to opset 13
+    first.
 
     A ValueError / TypeError names bad calibration data (empty list, missing or unknown input
     names, wrong dtype, non-finite values) or a model with nothing to quantize."""

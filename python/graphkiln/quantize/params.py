@@ -41,3 +41,17 @@ def weight_params(w: np.ndarray, axis: int | None) -> tuple[np.ndarray, np.ndarr
         shaped = scale.reshape([-1 if a == axis else 1 for a in range(w.ndim)])
     q = np.clip(np.round(w / shaped), -127, 127).astype(np.int8)
     return q, scale, np.zeros(scale.shape, dtype=np.int8)
+
+
+def bias_params(bias: np.ndarray, x_scale: np.ndarray, w_scale: np.ndarray):
+    """(int32 values, f32 scales, int32 zero points of 0) of a Conv / Gemm bias: the scale of
+    the op's integer sums, x_scale * w_scale (per output channel, or one, as w_scale; the
+    scale QLinearConv reads its bias at), the values rounded to it and clamped to int32.
+    None where a product of scales is below float32's normal range (the bias stays float)."""
+    scale = (np.float32(x_scale) * np.asarray(w_scale, np.float32)).astype(np.float32)
+    if not (scale >= np.finfo(np.float32).tiny).all():
+        return None
+    info = np.iinfo(np.int32)
+    q = np.round(np.asarray(bias, np.float64) / scale.astype(np.float64))
+    zero = np.zeros(scale.shape, np.int32)
+    return np.clip(q, info.min, info.max).astype(np.int32), scale, zero

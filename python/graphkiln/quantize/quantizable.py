@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Copyright graphkiln authors
 """What int8 quantization touches in a model's top-level graph: the float activation inputs
-of Conv, MatMul and Gemm (tensors computed at run time or fed by the caller), and their
-float weight initializers with the axis of their output channels."""
+of Conv, MatMul and Gemm (tensors computed at run time or fed by the caller), their float
+weight initializers with the axis of their output channels, their float biases (stored as
+int32), and each Conv's output (or that of the Relu / Clip after it), which a target's
+fold_quantized pass needs quantized to run the Conv on integer kernels."""
 
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ class Plan:
     weights: dict[tuple[int, int], Weight] = field(default_factory=dict)
     # (node index, input index) of each activation input to requantize
     activation_uses: list[tuple[int, int]] = field(default_factory=list)
+    # the activations every reader reads dequantized (Conv outputs), a subset of activations
+    outputs: list[str] = field(default_factory=list)
+    # (node index, input index) -> the float bias initializer to store as int32
+    biases: dict[tuple[int, int], str] = field(default_factory=dict)
 
 
 def _weight_axis(node: onnx.NodeProto, rank: int) -> int | None:
@@ -41,11 +47,35 @@ def _weight_axis(node: onnx.NodeProto, rank: int) -> int | None:
     return rank - 1 if rank >= 2 else None
 
 
-def find(graph: onnx.GraphProto, float_types: dict[str, bool], per_channel: bool) -> Plan:
-    """The activations and weights to quantize. `float_types[name]` says whether a tensor is
-    float32 (missing: unknown, taken as float32 when it is an activation)."""
+def _conv_output(conv: onnx.NodeProto, readers: dict, outputs: set, fuse: bool) -> str | None:
+    """The tensor to quantize after a Conv: the output of the Relu / Clip that is its only
+    reader when `fuse` (quantized from 0 up, the activation folds into the integer Conv),
+    else its own output; None for a graph output (it stays float)."""
+    out = conv.output[0]
+    after = readers.get(out, [])
+    if fuse and len(after) == 1 and out not in outputs:
+        if after[0].op_type in ("Relu", "Clip") and after[0].input[0] == out:
+            out = after[0].output[0]
+    return None if out in outputs else out
+
+
+def find(
+    graph: onnx.GraphProto,
+    float_types: dict[str, bool],
+    per_channel: bool,
+    fuse_activations: bool = True,
+) -> Plan:
+    """The activations, weights and biases to quantize. `float_types[name]` says whether a
+    tensor is float32 (missing: unknown, taken as float32 when it is an activation).
+    `fuse_activations`: quantize a Relu / Clip after a Conv instead of the Conv's output
+    (for uint8 activations, whose zero point is then 0)."""
     initializers = {t.name: t for t in graph.initializer}
     constants = {out for n in graph.node if n.op_type == "Constant" for out in n.output}
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in dict.fromkeys(node.input):
+            readers.setdefault(name, []).append(node)
+    outputs = {o.name for o in graph.output}
     plan = Plan()
     seen: set[str] = set()
     for index, node in enumerate(graph.node):
@@ -69,7 +99,28 @@ def find(graph: onnx.GraphProto, float_types: dict[str, bool], per_channel: bool
             if name not in seen:
                 seen.add(name)
                 plan.activations.append(name)
+        _plan_bias(plan, node, index, initializers)
+        if node.op_type == "Conv" and (index, 1) in plan.weights:
+            out = _conv_output(node, readers, outputs, fuse_activations)
+            if out is not None and float_types.get(out, True) and out not in plan.outputs:
+                plan.outputs.append(out)
+    plan.activations += [name for name in plan.outputs if name not in seen]
     return plan
+
+
+def _plan_bias(plan: Plan, node: onnx.NodeProto, index: int, initializers: dict) -> None:
+    """The float bias of a Conv / Gemm whose activation and weight are quantized, as int32:
+    one value per output channel (Conv B; Gemm C of shape [N])."""
+    if len(node.input) < 3 or not node.input[2] or (index, 1) not in plan.weights:
+        return
+    if (index, 0) not in plan.activation_uses or node.op_type not in ("Conv", "Gemm"):
+        return
+    bias, weight = initializers.get(node.input[2]), initializers[plan.weights[index, 1].name]
+    axis = _weight_axis(node, len(weight.dims))
+    if bias is None or bias.data_type != onnx.TensorProto.FLOAT or axis is None:
+        return
+    if list(bias.dims) == [weight.dims[axis]]:
+        plan.biases[(index, 2)] = bias.name
 
 
 def float_tensor_types(model: onnx.ModelProto) -> dict[str, bool]:

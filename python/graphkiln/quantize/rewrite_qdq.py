@@ -3,9 +3,13 @@
 """Write the QDQ model: each activation input of a quantized op read through
 QuantizeLinear -> DequantizeLinear (one pair per tensor, placed right after the tensor is
 made), each float weight replaced by an int8 initializer read through DequantizeLinear
-(per output channel: its `axis` attribute, opset 13). Every other node is kept as it is.
+(per output channel: its `axis` attribute, opset 13), each Conv / Gemm bias by an int32
+one at scale sx * sW, and each Conv output (or its Relu's / Clip's) quantized too, every
+reader reading it dequantized: the form onnxruntime's quantize_static writes, which the cpu
+target folds into integer convolutions (passes/fold_quantized.py).
 
-  Conv(x, W, b)  ->  Conv(DQ(Q(x, sx, zx), sx, zx), DQ(W_q, sW, 0; axis=0), b)"""
+  Relu(Conv(x, W, b))  ->  DQ(Q(Relu(Conv(DQ(Q(x, sx, zx), sx, zx), DQ(W_q, sW, 0; axis=0),
+                                          DQ(b_q, sx * sW, 0; axis=0))), sy, 0), sy, 0)"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import onnx
 from onnx import numpy_helper
 
 from .calibrate import Ranges
-from .params import activation_params, weight_params
+from .params import activation_params, bias_params, weight_params
 from .quantizable import Plan
 
 
@@ -42,18 +46,16 @@ def _initializer(graph, names: _Names, base: str, array: np.ndarray) -> str:
     return name
 
 
-def _dequantize_weight(graph, names, weight, axis) -> tuple[str, onnx.NodeProto]:
-    """(the dequantized tensor's name, the DequantizeLinear node) of one float weight."""
-    q, scale, zero = weight_params(numpy_helper.to_array(weight), axis)
-    q_name = _initializer(graph, names, f"{weight.name}_quantized", q)
-    s_name = _initializer(graph, names, f"{weight.name}_scale", scale)
-    z_name = _initializer(graph, names, f"{weight.name}_zero_point", zero)
-    out = names.fresh(f"{weight.name}_dequantized")
+def _dequantized(graph, names, base: str, arrays, axis) -> tuple[str, onnx.NodeProto]:
+    """(the dequantized tensor's name, the DequantizeLinear node) of constant (quantized
+    values, scale, zero point)."""
+    inputs = [
+        _initializer(graph, names, f"{base}_{suffix}", array)
+        for suffix, array in zip(("quantized", "scale", "zero_point"), arrays)
+    ]
+    out = names.fresh(f"{base}_dequantized")
     attrs = {} if axis is None else {"axis": axis}
-    node = onnx.helper.make_node(
-        "DequantizeLinear", [q_name, s_name, z_name], [out], names.fresh(out), **attrs
-    )
-    return out, node
+    return out, onnx.helper.make_node("DequantizeLinear", inputs, [out], names.fresh(out), **attrs)
 
 
 def _qdq_pair(graph, names, tensor: str, params) -> tuple[str, list[onnx.NodeProto]]:
@@ -72,26 +74,34 @@ def _qdq_pair(graph, names, tensor: str, params) -> tuple[str, list[onnx.NodePro
     return dq_out, nodes
 
 
-def rewrite(model: onnx.ModelProto, plan: Plan, ranges: Ranges, symmetric: bool) -> None:
-    """Turn `model` (a copy the caller owns) into its QDQ form, in place."""
+def rewrite(model: onnx.ModelProto, plan: Plan, ranges: Ranges, symmetric: bool) -> int:
+    """Turn `model` (a copy the caller owns) into its QDQ form, in place. Returns the number
+    of biases stored as int32."""
     graph = model.graph
     names = _Names(graph)
     initializers = {t.name: t for t in graph.initializer}
     old_nodes = list(graph.node)
-    head: list[onnx.NodeProto] = []  # weight DequantizeLinear nodes, first in the graph
-    weight_outputs: dict[tuple[str, int | None], str] = {}
+    head: list[onnx.NodeProto] = []  # weight / bias DequantizeLinear nodes, first in the graph
+    weight_outputs: dict[tuple[str, int | None], tuple[str, np.ndarray]] = {}
+    weight_scales: dict[tuple[int, int], np.ndarray] = {}  # (node, input) -> its w scale
     for (index, i), weight in plan.weights.items():
         key = (weight.name, weight.axis)
         if key not in weight_outputs:
-            out, node = _dequantize_weight(graph, names, initializers[weight.name], weight.axis)
-            weight_outputs[key], head = out, [*head, node]
-        old_nodes[index].input[i] = weight_outputs[key]
-    pairs: dict[str, tuple[str, list[onnx.NodeProto]]] = {}
-    for tensor in plan.activations:
-        low, high = ranges[tensor]
-        pairs[tensor] = _qdq_pair(graph, names, tensor, activation_params(low, high, symmetric))
+            arrays = weight_params(numpy_helper.to_array(initializers[weight.name]), key[1])
+            out, node = _dequantized(graph, names, weight.name, arrays, weight.axis)
+            weight_outputs[key], head = (out, arrays[1]), [*head, node]
+        old_nodes[index].input[i], weight_scales[index, i] = weight_outputs[key]
+    params = {t: activation_params(*ranges[t], symmetric) for t in plan.activations}
+    pairs = {tensor: _qdq_pair(graph, names, tensor, params[tensor]) for tensor in params}
+    biases = _quantize_biases(graph, names, plan, old_nodes, params, weight_scales)
+    head += biases
     for index, i in plan.activation_uses:
         old_nodes[index].input[i] = pairs[old_nodes[index].input[i]][0]
+    outputs = set(plan.outputs)
+    for node in old_nodes:  # every reader of a quantized Conv output reads it dequantized
+        for i, name in enumerate(node.input):
+            if name in outputs:
+                node.input[i] = pairs[name][0]
     inputs = {vi.name for vi in graph.input}
     new_nodes = list(head)
     for tensor in plan.activations:  # activations fed by the caller: quantized first
@@ -102,7 +112,30 @@ def rewrite(model: onnx.ModelProto, plan: Plan, ranges: Ranges, symmetric: bool)
         new_nodes += [n for out in node.output if out in pairs for n in pairs[out][1]]
     del graph.node[:]
     graph.node.extend(new_nodes)
-    _drop_unread_weights(graph, {w.name for w in plan.weights.values()})
+    _drop_unread_weights(graph, {w.name for w in plan.weights.values()} | {*plan.biases.values()})
+    return len(biases)
+
+
+def _quantize_biases(graph, names, plan: Plan, nodes, params, weight_scales) -> list:
+    """Point each planned bias input at an int32 bias's DequantizeLinear (scale x_scale *
+    w_scale: per output channel on axis 0, or one; zero points 0); returns those nodes.
+    `nodes` still read their float activations (the names `params` is keyed by)."""
+    initializers = {t.name: t for t in graph.initializer}
+    made: dict[tuple, str] = {}
+    dequantize = []
+    for (index, i), name in plan.biases.items():
+        x_scale, w_scale = params[nodes[index].input[0]][0], weight_scales[index, 1]
+        bias = numpy_helper.to_array(initializers[name])
+        key = (name, float(x_scale), w_scale.tobytes())
+        if key not in made:
+            quantized = bias_params(bias, x_scale, w_scale)
+            if quantized is None:
+                continue  # scales too small for int32 steps: the bias stays float
+            axis = 0 if w_scale.ndim else None
+            made[key], node = _dequantized(graph, names, name, quantized, axis)
+            dequantize.append(node)
+        nodes[index].input[i] = made[key]
+    return dequantize
 
 
 def _drop_unread_weights(graph: onnx.GraphProto, weights: set[str]) -> None:
