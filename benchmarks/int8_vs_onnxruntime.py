@@ -98,6 +98,8 @@ def input_name(path: str) -> str:
 
 
 def time_blocks(engines: dict, runs: int, block: int, settle_ms: float) -> dict:
+    """{engine: median ms}, the engines' runs interleaved in blocks of `block` timed runs,
+    each after `settle_ms` of untimed ones (benchmarks/quantize_cpu.py times with it too)."""
     times = {name: [] for name in engines}
     while any(len(t) < runs for t in times.values()):
         for name, run in engines.items():

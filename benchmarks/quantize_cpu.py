@@ -25,24 +25,9 @@ import argparse
 import functools
 import os
 import sys
-import time
 
 import numpy as np
-
-
-def time_blocks(engines: dict, runs: int, block: int, settle_ms: float) -> dict:
-    """{engine: median ms}, the engines' runs interleaved in blocks."""
-    times: dict[str, list[float]] = {name: [] for name in engines}
-    while any(len(t) < runs for t in times.values()):
-        for name, run in engines.items():
-            start = time.perf_counter()
-            while time.perf_counter() - start < settle_ms / 1e3:
-                run()
-            for _ in range(min(block, runs - len(times[name]))):
-                t = time.perf_counter()
-                run()
-                times[name].append(time.perf_counter() - t)
-    return {name: 1e3 * float(np.median(t)) for name, t in times.items()}
+from int8_vs_onnxruntime import time_blocks  # benchmarks/ is on sys.path when run
 
 
 def _feed(program, seed: int) -> dict:

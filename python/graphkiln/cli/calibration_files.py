@@ -8,11 +8,10 @@ a leading sample axis (sample i feeds arr[i]), or a folder of .npz files, one sa
 from __future__ import annotations
 
 import os
-import zipfile
 
 import numpy as np
 
-from .input_files import ZIP_MAGICS
+from .input_files import ZIP_MAGICS, NumpyFileError, load_npz
 
 ACCEPTED = (
     "one .npz file whose arrays are named after the model's inputs, each with a leading "
@@ -29,12 +28,9 @@ def _read_npz(path: str) -> dict[str, np.ndarray]:
     if not head.startswith(ZIP_MAGICS):
         raise ValueError(f"--calibrate: {path} is not a numpy .npz file; accepted: {ACCEPTED}")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            return {key: npz[key] for key in npz.files}
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise ValueError(f"--calibrate: {path} is not a readable .npz file: {exc}") from None
-    except ValueError as exc:  # an object array: only pickle could load it
-        raise ValueError(f"--calibrate: {path}: {exc} (graphkiln does not load pickles)") from None
+        return load_npz(path)
+    except NumpyFileError as exc:
+        raise ValueError(f"--calibrate: {exc}") from None
 
 
 def _matching(path: str, arrays: dict, inputs: list[str]) -> dict[str, np.ndarray]:

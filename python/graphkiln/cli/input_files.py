@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import GraphkilnError
+
 ACCEPTED = (
     "NAME=FILE.npy (an array saved by numpy.save), NAME=FILE.npz (the array named "
     "NAME in a numpy.savez file, or its only array) or FILE.npz (each array of it "
@@ -113,27 +115,39 @@ def _read(label: str, path: str):
             _fail(label, f"cannot read {path}: {exc}")
     if head.startswith(ZIP_MAGICS):
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                return {key: _npz_array(label, path, npz, key) for key in npz.files}
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            _fail(label, f"{path} is not a readable .npz file: {exc}")
+            return load_npz(path)
+        except NumpyFileError as exc:
+            _fail(label, str(exc))
     pickle = (
         " (it looks like a pickle, which graphkiln does not load)" if head[:1] == b"\x80" else ""
     )
     _fail(label, f"{path} is not a numpy .npy or .npz file{pickle}; accepted: {ACCEPTED}")
 
 
-def _npz_array(label: str, path: str, npz, key: str) -> np.ndarray:
+class NumpyFileError(GraphkilnError, ValueError):
+    """A numpy file that cannot be read without pickle; the message names the file."""
+
+
+def load_npz(path: str) -> dict[str, np.ndarray]:
+    """{name: array} of an .npz file, read without pickle; NumpyFileError otherwise (also
+    used by calibration_files.py)."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {key: _npz_array(path, npz, key) for key in npz.files}
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise NumpyFileError(f"{path} is not a readable .npz file: {exc}") from None
+
+
+def _npz_array(path: str, npz, key: str) -> np.ndarray:
     try:
         return npz[key]
     except ValueError as exc:
         if "allow_pickle" in str(exc) or "pickled" in str(exc):
-            _fail(
-                label,
+            raise NumpyFileError(
                 f"array {key!r} of {path} holds Python objects, which only pickle can "
-                "load; graphkiln does not load pickles (they can run code)",
-            )
-        _fail(label, f"array {key!r} of {path} cannot be read: {exc}")
+                "load; graphkiln does not load pickles (they can run code)"
+            ) from None
+        raise NumpyFileError(f"array {key!r} of {path} cannot be read: {exc}") from None
 
 
 def input_shapes_from_arrays(

@@ -42,7 +42,8 @@ def quantize_model(
     copy = onnx.ModelProto()
     copy.CopyFrom(source)
     work = opset.at_least_13(copy)
-    types = quantizable.float_tensor_types(work)
+    infos = quantizable.value_infos(work)
+    types = quantizable.float_tensor_types(infos)
     # u8 activations quantize a Relu / Clip after a Conv from 0 up: it folds into the Conv
     plan = quantizable.find(work.graph, types, per_channel, not symmetric_activations)
     if not plan.activations and not plan.weights:
@@ -52,7 +53,7 @@ def quantize_model(
             f"weights of {', '.join(quantizable.QUANTIZED_OPS)} nodes of the top-level graph; "
             f"this model's nodes are {', '.join(ops) or 'none'}"
         )
-    ranges = calibrate.collect_ranges(work, plan.activations, checked, progress)
+    ranges = calibrate.collect_ranges(work, plan.activations, checked, infos, progress)
     biases = rewrite_qdq.rewrite(work, plan, ranges, symmetric_activations)
     onnx.checker.check_model(work)
     weights = len({w.name for w in plan.weights.values()})

@@ -16,19 +16,17 @@ from ..errors import CompileError
 Ranges = dict[str, tuple[float, float]]
 
 
-def _observing_model(model: onnx.ModelProto, names: list[str]) -> bytes:
-    """The model with `names` as its only outputs (the rest of the graph is dead code)."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model).graph
-        known = {vi.name: vi for vi in (*inferred.value_info, *inferred.output)}
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
-        known = {}
+def _observing_model(
+    model: onnx.ModelProto, names: list[str], infos: dict[str, onnx.ValueInfoProto]
+) -> bytes:
+    """The model with `names` as its only outputs (the rest of the graph is dead code), typed
+    from `infos` (quantizable.value_infos)."""
     observing = onnx.ModelProto()
     observing.CopyFrom(model)
     del observing.graph.output[:]
     for name in names:
         # a type shape inference could not find: a float32 tensor of unknown shape
-        vi = known.get(name) or onnx.helper.make_tensor_value_info(
+        vi = infos.get(name) or onnx.helper.make_tensor_value_info(
             name, onnx.TensorProto.FLOAT, None
         )
         observing.graph.output.append(vi)
@@ -68,20 +66,23 @@ def collect_ranges(
     model: onnx.ModelProto,
     activations: list[str],
     samples: Sequence[dict],
+    infos: dict[str, onnx.ValueInfoProto],
     progress: Callable[[int, int], None] | None = None,
 ) -> Ranges:
     """{activation: (min, max)} over the samples (feed dicts already checked against the
-    model's inputs). `progress(done, total)` is called after each sample."""
+    model's inputs), `infos` the model's tensor types (quantizable.value_infos).
+    `progress(done, total)` is called after each sample."""
     inputs = {vi.name for vi in model.graph.input}
     computed = [name for name in activations if name not in inputs]
-    program = _compile(_observing_model(model, computed)) if computed else None
+    program = _compile(_observing_model(model, computed, infos)) if computed else None
+    parameters = set(program.get_parameter_names()) if program is not None else set()
     ranges: Ranges = {}
     for index, feeds in enumerate(samples):
         for name in activations:
             if name in inputs:
                 _widen(ranges, name, feeds[name], index)
         if program is not None:
-            needed = {k: v for k, v in feeds.items() if k in program.get_parameter_names()}
+            needed = {k: v for k, v in feeds.items() if k in parameters}
             try:
                 values = program.run(needed)
             except ValueError as exc:

@@ -123,15 +123,20 @@ def _plan_bias(plan: Plan, node: onnx.NodeProto, index: int, initializers: dict)
         plan.biases[(index, 2)] = bias.name
 
 
-def float_tensor_types(model: onnx.ModelProto) -> dict[str, bool]:
-    """name -> whether it is float32, for every tensor whose type shape inference (or the
-    model) declares."""
+def value_infos(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    """name -> type of every tensor that shape inference (or, where it fails, the model)
+    declares; computed once per quantization (float_tensor_types and calibration read it)."""
     try:
         inferred = onnx.shape_inference.infer_shapes(model).graph
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
         inferred = model.graph  # what the model declares is all there is
+    return {vi.name: vi for vi in (*inferred.input, *inferred.value_info, *inferred.output)}
+
+
+def float_tensor_types(infos: dict[str, onnx.ValueInfoProto]) -> dict[str, bool]:
+    """name -> whether it is float32, for every tensor of `infos` with a tensor type."""
     types = {}
-    for vi in (*inferred.input, *inferred.value_info, *inferred.output):
+    for name, vi in infos.items():
         if vi.type.WhichOneof("value") == "tensor_type" and vi.type.tensor_type.elem_type:
-            types[vi.name] = vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+            types[name] = vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
     return types

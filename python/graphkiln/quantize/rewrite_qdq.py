@@ -89,11 +89,12 @@ def rewrite(model: onnx.ModelProto, plan: Plan, ranges: Ranges, symmetric: bool)
         if key not in weight_outputs:
             arrays = weight_params(numpy_helper.to_array(initializers[weight.name]), key[1])
             out, node = _dequantized(graph, names, weight.name, arrays, weight.axis)
-            weight_outputs[key], head = (out, arrays[1]), [*head, node]
+            weight_outputs[key] = (out, arrays[1])
+            head.append(node)
         old_nodes[index].input[i], weight_scales[index, i] = weight_outputs[key]
     params = {t: activation_params(*ranges[t], symmetric) for t in plan.activations}
     pairs = {tensor: _qdq_pair(graph, names, tensor, params[tensor]) for tensor in params}
-    biases = _quantize_biases(graph, names, plan, old_nodes, params, weight_scales)
+    biases = _quantize_biases(graph, names, plan, old_nodes, params, weight_scales, initializers)
     head += biases
     for index, i in plan.activation_uses:
         old_nodes[index].input[i] = pairs[old_nodes[index].input[i]][0]
@@ -116,18 +117,18 @@ def rewrite(model: onnx.ModelProto, plan: Plan, ranges: Ranges, symmetric: bool)
     return len(biases)
 
 
-def _quantize_biases(graph, names, plan: Plan, nodes, params, weight_scales) -> list:
+def _quantize_biases(graph, names, plan: Plan, nodes, params, weight_scales, initializers) -> list:
     """Point each planned bias input at an int32 bias's DequantizeLinear (scale x_scale *
     w_scale: per output channel on axis 0, or one; zero points 0); returns those nodes.
-    `nodes` still read their float activations (the names `params` is keyed by)."""
-    initializers = {t.name: t for t in graph.initializer}
+    `nodes` still read their float activations (the names `params` is keyed by);
+    `initializers`: the model's float initializers by name."""
     made: dict[tuple, str] = {}
     dequantize = []
     for (index, i), name in plan.biases.items():
         x_scale, w_scale = params[nodes[index].input[0]][0], weight_scales[index, 1]
-        bias = numpy_helper.to_array(initializers[name])
         key = (name, float(x_scale), w_scale.tobytes())
         if key not in made:
+            bias = numpy_helper.to_array(initializers[name])
             quantized = bias_params(bias, x_scale, w_scale)
             if quantized is None:
                 continue  # scales too small for int32 steps: the bias stays float

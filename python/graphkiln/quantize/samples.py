@@ -53,8 +53,8 @@ def check_samples(graph: onnx.GraphProto, samples) -> list[dict]:
         arrays = {name: np.asarray(value) for name, value in feeds.items()}
         for name, array in arrays.items():
             want = inputs[name]
-            if want and array.dtype != onnx.helper.tensor_dtype_to_np_dtype(want):
-                expected = onnx.helper.tensor_dtype_to_np_dtype(want)
+            expected = onnx.helper.tensor_dtype_to_np_dtype(want) if want else None
+            if expected is not None and array.dtype != expected:
                 raise ValueError(
                     f"calibration sample {index}: input {name!r} is {array.dtype}, the "
                     f"model's input is {expected}; convert it, e.g. array.astype(numpy."
