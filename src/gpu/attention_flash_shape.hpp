@@ -34,6 +34,11 @@ __device__ inline float mask_at(const void* mask, int type, int64_t at) {
   return static_cast<const float*>(mask)[at];
 }
 
+// Bytes of one mask element: 1 (bool), 4 (float32) or 2 (float16 / bfloat16)
+__host__ __device__ inline int mask_element_bytes(const FlashShape& s) {
+  return s.mask_kind == 2 ? 1 : s.mask_float_type == 0 ? 4 : 2;
+}
+
 // The score of key `key` for query row `row` (already scaled), after soft cap, window and
 // mask (-inf: masked).
 __device__ inline float biased_score(float score, const FlashShape& s, const void* mask, int64_t b,
@@ -54,17 +59,22 @@ __device__ inline float biased_score(float score, const FlashShape& s, const voi
   return score;
 }
 
-// Which of k, v (bits 1, 2) the tensor-core kernels may stage in 16-byte pieces of
-// `per_piece` elements: the head size and the (batch, head, row) strides multiples of a piece
-// (known when the kernel is built), the base pointer 16-byte aligned (checked per run). Q is
-// read straight into register fragments, never staged.
+// What the tensor-core kernels may stage in 16-byte pieces of `per_piece` elements (bits of
+// mask()): q, k, v (bits 1, 2, 4) where the head size and the (batch, head, row) strides are
+// multiples of a piece (known when the kernel is built) and the base pointer is 16-byte
+// aligned (checked per run); the mask (bit 8) where its keys are contiguous and its batch,
+// head and row strides (the row's may be 0) and its base are 16-byte aligned, so that a
+// 64-key chunk of a row is whole 16-byte pieces.
 class Staging16 {
  public:
   Staging16(const FlashShape& s, int per_piece)
-      : k_(rows(s.k, s.head_dim, per_piece)), v_(rows(s.v, s.v_dim, per_piece)) {}
+      : q_(rows(s.q, s.head_dim, per_piece)), k_(rows(s.k, s.head_dim, per_piece)),
+        v_(rows(s.v, s.v_dim, per_piece)), mask_tile_(mask_tiles(s)) {}
 
   int mask(const void* const* inputs) const {
-    return (k_ && aligned(inputs[1]) ? 2 : 0) | (v_ && aligned(inputs[2]) ? 4 : 0);
+    return (q_ && aligned(inputs[0]) ? 1 : 0) | (k_ && aligned(inputs[1]) ? 2 : 0) |
+           (v_ && aligned(inputs[2]) ? 4 : 0) |
+           (mask_tile_ && inputs[3] != nullptr && aligned(inputs[3]) ? 8 : 0);
   }
 
  private:
@@ -72,9 +82,15 @@ class Staging16 {
     return dim % per_piece == 0 && strides[0] % per_piece == 0 && strides[1] % per_piece == 0 &&
            strides[2] % per_piece == 0;
   }
+  static bool mask_tiles(const FlashShape& s) {
+    if (s.mask_kind == 0 || s.mask_strides[3] != 1) return false;
+    const int64_t bytes = mask_element_bytes(s);
+    return s.mask_strides[0] * bytes % 16 == 0 && s.mask_strides[1] * bytes % 16 == 0 &&
+           s.mask_strides[2] * bytes % 16 == 0;
+  }
   static bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-  bool k_, v_;
+  bool q_, k_, v_, mask_tile_;
 };
 
 // attention_mma.hip (NVIDIA only): the tensor-core kernel for a float16 / bfloat16 step of

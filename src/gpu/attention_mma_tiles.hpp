@@ -7,8 +7,9 @@
 // Both keep everything a warp owns in registers, as the mma.sync fragments lay it out: a warp
 // has 16 query rows; lane = 4 g + t holds rows g and g + 8, and of every 8-column tile of a
 // score or output accumulator the columns 2t and 2t + 1 (values c0 c1 of row g, c2 c3 of row
-// g + 8). Only the K and V chunks go through shared memory, staged by the whole block with
-// cp.async, the next chunk while the current one is multiplied.
+// g + 8). The operands go through shared memory, staged by the whole block with cp.async
+// (the K and V chunks, the next while the current one is multiplied; the float16 kernel also
+// Q and the mask's chunks).
 #pragma once
 
 #include <cmath>
@@ -106,20 +107,24 @@ struct OnlineRows {
 
   // One chunk of NT 8-key score tiles (keys key0 ..): scale, bias (biased_score; where the
   // chunk needs neither soft cap, causal frontier, window nor an edge check, only the mask
-  // row's values are read), then the scores become the probabilities exp(x - max), rounded by
+  // row's values are read: from shared memory where the kernel staged the chunk's mask rows,
+  // `staged` the lane's row g and `staged_row8` the bytes on to its row g + 8, else from
+  // global memory), then the scores become the probabilities exp(x - max), rounded by
   // `round` (to the type P is multiplied in; the sum adds the rounded values); corr[i]
   // rescales row i's output so far.
   template <int NT, typename Round>
   __device__ void step(float (&sc)[NT][4], const FlashShape& s, const void* mask, int64_t b,
-                       int64_t h, int64_t row_g, int64_t key0, int t, Round round,
-                       float (&corr)[2]) {
+                       int64_t h, int64_t row_g, int64_t key0, int t, Round round, float (&corr)[2],
+                       const unsigned char* staged = nullptr, int staged_row8 = 0) {
     const bool plain = s.softcap <= 0.f && !s.causal && s.left < 0 && s.right < 0 &&
                        key0 + 8 * NT <= s.kv_seq &&
                        (s.mask_kind == 0 || key0 + 8 * NT <= s.mask_len);
+    const bool from_staged = plain && staged != nullptr && s.mask_kind != 0;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int64_t row = row_g + 8 * i;
-      if (plain && row < s.q_seq)
+      if (from_staged && row < s.q_seq) staged_bias(sc, s, staged + i * staged_row8, i, t);
+      else if (plain && row < s.q_seq)
         plain_bias(sc, s, mask,
                    s.mask_strides[0] * b + s.mask_strides[1] * h + s.mask_strides[2] * row +
                        s.mask_strides[3] * key0,
@@ -155,33 +160,57 @@ struct OnlineRows {
   }
 
  private:
+  // Row i's scores times the scale plus its staged 64-key chunk of the mask (`staged`)
+  template <int NT>
+  __device__ static void staged_bias(float (&sc)[NT][4], const FlashShape& s,
+                                     const unsigned char* staged, int i, int t) {
+    if (s.mask_kind == 2)
+      add_bias(sc, s.scale, i,
+               [&](int n, int e) { return staged[8 * n + 2 * t + e] ? 0.f : -INFINITY; });
+    else if (s.mask_float_type == 0)
+      add_bias(sc, s.scale, i, [&](int n, int e) {
+        const float2 pair = reinterpret_cast<const float2*>(staged)[4 * n + t];
+        return e ? pair.y : pair.x;
+      });
+    else if (s.mask_float_type == 1)
+      add_bias(sc, s.scale, i, [&](int n, int e) {
+        return load_float(reinterpret_cast<const F16*>(staged)[8 * n + 2 * t + e]);
+      });
+    else
+      add_bias(sc, s.scale, i, [&](int n, int e) {
+        return load_float(reinterpret_cast<const BF16*>(staged)[8 * n + 2 * t + e]);
+      });
+  }
+
   // Row i's scores times the scale plus the mask (`at`: the mask element of the row's key
   // key0), as biased_score gives them inside the sequence with no cap, frontier or window.
   template <int NT>
   __device__ static void plain_bias(float (&sc)[NT][4], const FlashShape& s, const void* mask,
                                     int64_t at, int i, int t) {
     const int64_t step = s.mask_strides[3];
-    if (s.mask_kind == 0) add_bias(sc, s.scale, i, [](int) { return 0.f; });
+    if (s.mask_kind == 0) add_bias(sc, s.scale, i, [](int, int) { return 0.f; });
     else if (s.mask_kind == 2)
-      add_bias(sc, s.scale, i, [&](int key) {
-        return static_cast<const unsigned char*>(mask)[at + (key + 2 * t) * step] ? 0.f : -INFINITY;
+      add_bias(sc, s.scale, i, [&](int n, int e) {
+        return static_cast<const unsigned char*>(mask)[at + (8 * n + e + 2 * t) * step] ? 0.f
+                                                                                        : -INFINITY;
       });
     else if (s.mask_float_type == 0)
-      add_bias(sc, s.scale, i,
-               [&](int key) { return static_cast<const float*>(mask)[at + (key + 2 * t) * step]; });
+      add_bias(sc, s.scale, i, [&](int n, int e) {
+        return static_cast<const float*>(mask)[at + (8 * n + e + 2 * t) * step];
+      });
     else
-      add_bias(sc, s.scale, i, [&](int key) {
-        return mask_at(mask, s.mask_float_type, at + (key + 2 * t) * step);
+      add_bias(sc, s.scale, i, [&](int n, int e) {
+        return mask_at(mask, s.mask_float_type, at + (8 * n + e + 2 * t) * step);
       });
   }
 
-  // x = x * scale + bias(key) for row i's scores, `key` the offset in the chunk less 2t
+  // x = x * scale + bias(n, e) for row i's scores (tile n, column 2t + e)
   template <int NT, typename Bias>
   __device__ static void add_bias(float (&sc)[NT][4], float scale, int i, Bias bias) {
 #pragma unroll
     for (int n = 0; n < NT; ++n)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) sc[n][2 * i + e] = sc[n][2 * i + e] * scale + bias(8 * n + e);
+      for (int e = 0; e < 2; ++e) sc[n][2 * i + e] = sc[n][2 * i + e] * scale + bias(n, e);
   }
 };
 

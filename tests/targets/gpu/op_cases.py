@@ -487,8 +487,9 @@ def _():
 
 
 def _transpose(shape, perm, dtype=np.float32, seed=35):
-    """Transpose of a `dtype` input whose contiguous dim moves (NCHW <-> NHWC, last two
-    dims), at sizes that are no multiple of 32, 1- to 8-byte elements."""
+    """Transpose of a `dtype` input: where the input's last dim and the output's contiguous
+    dim differ and both are 8 or more long, the gpu copy goes through shared-memory tiles
+    (src/gpu/copy.hip); sizes that fill no 32-wide tile."""
 
     def make():
         out = tuple(shape[p] for p in perm)
@@ -503,12 +504,12 @@ def _transpose(shape, perm, dtype=np.float32, seed=35):
     return make
 
 
-CASES["transpose_last_two"] = _transpose((3, 70, 45), (0, 2, 1))
-CASES["transpose_nchw_to_nhwc_fp16"] = _transpose((2, 40, 9, 11), (0, 2, 3, 1), np.float16)
-CASES["transpose_nhwc_to_nchw"] = _transpose((2, 9, 11, 40), (0, 3, 1, 2))
-CASES["transpose_int64_2d"] = _transpose((33, 17), (1, 0), np.int64)
-CASES["transpose_bool_outer"] = _transpose((9, 20, 24), (2, 1, 0), np.bool_)
-CASES["transpose_short_dim"] = _transpose((5, 3, 40), (0, 2, 1))
+CASES["transpose_tiled_last_two"] = _transpose((3, 70, 45), (0, 2, 1))
+CASES["transpose_tiled_nchw_to_nhwc"] = _transpose((2, 40, 9, 11), (0, 2, 3, 1), np.float16)
+CASES["transpose_tiled_nhwc_to_nchw"] = _transpose((2, 9, 11, 40), (0, 3, 1, 2))
+CASES["transpose_tiled_int64"] = _transpose((33, 17), (1, 0), np.int64)
+CASES["transpose_tiled_bool_outer"] = _transpose((9, 20, 24), (2, 1, 0), np.bool_)
+CASES["transpose_untiled_short_dim"] = _transpose((5, 3, 40), (0, 2, 1))
 
 
 @case("concat")

@@ -6,10 +6,11 @@ sizes that cross its tiles (query rows not a multiple of the 64-row block or the
 tile, keys not a multiple of the 64-key chunk, head sizes padded to 32 / 64 / 96 / 128,
 different head and value sizes), with float and bool masks (rows with every key masked give
 zeros), causal frontier with and without past keys, sliding window, soft cap, grouped-query
-heads and [B, S, H*D] operands, masks of one row for every query row and of one a row (with
-strides that allow 16-byte pieces and without), with 1-warp blocks (small grids) and 4-warp
-ones; against the scalar fused kernel (GRAPHKILN_GPU_MMA_ATTENTION=0); and every tuning
-variant on float16 and float32 steps."""
+heads and [B, S, H*D] operands, masks of one row for every query row and of one a row
+(staged in shared memory where their strides allow, read key by key where not), with 1-warp
+blocks (small grids) and 4-warp ones; against
+the scalar fused kernel (GRAPHKILN_GPU_MMA_ATTENTION=0); and every tuning variant on float16
+and float32 steps."""
 
 from __future__ import annotations
 
@@ -78,8 +79,9 @@ CASES = {
         ((16, 16, 70, 90), "bool"),
         0,
     ),
-    # masks of one row for every query row (BERT's key padding as [B, 1, 1, S]) or of one a
-    # query row ([B, 1, S, S] as transformers exports it), rows of whole 16-byte pieces
+    # masks whose strides allow 16-byte pieces have their 64-key chunks staged in shared
+    # memory with K and V: one row for every query row (BERT's key padding as [B, 1, 1, S]),
+    # or one a query row ([B, 1, S, S] as transformers exports it)
     "many_blocks_key_mask_d64": (
         ((40, 12, 128, 64), (40, 12, 128, 64), (40, 12, 128, 64)),
         {},
@@ -92,7 +94,7 @@ CASES = {
         ((2, 4, 1, 128), "float"),
         0,
     ),
-    # 112 keys: a whole 64-key chunk, then one that runs past the mask's end
+    # 112 keys: the first chunk staged, the second past the mask's end read key by key
     "key_bool_mask_tail_d64": (
         ((2, 4, 70, 64), (2, 4, 112, 64), (2, 4, 112, 64)),
         {},
@@ -105,7 +107,7 @@ CASES = {
         ((40, 1, 100, 128), "float"),
         0,
     ),
-    # rows of 37 float32 keys: not whole 16-byte pieces
+    # rows of 37 float32 keys are not whole 16-byte pieces: read from global memory
     "key_mask_unaligned_d32": (
         ((2, 2, 37, 32), (2, 2, 37, 32), (2, 2, 37, 32)),
         {},
