@@ -9,9 +9,12 @@ the inverse Transpose and a Reshape. The transposes are copies. Attention's 3-D 
 
     Attention(T(R(q)), T(R(k)), T(R(v)), mask)  ->  R'(Attention3d(q', k', v', mask))
 
-where q' = Reshape(R(q), [B, S, H*D]) (a view of the projection) and R' reshapes the
-[B, S, H*Dv] result to [B, S, H, Dv]; an output Transpose(0, 2, 1, 3) reader then reads that
-view directly. Steps that take past state or return scores are left alone."""
+where q' = Reshape(R(q), [0, 0, H*D]) (a view of the projection) and R' reshapes the
+[B, S, H*Dv] result to [0, 0, H, Dv]; an output Transpose(0, 2, 1, 3) reader then reads that
+view directly. Only the head counts and sizes need be static: the reshapes copy the batch and
+sequence dims (ONNX Reshape's 0), so graphs with a symbolic batch or sequence -- every
+exported transformer -- qualify. Steps that take past state or return scores are left
+alone."""
 
 from __future__ import annotations
 
@@ -25,23 +28,28 @@ from .util import replace_uses
 HEADS_PERM = (0, 2, 1, 3)
 
 
-def _static_dims(value: Value) -> tuple[int, ...] | None:
+def _heads_dims(value: Value) -> tuple | None:
+    """The dims of a 4-D value whose last two (heads, features) are static; the first two
+    (batch, sequence) may be symbolic."""
     dims = getattr(value.type, "dims", None)
-    if dims is None or not all(isinstance(d, int) for d in dims):
+    if dims is None or len(dims) != 4 or not all(isinstance(d, int) for d in dims[2:]):
         return None
     return tuple(dims)
 
 
-def _split_heads(value: Value | None) -> tuple[Value, tuple[int, ...]] | None:
-    """value = Transpose(t, perm=(0, 2, 1, 3)) with t of static shape [B, S, H, D]."""
+def _same(a, b) -> bool:
+    """Dims that cannot differ: equal ints or the same symbol. Unequal symbols may still be
+    equal at run time (Attention requires it there), but the rewrite does not rely on it."""
+    return a == b
+
+
+def _split_heads(value: Value | None) -> tuple[Value, tuple] | None:
+    """value = Transpose(t, perm=(0, 2, 1, 3)) with t of shape [B, S, H, D], H and D static."""
     node = producer(value, "Transpose")
     if node is None or tuple(node.attrs.get("perm", ())) != HEADS_PERM:
         return None
-    data = node.input(0)
-    dims = _static_dims(data)
-    if dims is None or len(dims) != 4:
-        return None
-    return data, dims
+    dims = _heads_dims(node.input(0))
+    return None if dims is None else (node.input(0), dims)
 
 
 def _reshape(rw: Rewriter, value: Value, dims) -> Value:
@@ -58,22 +66,28 @@ def heads_in_place(node: Node, rw: Rewriter):
     if len(found) != len(split):
         return None
     (tq, (b, s, heads, d)), (tk, dk), (tv, dv) = found
-    if dk[0] != b or dv[0] != b or dk[2] != dv[2] or dk[1] != dv[1] or dk[3] != d:
+    if not (_same(dk[0], b) and _same(dv[0], b) and _same(dk[1], dv[1])):
         return None
-    kv_heads, kv_seq, v_dim = dk[2], dk[1], dv[3]
+    if dk[2] != dv[2] or dk[3] != d:
+        return None
+    kv_heads, v_dim = dk[2], dv[3]
     if heads % kv_heads:
         return None
     y = node.output(0)
-    if _static_dims(y) != (b, heads, s, v_dim):
+    y_dims = getattr(y.type, "dims", None)
+    if y_dims is None or len(y_dims) != 4 or (y_dims[1], y_dims[3]) != (heads, v_dim):
         return None
-    q3 = _reshape(rw, tq, [b, s, heads * d])
-    k3 = _reshape(rw, tk, [b, kv_seq, kv_heads * d])
-    v3 = _reshape(rw, tv, [b, kv_seq, kv_heads * v_dim])
+    if not (_same(y_dims[0], b) and _same(y_dims[2], s)):
+        return None
+    # 0: the batch and sequence dims as the input has them (static or not)
+    q3 = _reshape(rw, tq, [0, 0, heads * d])
+    k3 = _reshape(rw, tk, [0, 0, kv_heads * d])
+    v3 = _reshape(rw, tv, [0, 0, kv_heads * v_dim])
     mask = node.inputs[3:4]
     attrs = dict(node.attrs)
     attrs.update(q_num_heads=heads, kv_num_heads=kv_heads)
     y3 = rw.emit("Attention", q3, k3, v3, *mask, **attrs)
-    y4 = _reshape(rw, y3, [b, s, heads, v_dim])
+    y4 = _reshape(rw, y3, [0, 0, heads, v_dim])
     _merge_in_place(rw, y, y4)
     return [rw.emit("Transpose", y4, perm=HEADS_PERM)]
 

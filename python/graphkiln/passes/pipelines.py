@@ -76,6 +76,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "cleanup",
         "recognize",
         "decompose",
+        "attention_layout",
         "before_fusion",
         "fuse_pointwise",
         "fuse_epilogue",
