@@ -19,9 +19,13 @@ benchmarks/README.md for its own environment). For each model:
     steal the cores of the other engine's next run (measured here: graphkiln's resnet50
     takes twice as long right after an onnxruntime run); pausing between runs instead lets
     the threads fall asleep, and on this VM waking them costs more than the small models
-    take. The settle runs let the other engine's threads go quiet; the blocks still share
-    the machine's state over time. Report the medians and the ratio graphkiln / onnxruntime
-    (below 1: graphkiln is faster). The geometric mean of the ratios closes the table.
+    take. Before each block the script waits until the process is quiet (the other
+    engine's spinning threads asleep: measured on the 2-vCPU VM, onnxruntime's pool spins
+    about 45 ms of CPU after a run at 2 threads, GNU OpenMP about 10 ms; a spinner that
+    shares the cores with the next runs spins longer still), then the settle runs wake
+    this engine's own threads; the blocks still share the machine's state over time.
+    Report the medians and the ratio graphkiln / onnxruntime (below 1: graphkiln is
+    faster). The geometric mean of the ratios closes the table.
 onnxruntime is the peer here, never part of graphkiln.
 """
 
@@ -152,6 +156,23 @@ def memory_in_child(engine: str, folder: str, name: str, threads: int) -> dict |
     return json.loads(lines[-1])
 
 
+QUIET_SLICE_S = 0.005  # the process is quiet once it uses under QUIET_SHARE of a slice
+QUIET_SHARE = 0.1
+QUIET_MAX_S = 1.0
+
+
+def wait_until_quiet() -> float:
+    """Sleep until this process's threads (both engines' pools) use under QUIET_SHARE of a
+    CPU over QUIET_SLICE_S, at most QUIET_MAX_S; the seconds waited."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < QUIET_MAX_S:
+        cpu = time.process_time()
+        time.sleep(QUIET_SLICE_S)
+        if time.process_time() - cpu < QUIET_SHARE * QUIET_SLICE_S:
+            break
+    return time.perf_counter() - start
+
+
 def bench_model(folder, name, threads, runs, warmup, block, settle, settle_ms):
     """Medians of both engines on one model at `threads` (graphkiln reads
     GRAPHKILN_NUM_THREADS at compile)."""
@@ -179,6 +200,7 @@ def bench_model(folder, name, threads, runs, warmup, block, settle, settle_ms):
     ]
     while len(gk_times) < runs:
         for run, times in engines:
+            wait_until_quiet()  # the other engine's threads asleep
             start = time.perf_counter()
             done = 0
             while done < settle or time.perf_counter() - start < settle_ms / 1e3:
@@ -276,8 +298,9 @@ def main(argv=None) -> int:
         f"- date: {datetime.date.today()}; machine: {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} logical CPUs",
         f"- graphkiln {graphkiln.__version__}; median of {args.runs} timed runs each after "
-        f"{args.warmup} warm-up runs, interleaved in blocks of {args.block} (each after "
-        f"{args.settle} untimed runs, and at least {args.settle_ms:g} ms of them)",
+        f"{args.warmup} warm-up runs, interleaved in blocks of {args.block} (each after the "
+        f"process went quiet, the other engine's threads asleep, then {args.settle} untimed "
+        f"runs, and at least {args.settle_ms:g} ms of them)",
         "- memory (MiB, each engine in a fresh process, over the process after imports and "
         "feeds): what stays resident after compile / session creation, and the peak over "
         "5 runs",
