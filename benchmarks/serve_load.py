@@ -85,7 +85,9 @@ class OrtProgram:
         provider = "CUDAExecutionProvider" if target == "gpu" else "CPUExecutionProvider"
         if provider not in ort.get_available_providers():
             raise RuntimeError(f"onnxruntime {ort.__version__} has no {provider}")
-        self._session = ort.InferenceSession(path, opts, providers=[provider])
+        # TF32 off on the GPU, as graphkiln's gpu target and gpu_vs_torch.py's peer run
+        options = {"device_id": 0, "use_tf32": 0} if target == "gpu" else {}
+        self._session = ort.InferenceSession(path, opts, providers=[(provider, options)])
         if self._session.get_providers()[0] != provider:
             raise RuntimeError(
                 f"onnxruntime did not take {provider}: {self._session.get_providers()}"
