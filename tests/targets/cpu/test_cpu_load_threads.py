@@ -85,12 +85,31 @@ def test_monitor_smooths_and_samples_at_most_every_period(tmp_path):
     path, tasks, write = _fake_proc(tmp_path)
     monitor = cpu_threads.LoadMonitor(path, tasks)
     write(6)
-    assert monitor.others(2, now=10.0) == 4.0  # the first sample is taken as it is
+    # the first sample counts as one sampling period against a start of no other work
+    first = 4.0 * (1.0 - np.exp(-monitor.SAMPLE_S / monitor.SMOOTH_S))
+    assert np.isclose(monitor.others(2, now=10.0), first)
+    assert first < 0.5  # one look at a busy machine: not crowded on 2 CPUs (needs > 0.5)
     write(2)
-    assert monitor.others(2, now=10.05) == 4.0  # within SAMPLE_S: the last value
+    assert monitor.others(2, now=10.05) == first  # within SAMPLE_S: the last value
     smoothed = monitor.others(2, now=12.0)  # one SMOOTH_S later: part way down
-    assert 0.0 < smoothed < 4.0
-    assert np.isclose(smoothed, 4.0 * np.exp(-2.0 / monitor.SMOOTH_S))
+    assert np.isclose(smoothed, first * np.exp(-2.0 / monitor.SMOOTH_S))
+
+
+def test_monitor_turns_crowded_under_sustained_load(tmp_path):
+    """Two busy processes beside a 2-thread run: more than 0.5 other runnable threads
+    (crowded on 2 CPUs) within a few samples, and under it again a few smoothing periods
+    after they stop."""
+    path, tasks, write = _fake_proc(tmp_path)
+    monitor = cpu_threads.LoadMonitor(path, tasks)
+    write(4)
+    now, seen = 10.0, []
+    for _ in range(5):
+        monitor.others(2, now=now)
+        seen.append(monitor._others)
+        now += monitor.SAMPLE_S
+    assert seen[0] < 0.5 < seen[-1]
+    write(2)
+    assert monitor.others(2, now=now + 3 * monitor.SMOOTH_S) < 0.5
 
 
 def test_monitor_is_off_without_proc_loadavg(tmp_path):
@@ -101,6 +120,7 @@ def test_monitor_is_off_without_proc_loadavg(tmp_path):
 def test_monitor_without_task_list_counts_the_run_threads_as_its_own(tmp_path):
     path, _, write = _fake_proc(tmp_path)
     monitor = cpu_threads.LoadMonitor(path, str(tmp_path / "none"))
+    monitor.SMOOTH_S = 1e-9  # the sample as it is
     write(5)
     assert monitor.others(2) == 3.0
 

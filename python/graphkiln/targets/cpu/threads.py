@@ -110,8 +110,10 @@ class LoadMonitor:
     Sampled at most every SAMPLE_S seconds: the machine's runnable threads right now
     (/proc/loadavg) less this process's (/proc/self/task: the caller, worker threads still
     spinning after the last run, any other thread pool of the process), smoothed over about
-    SMOOTH_S seconds. Crowded: fewer free CPUs than the threads a run wants. Off where there
-    is no /proc/loadavg, or with GRAPHKILN_ADAPT_THREADS=0."""
+    SMOOTH_S seconds from a start of no other work (two busy processes on 2 CPUs make it
+    crowded after 3 samples, 0.6 s; one passing process does not). Crowded: fewer free
+    CPUs than the threads a run wants. Off where there is no /proc/loadavg, or with
+    GRAPHKILN_ADAPT_THREADS=0."""
 
     SAMPLE_S = 0.2
     SMOOTH_S = 2.0
@@ -163,7 +165,11 @@ class LoadMonitor:
             own = self._own_runnable()
             sample = max(0.0, float(runnable - (threads if own is None else max(own, 1))))
             if self._last < 0:
-                self._others = sample
+                # a prior of no other work, the first sample weighted as one period: one
+                # look at /proc catches passing processes (a shell, a kernel thread), and a
+                # program that took it as it is ran its first seconds on the twin
+                first = math.exp(-max(self.SAMPLE_S, 1e-3) / self.SMOOTH_S)
+                self._others = (1.0 - first) * sample
             else:
                 keep = math.exp(-(now - self._last) / self.SMOOTH_S)
                 self._others = keep * self._others + (1.0 - keep) * sample
