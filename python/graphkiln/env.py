@@ -33,6 +33,9 @@ VARIABLES = {
     "GRAPHKILN_CPU_WINOGRAD": "0: 3x3 stride-1 Conv steps stay on oneDNN's direct kernels "
     "(default: Winograd F(4x4, 3x3) where its cost model says it pays); avx2: its AVX2 build "
     "even on AVX-512 CPUs (read by the C++ core when a kernel is built)",
+    "GRAPHKILN_CPU_ATTENTION_TILES": "0: the cpu Attention kernel's Q K^T and P V products "
+    "run on oneDNN's sgemm (default on AVX-512 CPUs: graphkiln's register tiles; read by the "
+    "C++ core when a kernel is built)",
     "GRAPHKILN_TRACE_COMPILE": "1 prints the IR after each compiler pass, with its time",
     "GRAPHKILN_DISABLE_PASSES": "comma-separated pass names the pass manager skips",
     "GRAPHKILN_TUNING_DB": "path of the kernel-tuning database (default: "

@@ -9,8 +9,9 @@
 //   scale, softcap, is_causal, left_window, right_window (-1: none)
 //   pos_offset: absolute position of query row 0 (past_key's length; causal frontier and
 //     windows use it, the mask rows do not)
-// Q K^T and P V are dnnl_sgemm calls on the block; the scores buffer of each thread is
-// allocated at build time.
+// Q K^T and P V are dnnl_sgemm calls on the block, or on AVX-512 CPUs our register tiles
+// (attention_tiles.hpp; GRAPHKILN_CPU_ATTENTION_TILES=0 keeps sgemm); the scores buffer of
+// each thread is allocated at build time.
 #include <oneapi/dnnl/dnnl.h>
 #include <immintrin.h>
 #include <omp.h>
@@ -18,12 +19,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
 
 #include "core/kernel.hpp"
+#include "cpu/attention_tiles.hpp"
 #include "cpu/cpu_features.hpp"
 #include "cpu/fast_math.hpp"
 
@@ -109,7 +112,16 @@ __attribute__((target("avx2,fma"))) void softmax_row_avx2(float* row, int64_t n)
 }
 
 using SoftmaxFn = void (*)(float*, int64_t);
-SoftmaxFn pick_softmax() { return cpu_features::avx2_fma() ? softmax_row_avx2 : softmax_row_plain; }
+SoftmaxFn pick_softmax(bool tiles) {
+  if (tiles) return attention_tiles::softmax_row;
+  return cpu_features::avx2_fma() ? softmax_row_avx2 : softmax_row_plain;
+}
+
+// The AVX-512 tiles unless the CPU lacks AVX-512 or GRAPHKILN_CPU_ATTENTION_TILES=0.
+bool use_tiles() {
+  const char* env = std::getenv("GRAPHKILN_CPU_ATTENTION_TILES");
+  return cpu_features::avx512() && !(env != nullptr && std::strcmp(env, "0") == 0);
+}
 
 std::vector<int64_t> strides4(const KernelSpec& spec, const char* name) {
   std::vector<int64_t> s = spec.attrs.get_ints(name);
@@ -119,7 +131,8 @@ std::vector<int64_t> strides4(const KernelSpec& spec, const char* name) {
 
 class AttentionKernel : public Kernel {
  public:
-  explicit AttentionKernel(const KernelSpec& spec) : softmax_(pick_softmax()) {
+  explicit AttentionKernel(const KernelSpec& spec)
+      : tiles_(use_tiles()), softmax_(pick_softmax(tiles_)) {
     const Attrs& a = spec.attrs;
     batch_ = a.get_int("batch");
     q_heads_ = a.get_int("q_heads");
@@ -156,7 +169,11 @@ class AttentionKernel : public Kernel {
     block_ = std::min<int64_t>(kBlock, std::max<int64_t>(q_seq_, 1));
     while (block_ > 16 && batch_ * q_heads_ * ((q_seq_ + block_ - 1) / block_) < 4 * threads_)
       block_ /= 2;
-    scores_.assign(static_cast<size_t>(threads_) * block_ * std::max<int64_t>(kv_seq_, 1), 0.0f);
+    // a row of scores per query row of a block: whole vectors of keys for the tiles
+    const int64_t keys = std::max<int64_t>(kv_seq_, 1);
+    row_room_ = tiles_ ? attention_tiles::padded(keys) : keys;
+    scores_.assign(static_cast<size_t>(threads_) * block_ * row_room_, 0.0f);
+    if (tiles_) packed_keys_.assign(static_cast<size_t>(threads_) * head_ * row_room_, 0.0f);
   }
 
   void run(const void* const* inputs, void* const* outputs) override {
@@ -174,17 +191,20 @@ class AttentionKernel : public Kernel {
       int64_t blk = task % blocks, bh = task / blocks;
       int64_t b = bh / q_heads_, h = bh % q_heads_, hk = h / group;
       int tid = omp_get_thread_num();
-      float* s = scores_.data() + static_cast<size_t>(tid) * block_ * kv_seq_;
+      float* s = scores_.data() + static_cast<size_t>(tid) * block_ * row_room_;
+      float* kt = tiles_ ? packed_keys_.data() + static_cast<size_t>(tid) * head_ * row_room_
+                         : nullptr;
       block(q + b * qs_[0] + h * qs_[1], k + b * ks_[0] + hk * ks_[1], v + b * vs_[0] + hk * vs_[1],
             mask, b, h, y + b * ys_[0] + h * ys_[1], blk * block_,
-            std::min(q_seq_, (blk + 1) * block_), s);
+            std::min(q_seq_, (blk + 1) * block_), s, kt);
     }
   }
 
  private:
-  // Query rows [i0, i1) of one (batch, head); s holds (i1 - i0) x kv_seq scores.
+  // Query rows [i0, i1) of one (batch, head); s holds (i1 - i0) x row_room_ scores, kt (the
+  // tiles only) head_ x row_room_ packed keys.
   void block(const float* q, const float* k, const float* v, const void* mask, int64_t b, int64_t h,
-             float* y, int64_t i0, int64_t i1, float* s) const {
+             float* y, int64_t i0, int64_t i1, float* s, float* kt) const {
     const int64_t rows = i1 - i0;
     // keys any row of the block may attend
     int64_t k0 = 0, k1 = kv_seq_;
@@ -198,11 +218,18 @@ class AttentionKernel : public Kernel {
         for (int64_t d = 0; d < v_head_; ++d) y[(i0 + i) * ys_[2] + d] = 0.0f;
       return;
     }
-    dnnl_sgemm('N', 'T', rows, n, head_, scale_, q + i0 * qs_[2], qs_[2], k + k0 * ks_[2], ks_[2],
-               0.0f, s, n);
+    // the leading dim of s: whole vectors of keys for the tiles
+    const int64_t ld = tiles_ ? attention_tiles::padded(n) : n;
+    if (tiles_) {
+      attention_tiles::scores(q + i0 * qs_[2], qs_[2], rows, k + k0 * ks_[2], ks_[2], n, head_,
+                              scale_, kt, s, ld);
+    } else {
+      dnnl_sgemm('N', 'T', rows, n, head_, scale_, q + i0 * qs_[2], qs_[2], k + k0 * ks_[2], ks_[2],
+                 0.0f, s, ld);
+    }
     const float neg_inf = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < rows; ++i) {
-      float* row = s + i * n;
+      float* row = s + i * ld;
       const int64_t pos = i0 + i;
       if (softcap_ > 0.0f) {
         const float inv = 1.0f / softcap_;
@@ -235,10 +262,16 @@ class AttentionKernel : public Kernel {
       for (int64_t j = std::max(hi, k0); j < k1; ++j) row[j - k0] = neg_inf;
       softmax_(row, n);
     }
-    dnnl_sgemm('N', 'N', rows, v_head_, n, 1.0f, s, n, v + k0 * vs_[2], vs_[2], 0.0f,
-               y + i0 * ys_[2], ys_[2]);
+    if (tiles_) {
+      attention_tiles::context(s, ld, rows, n, v + k0 * vs_[2], vs_[2], v_head_, y + i0 * ys_[2],
+                               ys_[2]);
+    } else {
+      dnnl_sgemm('N', 'N', rows, v_head_, n, 1.0f, s, ld, v + k0 * vs_[2], vs_[2], 0.0f,
+                 y + i0 * ys_[2], ys_[2]);
+    }
   }
 
+  bool tiles_;  // before softmax_, which depends on it
   SoftmaxFn softmax_;
   int64_t batch_, q_heads_, kv_heads_, q_seq_, kv_seq_, head_, v_head_;
   std::vector<int64_t> qs_, ks_, vs_, ys_, ms_;
@@ -247,7 +280,8 @@ class AttentionKernel : public Kernel {
   int64_t left_, right_, mask_len_ = 0, off_ = 0;
   int threads_;
   int64_t block_;
-  std::vector<float> scores_;
+  int64_t row_room_ = 0;  // floats a row of scores takes
+  std::vector<float> scores_, packed_keys_;
 };
 
 std::unique_ptr<Kernel> make_attention(const KernelSpec& spec) {
