@@ -349,6 +349,10 @@ def bench_threads(args, threads: int) -> tuple[list[str], int]:
     for line in lines:
         print(line, flush=True)
     ratios, names_ok, failures = [], [], 0
+    # every model timed first, then the memory probes: a probe's child processes keep both
+    # cores busy, and timings taken right after them met graphkiln's load monitor still
+    # counting them (its runs went to the one-thread twin)
+    timed = []
     for name in [m for m in args.models.split(",") if m]:
         try:
             r = bench_model(
@@ -363,7 +367,18 @@ def bench_threads(args, threads: int) -> tuple[list[str], int]:
             )
         except Exception as exc:  # noqa: BLE001 - report and go on with the next model
             failures += 1
-            line = f"| {name} | failed: {type(exc).__name__}: {str(exc)[:200]} | | | | | | | |"
+            timed.append((name, f"failed: {type(exc).__name__}: {str(exc)[:200]}"))
+            print(f"    {name}: {timed[-1][1]}", flush=True)
+            continue
+        timed.append((name, r))
+        print(
+            f"    {name}: graphkiln {r['graphkiln_ms']:.2f} ms, onnxruntime "
+            f"{r['onnxruntime_ms']:.2f} ms",
+            flush=True,
+        )
+    for name, r in timed:
+        if isinstance(r, str):
+            line = f"| {name} | {r} | | | | | | | |"
         else:
             ratios.append(r["ratio"])
             names_ok.append(name)
