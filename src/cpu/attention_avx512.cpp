@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "cpu/attention_tiles.hpp"
+#include "cpu/fast_math.hpp"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")
@@ -130,28 +131,11 @@ constexpr ContextRows kContextRows[kRows + 1] = {nullptr,         context_rows<1
                                                  context_rows<3>, context_rows<4>, context_rows<5>,
                                                  context_rows<6>};
 
-// exp of 16 lanes for x <= 0 (scores minus their maximum); 0 below -87. The steps of
-// attention.cpp's exp8, on 16 lanes.
+// exp of 16 lanes (fast_math.hpp's exp_v: 0 for -inf, the masked keys)
+using Lanes16i = int32_t __attribute__((vector_size(64)));
 inline __m512 exp16(__m512 x) {
-  const __m512 low = _mm512_set1_ps(-87.0f);
-  const __mmask16 under = _mm512_cmp_ps_mask(x, low, _CMP_LT_OQ);
-  x = _mm512_max_ps(x, low);
-  const __m512 magic = _mm512_set1_ps(12582912.0f);
-  const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic);
-  const __m512 n = _mm512_sub_ps(t, magic);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  const __m512 y = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  const __m512i ni = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(0x4B400000));
-  const __m512 scale =
-      _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(ni, _mm512_set1_epi32(127)), 23));
-  return _mm512_maskz_mul_ps(static_cast<__mmask16>(~under), y, scale);
+  fastmath::exp_v<__m512, Lanes16i>(x);
+  return x;
 }
 
 // dst[c * ldd + i] = src[i * lds + c] for a 16 x 16 block, in registers: pairs of rows
