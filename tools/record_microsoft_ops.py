@@ -10,7 +10,7 @@ test_microsoft_ops.py), so that CI compares graphkiln with onnxruntime without i
   cpu), and <model>_ort_optimized.npz with onnxruntime's outputs on seeded feeds at two
   shapes (keys "input:<j>:<name>", "output:<j>:<name>", as tests/models/dynamic/).
 
-onnxruntime is no dependency of graphkiln or its tests; run with it on the path:
+onnxruntime is no dependency of graphkiln (the test extra has it); without it installed, run:
     pip install --target /tmp/ortsite onnxruntime sympy
     PYTHONPATH=/tmp/ortsite:python python tools/record_microsoft_ops.py
 """

@@ -4,9 +4,8 @@
 so that CI compares graphkiln's int8 execution with onnxruntime without it
 (tests/frontends/test_quantized_models.py):
 
-- tests/frontends/data/small_cnn_<variant>.onnx: the float CNN of `float_cnn()` (a strided
-  stem, residual blocks with 1x1 and depthwise 3x3 convolutions, max pooling, global
-  average pooling, a Gemm head) through `onnxruntime.quantization.quantize_static`,
+- tests/frontends/data/small_cnn_<variant>.onnx: the float CNN of
+  tests/frontends/ort_tool_models.py through `onnxruntime.quantization.quantize_static`,
   calibrated on seeded images; variants: qdq_u8 (QDQ, u8 activations, per-channel i8
   weights: the quantizer's usual output), qdq_s8 (QDQ, i8 activations), qop (QOperator:
   QLinearConv, QLinearAdd, ...);
@@ -21,7 +20,7 @@ so that CI compares graphkiln's int8 execution with onnxruntime without it
   scales, bidirectional with per-row scales) through quantize_dynamic (DynamicQuantizeLSTM),
   with onnxruntime's outputs on a seeded sequence (keys "input:x", "output:<name>").
 
-onnxruntime is no dependency of graphkiln or its tests; run with it on the path:
+onnxruntime is no dependency of graphkiln (the test extra has it); without it installed, run:
     pip install --target /tmp/ortsite onnxruntime
     PYTHONPATH=/tmp/ortsite:python python tools/record_quantized_models.py
 """
@@ -29,6 +28,7 @@ onnxruntime is no dependency of graphkiln or its tests; run with it on the path:
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -37,77 +37,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "frontends", "data")
-INPUT_SHAPE = (1, 3, 32, 32)
-CLASSES = 10
-
-
-class _Builder:
-    def __init__(self, seed: int):
-        self.rng = np.random.default_rng(seed)
-        self.nodes, self.inits = [], []
-
-    def weight(self, name, shape, fan_in):
-        data = self.rng.normal(0, np.sqrt(2.0 / fan_in), size=shape).astype(np.float32)
-        self.inits.append(numpy_helper.from_array(data, name))
-        return name
-
-    def conv(self, x, name, cin, cout, k, stride=1, group=1, relu=True):
-        w = self.weight(f"{name}.w", (cout, cin // group, k, k), cin // group * k * k)
-        b = self.weight(f"{name}.b", (cout,), 50)
-        y = f"{name}.y"
-        pad = k // 2
-        self.nodes.append(
-            helper.make_node(
-                "Conv", [x, w, b], [y], strides=[stride] * 2, pads=[pad] * 4, group=group
-            )
-        )
-        if relu:
-            self.nodes.append(helper.make_node("Relu", [y], [f"{name}.r"]))
-            return f"{name}.r"
-        return y
-
-    def block(self, x, name, channels):
-        a = self.conv(x, f"{name}.a", channels, channels * 2, 1)
-        d = self.conv(a, f"{name}.dw", channels * 2, channels * 2, 3, group=channels * 2)
-        c = self.conv(d, f"{name}.c", channels * 2, channels, 1, relu=False)
-        s = f"{name}.sum"
-        self.nodes.append(helper.make_node("Add", [x, c], [s]))
-        self.nodes.append(helper.make_node("Relu", [s], [f"{name}.out"]))
-        return f"{name}.out"
-
-
-def float_cnn(seed: int = 0) -> onnx.ModelProto:
-    b = _Builder(seed)
-    x = b.conv("input", "stem", 3, 16, 3, stride=2)
-    b.nodes.append(
-        helper.make_node(
-            "MaxPool", [x], ["pool"], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4
-        )
-    )
-    x = b.block("pool", "block1", 16)
-    x = b.conv(x, "down", 16, 32, 3, stride=2)
-    x = b.block(x, "block2", 32)
-    b.nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"]))
-    b.nodes.append(helper.make_node("Flatten", ["gap"], ["flat"]))
-    w = b.weight("head.w", (CLASSES, 32), 32)
-    bias = b.weight("head.b", (CLASSES,), 50)
-    b.nodes.append(helper.make_node("Gemm", ["flat", w, bias], ["logits"], transB=1))
-    graph = helper.make_graph(
-        b.nodes,
-        "small_cnn",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(INPUT_SHAPE))],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, CLASSES])],
-        b.inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
-
-
-def images(seed: int, count: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(INPUT_SHAPE).astype(np.float32) for _ in range(count)]
+sys.path.insert(0, os.path.join(ROOT, "tests", "frontends"))
+from ort_tool_models import float_cnn, images  # noqa: E402  (the tests' float CNN)
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from .limits import (
     resolve_max_tensor_bytes,
 )
 from .microsoft_ops import DOMAIN as MICROSOFT_DOMAIN
-from .microsoft_ops import find_microsoft_converter
+from .microsoft_ops import find_default_domain_extension, find_microsoft_converter
 from .ops_table import SUBGRAPH_INPUTS, TABLE, find_converter
 from .symbolic_dims import DimNamer
 
@@ -253,6 +253,8 @@ class _Importer:
         # no converter: an op ONNX defines as a function is imported as its body
         if not found and expand_function(self, node, graph, scope, opset):
             return
+        if not found and default_domain and find_default_domain_extension(op) is not None:
+            converter, found = find_default_domain_extension(op), True
         if not found and not default_domain:
             raise UnsupportedOperatorError(
                 op,

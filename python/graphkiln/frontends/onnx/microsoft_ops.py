@@ -38,6 +38,11 @@ def _table() -> dict[str, Callable]:
 
 TABLE = _table()
 
+# ops onnxruntime registers in the default ONNX domain although ONNX does not define them
+# (its transformer optimizer writes SimplifiedLayerNormalization there, e.g. for T5 and
+# Llama RMS norms): imported with the com.microsoft converter of the same name
+DEFAULT_DOMAIN_OPS = frozenset({"SimplifiedLayerNormalization"})
+
 
 def find_microsoft_converter(op: str, version: int | None) -> tuple[Callable | None, str]:
     """(converter, "") for `op` of com.microsoft at opset `version`, else (None, why not)."""
@@ -48,6 +53,11 @@ def find_microsoft_converter(op: str, version: int | None) -> tuple[Callable | N
     if converter is None:
         return None, f"graphkiln imports these {DOMAIN} ops only: {', '.join(sorted(TABLE))}"
     return converter, ""
+
+
+def find_default_domain_extension(op: str) -> Callable | None:
+    """The converter of an onnxruntime op written in the default domain, else None."""
+    return TABLE[op] if op in DEFAULT_DOMAIN_OPS else None
 
 
 def supported_microsoft_ops() -> list[str]:
