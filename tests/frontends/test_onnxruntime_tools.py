@@ -43,6 +43,7 @@ from onnxruntime.quantization import (
 
 import graphkiln as gk
 from graphkiln.frontends.onnx.microsoft_ops import DEFAULT_DOMAIN_OPS
+from gpu_presence import gpu_missing
 from ort_tool_models import float_cnn, images, token_feeds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,22 +67,9 @@ NBITS["int8-block16-zp"] = (8, 16, False)
 TARGETS = ["ref", "cpu", "gpu"]
 
 
-@functools.lru_cache(maxsize=1)
-def _gpu_missing() -> str | None:
-    from graphkiln._native import load_core
-    from graphkiln.device import check_gpu_compatibility
-
-    verdict = check_gpu_compatibility()
-    if not verdict.ok:
-        return f"no usable GPU: {verdict.message.splitlines()[0]}"
-    if not hasattr(load_core(), "GpuExecutor"):
-        return "graphkiln._core was built without GPU_TARGETS"
-    return None
-
-
 def _compile(path: str, target: str):
-    if target == "gpu" and _gpu_missing():
-        pytest.skip(_gpu_missing())
+    if target == "gpu" and gpu_missing():
+        pytest.skip(gpu_missing())
     return gk.parse_onnx(path, default_dim=None).compile(target)
 
 

@@ -54,7 +54,6 @@ CPU_MISSING: models the cpu target cannot run natively yet, checked on ref and w
 fallback="ref": a detection head with NonMaxSuppression (fixed input; three images, each
 keeping a different number of boxes) whose kept rows are gathered by native-only nodes."""
 
-import functools
 import os
 
 import numpy as np
@@ -63,6 +62,7 @@ import pytest
 from onnx import numpy_helper
 
 import graphkiln
+from gpu_presence import gpu_missing
 
 HERE = os.path.join(os.path.dirname(__file__), "dynamic")
 MODELS = [
@@ -242,24 +242,10 @@ def test_cpu_missing_model_is_refused_natively_and_runs_with_fallback(name):
     assert program.stats()["plan"]["ref_nodes"] > 0
 
 
-@functools.lru_cache(maxsize=1)
-def _gpu_missing() -> str | None:
-    from graphkiln.device import check_gpu_compatibility
-
-    verdict = check_gpu_compatibility()
-    if not verdict.ok:
-        return f"no usable GPU: {verdict.message.splitlines()[0]}"
-    from graphkiln._native import load_core
-
-    if not hasattr(load_core(), "GpuExecutor"):
-        return "graphkiln._core was built without GPU_TARGETS"
-    return None
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", _gpu_params(MODELS))
 def test_dynamic_model_runs_natively_on_gpu(name):
-    reason = _gpu_missing()
+    reason = gpu_missing()
     if reason:
         pytest.skip(reason)
     _check(_program(name).compile("gpu"), name)  # no fallback
@@ -268,7 +254,7 @@ def test_dynamic_model_runs_natively_on_gpu(name):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", _gpu_params(STREAMING))
 def test_streaming_model_runs_natively_on_gpu(name):
-    reason = _gpu_missing()
+    reason = gpu_missing()
     if reason:
         pytest.skip(reason)
     _check_stream(_program(name).compile("gpu"), name)  # no fallback

@@ -7,7 +7,6 @@ reason where no usable GPU or no GPU build is found."""
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import pytest
@@ -15,22 +14,8 @@ import pytest
 import graphkiln as gk
 from graphkiln.compiler import compile_graph
 from graphkiln.targets.gpu.target import GpuExecutable, GpuTarget, lower_plan, plan_outputs
+from gpu_presence import gpu_missing  # noqa: F401  (re-exported: the gpu tests import it from here)
 from plan_emulator import Emulator
-
-
-@functools.lru_cache(maxsize=1)
-def gpu_missing() -> str | None:
-    """Why the gpu target cannot run here, or None."""
-    from graphkiln.device import check_gpu_compatibility
-
-    verdict = check_gpu_compatibility()
-    if not verdict.ok:
-        return f"no usable GPU: {verdict.message.splitlines()[0]}"
-    from graphkiln._native import load_core
-
-    if not hasattr(load_core(), "GpuExecutor"):
-        return "graphkiln._core was built without GPU_TARGETS"
-    return None
 
 
 def requires_gpu(test):
