@@ -136,13 +136,6 @@ def test_fused_conv_activation_not_imported_is_refused():
     _refused(_with_node("fused_conv_relu", elu), "activation 'Elu'")
 
 
-def test_layout_op_not_imported_is_refused_by_name():
-    # NhwcConv: no onnxruntime cpu kernel to check the weights' layout with
-    x = np.ones((1, 2, 2, 3), np.float32) * 0.5
-    model, _ = one_node_model("NhwcConv", ["x"], ["y"], {"x": x}, {})
-    _refused(model, "'NhwcConv'", "'com.microsoft'")
-
-
 def _qlinear_softmax_numpy(q, scale, zero, y_scale, y_zero, axis, opset):
     """The documented meaning: quantize(Softmax(dequantize(q))), Softmax of `opset`."""
     real = (q.astype(np.float64) - zero) * scale

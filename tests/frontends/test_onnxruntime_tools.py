@@ -16,7 +16,8 @@ and graphkiln runs what they wrote against onnxruntime on the same file and feed
   dequantize(B)), ref's and cpu's result, the step travels through the later layers; ref and
   cpu agree with each other, and on most feeds with onnxruntime exactly);
 - `MatMulNBitsQuantizer` (int4 and int8, several block sizes, symmetric and with zero
-  points) on a Llama-style decoder: its MatMulNBits logits within 1e-3.
+  points; with and without the embedding table's Gather quantized to GatherBlockQuantized)
+  on a Llama-style decoder: its logits within 1e-3.
 
 Each model runs on ref, on cpu and, where a GPU and a GPU build are present, on gpu; dims
 stay symbolic where the export has them (default_dim=None), and each transformer runs at two
@@ -62,8 +63,12 @@ OPTIMIZED = {
 QUANTIZED = ["cnn-dynamic", "cnn-qdq-u8", "cnn-qdq-s8", "cnn-qop", "bert-dynamic", "bert-qdq"]
 QUANTIZED += ["bert-qop"]
 TOLERANCE = {"bert-qop": 3e-2}  # of onnxruntime's largest output magnitude (the docstring)
-NBITS = {"int4-block32-zp": (4, 32, False), "int4-block128": (4, 128, True)}
-NBITS["int8-block16-zp"] = (8, 16, False)
+# bits, block size, symmetric, and whether the embedding table's Gather is quantized too
+# (GatherBlockQuantized: int4 codes when symmetric, uint4 with zero points else)
+NBITS = {"int4-block32-zp": (4, 32, False, False), "int4-block128": (4, 128, True, False)}
+NBITS["int8-block16-zp"] = (8, 16, False, False)
+NBITS["int4-block32-zp-gather"] = (4, 32, False, True)
+NBITS["int4-block16-gather"] = (4, 16, True, True)
 TARGETS = ["ref", "cpu", "gpu"]
 
 
@@ -219,9 +224,17 @@ def test_quantized_model_matches_onnxruntime_int8(case, target, tools_dir):
 def _nbits(case: str, folder: str) -> str:
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
-    bits, block, symmetric = NBITS[case]
+    bits, block, symmetric, gather = NBITS[case]
+    extra = {}
+    if gather:
+        extra = {"op_types_to_quantize": ("MatMul", "Gather")}
+        extra["quant_axes"] = (("MatMul", 0), ("Gather", 1))
     quantizer = MatMulNBitsQuantizer(
-        onnx.load(EXPORTS["llama_tiny"]), block_size=block, is_symmetric=symmetric, bits=bits
+        onnx.load(EXPORTS["llama_tiny"]),
+        block_size=block,
+        is_symmetric=symmetric,
+        bits=bits,
+        **extra,
     )
     quantizer.process()
     path = os.path.join(folder, f"llama_tiny_{case}.onnx")
@@ -233,9 +246,12 @@ def _nbits(case: str, folder: str) -> str:
 @pytest.mark.parametrize("case", sorted(NBITS))
 def test_matmul_nbits_quantizer_output_matches_onnxruntime(case, target, tools_dir):
     path = _nbits(case, str(tools_dir))
-    nodes = [n for n in onnx.load(path).graph.node if n.op_type == "MatMulNBits"]
+    graph = onnx.load(path).graph
+    nodes = [n for n in graph.node if n.op_type == "MatMulNBits"]
     assert len(nodes) == 15  # the 7 projections of 2 layers and the LM head
-    bits, block, _ = NBITS[case]
+    bits, block, _, gather = NBITS[case]
+    tables = [n for n in graph.node if n.op_type == "GatherBlockQuantized"]
+    assert len(tables) == int(gather)  # the embedding table, kept in 4 bits
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in nodes[0].attribute}
     assert (attrs["bits"], attrs["block_size"]) == (bits, block)
     program = _compile(path, target)

@@ -2,12 +2,12 @@
 # Copyright graphkiln authors
 """Importers of onnxruntime's com.microsoft activations, bias adds and FusedMatMul (as the
 ContribOperators documentation defines them), each as a composition of IR ops: Gelu,
-FastGelu, BiasGelu, QuickGelu, BiasAdd, FusedMatMul."""
+FastGelu, BiasGelu, QuickGelu, BiasSplitGelu, BiasAdd, FusedMatMul."""
 
 from __future__ import annotations
 
 from .context import ImportContext
-from .microsoft_common import named, rank, refuse, scalar_like
+from .microsoft_common import dims, ints, named, node, rank, refuse, scalar_like
 
 
 def gelu(ctx: ImportContext):
@@ -37,6 +37,25 @@ def quick_gelu(ctx: ImportContext):
     alpha = float(ctx.attrs.get("alpha", 1.702))
     gate = ctx.add("Sigmoid", ctx.add("Mul", x, scalar_like(ctx, x, alpha)))
     return [named(ctx, "Mul", [x, gate], 0)]
+
+
+def bias_split_gelu(ctx: ImportContext):
+    """BiasSplitGelu(X, bias): with x = X + bias (X [N, S, D], bias [D], D even), the left
+    half of x's last axis times the exact GELU of its right half: Y [N, S, D / 2] (the
+    fusion onnxruntime writes for diffusion UNets' GEGLU)."""
+    bias_dims = dims(ctx.input(1))
+    if bias_dims is None or len(bias_dims) != 1 or not isinstance(bias_dims[0], int):
+        raise refuse(ctx, "bias must be 1-D with a static size")
+    if bias_dims[0] % 2:
+        raise refuse(ctx, f"the hidden size {bias_dims[0]} is odd: it cannot be split in halves")
+    half = bias_dims[0] // 2
+    x = ctx.add("Add", ctx.input(0), ctx.input(1))
+    base = ctx.name or "biassplitgelu"
+    left, right = node(
+        ctx, "Split", [x, ints(ctx, [half, half])], {"axis": -1}, [f"{base}_left", f"{base}_right"]
+    )
+    gate = ctx.add("Gelu", right, approximate="none")
+    return [named(ctx, "Mul", [left, gate], 0)]
 
 
 def bias_add(ctx: ImportContext):
@@ -86,6 +105,7 @@ OPS = {
     "FastGelu": fast_gelu,
     "BiasGelu": bias_gelu,
     "QuickGelu": quick_gelu,
+    "BiasSplitGelu": bias_split_gelu,
     "BiasAdd": bias_add,
     "FusedMatMul": fused_matmul,
 }

@@ -2,13 +2,14 @@
 # Copyright graphkiln authors
 """Importers of onnxruntime's com.microsoft fused Conv / Gemm (as the ContribOperators
 documentation defines them, and as onnxruntime's optimizer writes them), each as the IR
-Conv / Gemm followed by its activation: FusedConv, FusedGemm."""
+Conv / Gemm followed by its activation: FusedConv, FusedGemm; and NhwcConv, the channels-last
+Conv."""
 
 from __future__ import annotations
 
 from ...ir import Value
 from .context import ImportContext
-from .microsoft_common import named, refuse, scalar_like
+from .microsoft_common import named, rank, refuse, scalar_like
 
 CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 GEMM_ATTRS = ("alpha", "beta", "transA", "transB")
@@ -43,6 +44,28 @@ def fused_conv(ctx: ImportContext):
     return [_activate(ctx, y, str(ctx.attrs.get("activation", "Relu")), params)]
 
 
+def nhwc_conv(ctx: ImportContext):
+    """NhwcConv(X, W, B?; Conv's attributes): Conv with its data channels-last, as
+    onnxruntime's transformer optimizer writes it for Transpose-Conv-Transpose chains: X [N,
+    spatial..., C], W [M, kernel..., C / group] (its Conv weight with the input channels
+    moved last), Y [N, spatial..., M]. Imported as the IR Conv between transposes (the layout
+    passes fold them where the target keeps channels-last data)."""
+    x, w = ctx.input(0), ctx.input(1)
+    r = rank(x)
+    if r is None or r < 3 or rank(w) != r:
+        raise refuse(ctx, "X and W need the same known rank, at least 3")
+    channels_first = (0, r - 1, *range(1, r - 1))
+    attrs = {k: v for k, v in ctx.attrs.items() if k in CONV_ATTRS}
+    y = ctx.add(
+        "Conv",
+        ctx.add("Transpose", x, perm=channels_first),
+        ctx.add("Transpose", w, perm=channels_first),
+        ctx.input(2),
+        **attrs,
+    )
+    return [named(ctx, "Transpose", [y], 0, {"perm": (0, *range(2, r), 1)})]
+
+
 def fused_gemm(ctx: ImportContext):
     """FusedGemm(A, B, C?; alpha, beta, transA, transB, activation, activation_alpha,
     activation_beta): Y = activation(Gemm(A, B, C)): LeakyRelu's alpha is activation_alpha,
@@ -54,4 +77,4 @@ def fused_gemm(ctx: ImportContext):
     return [_activate(ctx, y, str(a.get("activation", "Relu")), params)]
 
 
-OPS = {"FusedConv": fused_conv, "FusedGemm": fused_gemm}
+OPS = {"FusedConv": fused_conv, "FusedGemm": fused_gemm, "NhwcConv": nhwc_conv}

@@ -2,8 +2,8 @@
 # Copyright graphkiln authors
 """The com.microsoft domain (onnxruntime's contrib ops, as its transformer optimizer writes
 them): op name -> importer, from microsoft_activation.py, microsoft_norm.py,
-microsoft_attention.py, microsoft_group_query_attention.py, microsoft_quantized.py and
-microsoft_fused.py (and the rest below).
+microsoft_attention.py, microsoft_group_query_attention.py, microsoft_quantized.py,
+microsoft_gather_quantized.py and microsoft_fused.py (and the rest below).
 Each importer writes its op as IR ops, so every target runs it.
 Opset 1 of the domain is imported; other ops of it are refused by name."""
 
@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import microsoft_activation, microsoft_attention, microsoft_matmul_nbits, microsoft_norm
-from . import microsoft_fused, microsoft_group_query_attention, microsoft_quantized
+from . import microsoft_fused, microsoft_gather_quantized, microsoft_group_query_attention
+from . import microsoft_quantized
 from .microsoft_common import DOMAIN
 
 OPSET = 1  # the com.microsoft opset version imported
@@ -26,6 +27,7 @@ def _table() -> dict[str, Callable]:
         microsoft_attention,
         microsoft_group_query_attention,
         microsoft_matmul_nbits,
+        microsoft_gather_quantized,
         microsoft_quantized,
         microsoft_fused,
     ):
