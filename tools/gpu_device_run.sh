@@ -33,6 +33,11 @@
 #   --ort the peer is onnxruntime-gpu's CUDA provider behind the same server
 #   --ncu-attention: also profile one launch of the tensor-core attention kernel at BERT-base
 #   batch 32 fp16 with Nsight Compute (benchmarks/attention_gpu.py under ncu; clocks left alone)
+#   --ort-tools DIR: also run tests/frontends/test_onnxruntime_tools.py on gpu (onnxruntime's
+#   own tools there: its transformer optimizer, quantizers, MatMulNBitsQuantizer), installing
+#   onnxruntime (cpu) and what its tools need from the wheels in DIR (carry it; made here by
+#   `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform
+#   manylinux_2_28_x86_64 -d DIR onnxruntime==1.24.1 sympy mpmath onnx-ir flatbuffers`)
 #   --ort: put onnxruntime-gpu together from the parts earlier calls stashed
 #   (tools/device_ort_gpu.sh) and make it importable, for --bench "--ort ..."
 # With models, it also saves and loads each compiled gpu program (tools/gpu_device_roundtrip.py).
@@ -41,7 +46,7 @@
 set -uo pipefail
 
 PREBUILT="" FALLBACK="" CONFORMANCE=1 MODELS="resnet50,mobilenet_v3_small,efficientnet_b0,densenet121,convnext_tiny,vit_b_16,bert,gpt2,all_minilm_l6_v2_arch"
-SKIP_MODELS=0 ORT=0 NBITS="" SERVE="" NCU_ATTENTION=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
+SKIP_MODELS=0 ORT=0 ORT_TOOLS="" NBITS="" SERVE="" NCU_ATTENTION=0 TEST_ARGS="" SKIP_TESTS=0 BENCH="" TUNING="" ATTENTION="" CONCURRENCY="" DYNAMIC="" PHASES="" GPU_TARGETS="${GPU_TARGETS:-sm_90}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) PREBUILT="$2"; shift 2 ;;
@@ -58,6 +63,7 @@ while [ $# -gt 0 ]; do
     --dynamic) DYNAMIC="$2"; shift 2 ;;
     --phases) PHASES="$2"; shift 2 ;;
     --ort) ORT=1; shift ;;
+    --ort-tools) ORT_TOOLS="$2"; shift 2 ;;
     --nbits) NBITS="$2"; shift 2 ;;
     --serve) SERVE="$2"; shift 2 ;;
     --ncu-attention) NCU_ATTENTION=1; shift ;;
@@ -152,6 +158,14 @@ if [ "$SKIP_TESTS" = 0 ]; then
   TEST_SELECT=()
   [ -n "$TEST_ARGS" ] && TEST_SELECT=(-k "$TEST_ARGS")
   python3 -m pytest -q -p no:cacheprovider -rs tests/targets/gpu tests/models/test_dynamic_models.py "${TEST_SELECT[@]}" 2>&1 | tee "$OUT/pytest.log" | tail -40
+fi
+
+if [ -n "$ORT_TOOLS" ]; then
+  step "onnxruntime's tools, their models on gpu (tests/frontends/test_onnxruntime_tools.py)"
+  python3 -m pip install -q --no-index --no-deps --target /tmp/ort-tools "$ORT_TOOLS"/*.whl || exit 1
+  PYTHONPATH="$PYTHONPATH:/tmp/ort-tools" python3 -m pytest -q -p no:cacheprovider -rs \
+    -p no:logging tests/frontends/test_onnxruntime_tools.py -k gpu 2>&1 \
+    | tee "$OUT/pytest_ort_tools.log" | tail -15
 fi
 
 # ATTENTION, BENCH and TUNING are lists of arguments: split on purpose

@@ -248,6 +248,26 @@ CASES["avgpool_include_pad_ceil"] = _pool(
     ceil_mode=1,
 )
 CASES["global_avgpool"] = _pool("GlobalAveragePool", (2, 3, 1, 1))
+
+
+def _integer_maxpool(dtype, low, high):
+    """MaxPool on a quantized CNN's codes (u8 / i8, as QOperator models keep it)."""
+
+    def make():
+        attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+        model = onnx_model(
+            [node("MaxPool", ["x"], ["y"], **attrs)],
+            {"x": (2, 3, 10, 9)},
+            {"y": (2, 3, 5, 5)},
+            dtypes={"x": dtype, "y": dtype},
+        )
+        return model, {"x": rand((2, 3, 10, 9), 23, dtype, low, high)}
+
+    return make
+
+
+CASES["maxpool_u8"] = _integer_maxpool(np.uint8, 0, 256)
+CASES["maxpool_i8"] = _integer_maxpool(np.int8, -128, 128)
 CASES["global_maxpool"] = _pool("GlobalMaxPool", (2, 3, 1, 1))
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import DType, Node
+from ...ir import DType, Node, TensorType, Value
 from ..native.lower import LoweringContext, static_dims
 from .conv_layout import channels_last_conv, conv_slots
 from .lower_tensor import _strides, emit_copy
@@ -200,7 +200,39 @@ def lower_conv(node: Node, ctx: LoweringContext) -> None:
     )
 
 
+# MaxPool over a quantized CNN's u8 / i8 maps (QOperator models keep it on the codes): these
+# types convert to float32 exactly and the cast keeps their order, so the pool runs on the
+# float kernel between two casts
+_EXACT_IN_F32 = frozenset({DType.u8, DType.i8, DType.u16, DType.i16})
+
+
+def _integer_max_pool(node: Node) -> bool:
+    dtypes = {v.type.dtype for v in (node.inputs[0], node.outputs[0])}
+    return node.op == "MaxPool" and len(dtypes) == 1 and dtypes.pop() in _EXACT_IN_F32
+
+
+def _lower_integer_max_pool(node: Node, ctx: LoweringContext) -> None:
+    from .lower_pointwise import lower_pointwise  # it imports this module's window helpers
+
+    x, y = node.inputs[0], node.outputs[0]
+    as_float = []
+    for role, value in (("input", x), ("output", y)):
+        dims = static_dims(value)
+        view = Value(f"{node.name}/{role}_as_float", TensorType(DType.f32, dims))
+        ctx.bind(view, ctx.temp(DType.f32, dims))
+        as_float.append(view)
+    lower_pointwise(
+        Node("Cast", [x], [as_float[0]], {"to": DType.f32}, f"{node.name}/to_float"), ctx
+    )
+    lower_pool(Node("MaxPool", [as_float[0]], [as_float[1]], dict(node.attrs), node.name), ctx)
+    lower_pointwise(
+        Node("Cast", [as_float[1]], [y], {"to": y.type.dtype}, f"{node.name}/back"), ctx
+    )
+
+
 def lower_pool(node: Node, ctx: LoweringContext) -> None:
+    if _integer_max_pool(node):
+        return _lower_integer_max_pool(node, ctx)
     x_dims, y_dims = static_dims(node.inputs[0]), static_dims(node.outputs[0])
     kernel, strides, dilations, pads = _window(
         node, x_dims, y_dims, list(node.attrs["kernel_shape"])
@@ -228,7 +260,7 @@ def _conv_ok(node: Node, ctx=None) -> bool:
 
 def _pool_ok(node: Node, ctx=None) -> bool:
     return (
-        _float(node)
+        (_float(node) or _integer_max_pool(node))
         and len(static_dims(node.inputs[0])) in (3, 4)
         and (len(node.outputs) < 2 or node.outputs[1] is None)
     )
