@@ -18,6 +18,7 @@ from ...ir import DType, Node, TensorType, Value
 from ..native.lower import LoweringContext, static_dims
 from .conv_layout import channels_last_conv, conv_slots
 from .lower_tensor import _strides, emit_copy
+from .pointwise_steps import emit_program
 
 
 FLOATS = (DType.f32, DType.f16, DType.bf16)
@@ -212,8 +213,6 @@ def _integer_max_pool(node: Node) -> bool:
 
 
 def _lower_integer_max_pool(node: Node, ctx: LoweringContext) -> None:
-    from .lower_pointwise import lower_pointwise  # it imports this module's window helpers
-
     x, y = node.inputs[0], node.outputs[0]
     as_float = []
     for role, value in (("input", x), ("output", y)):
@@ -221,13 +220,11 @@ def _lower_integer_max_pool(node: Node, ctx: LoweringContext) -> None:
         view = Value(f"{node.name}/{role}_as_float", TensorType(DType.f32, dims))
         ctx.bind(view, ctx.temp(DType.f32, dims))
         as_float.append(view)
-    lower_pointwise(
-        Node("Cast", [x], [as_float[0]], {"to": DType.f32}, f"{node.name}/to_float"), ctx
-    )
+    to_float = Node("Cast", [x], [as_float[0]], {"to": DType.f32}, f"{node.name}/to_float")
+    emit_program([to_float], as_float[0], ctx, to_float.name)
     lower_pool(Node("MaxPool", [as_float[0]], [as_float[1]], dict(node.attrs), node.name), ctx)
-    lower_pointwise(
-        Node("Cast", [as_float[1]], [y], {"to": y.type.dtype}, f"{node.name}/back"), ctx
-    )
+    back = Node("Cast", [as_float[1]], [y], {"to": y.type.dtype}, f"{node.name}/back")
+    emit_program([back], y, ctx, back.name)
 
 
 def lower_pool(node: Node, ctx: LoweringContext) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...ir import DType, Node, TensorType, Value
 from ..native.lower import LoweringContext, node_label, static_dims
-from .lower_pointwise import emit_program
+from .pointwise_steps import emit_program
 
 FLOATS = (DType.f32, DType.f16, DType.bf16)
 
