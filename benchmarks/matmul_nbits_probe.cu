@@ -6,7 +6,7 @@
 // build), so that a device call can compare block shapes in seconds:
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90 -x cu -I src benchmarks/matmul_nbits_probe.cu -o /tmp/probe
-//   /tmp/probe [runs]
+//   /tmp/probe [runs] [case] [config]   (case / config: indexes, to time or profile one)
 //
 // Per case the weights (packed codes + float32 scales) are allocated in enough copies to
 // exceed 512 MiB and the timed launches cycle through them, so no launch finds its weights in
@@ -15,6 +15,11 @@
 // move (codes, scales, A, Y) over its time, against cudaMemcpy's device-to-device rate (read +
 // write) measured in the same run. Each case is first checked against a host computation in
 // double (max error relative to max |y|).
+//
+// The read floor: per case, the fastest of a few launch shapes of a kernel that only reads the
+// same codes and scales (16-byte loads, several in flight per thread, an XOR kept) under the
+// same timing. It is what any kernel reading those bytes pays at that size, launch and ramp
+// included; "% of floor" is the GEMV's time against it.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -82,10 +87,42 @@ double copy_rate() {
   return 2.0 * bytes * 10 / (ms / 1e3);
 }
 
+// Reads the codes (words 16-byte words at p) and the scales (more words at q) with UNROLL
+// 16-byte loads in flight per thread; writes one word per block only when the XOR is a value
+// random data does not give, so that the loads stay.
+template <int UNROLL>
+__global__ void read_only(const uint4* p, int64_t words, const uint4* q, int64_t more,
+                          uint32_t* sink) {
+  uint32_t x = 0;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x, total = words + more;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += stride * UNROLL) {
+    uint4 v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int64_t w = i + u * stride;
+      v[u] = w < words ? __ldcs(p + w) : w < total ? __ldcs(q + (w - words)) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (x == 0x9E3779B9u) sink[blockIdx.x] = x;
+}
+
+using ReadLaunch = void (*)(const uint4*, int64_t, const uint4*, int64_t, uint32_t*, int);
+
+template <int UNROLL>
+void read_launch(const uint4* p, int64_t words, const uint4* q, int64_t more, uint32_t* sink,
+                 int grid) {
+  read_only<UNROLL><<<grid, 256>>>(p, words, q, more, sink);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::atoi(argv[1]) : 200;
+  const int only_case = argc > 2 ? std::atoi(argv[2]) : -1;
+  const int only_config = argc > 3 ? std::atoi(argv[3]) : -1;
   cudaDeviceProp props;
   CHECK(cudaGetDeviceProperties(&props, 0));
   const double rate = copy_rate();
@@ -97,10 +134,16 @@ int main(int argc, char** argv) {
   const Config configs[] = {config<4, 4>(),  config<8, 4>(),  config<16, 4>(), config<8, 2>(),
                             config<16, 2>(), config<4, 8>(),  config<8, 8>(),  config<16, 1>(),
                             config<32, 2>(), config<32, 4>(), config<2, 4>()};
-  std::printf("| N | K | bits | block | rows/block | warps | us | GB/s | %% of copy | max err |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf(
+      "| N | K | bits | block | rows/block | warps | us | GB/s | %% of copy | read floor us | "
+      "%% of floor | max err |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::mt19937 gen(0);
+  uint32_t* d_sink;
+  CHECK(cudaMalloc(&d_sink, 1 << 20));
+  int case_index = -1;
   for (const Case& c : cases) {
+    if (++case_index != only_case && only_case >= 0) continue;
     Shape s{};
     s.m = 1, s.n = c.n, s.k = c.k, s.block = c.block;
     s.k_blocks = (c.k + c.block - 1) / c.block;
@@ -143,7 +186,34 @@ int main(int argc, char** argv) {
     cudaEvent_t start, stop;
     CHECK(cudaEventCreate(&start));
     CHECK(cudaEventCreate(&stop));
+    // the read floor: the same codes and scales read by read_only, best of a few launch shapes
+    double floor_us = 1e30;
+    if (only_config < 0) {
+      const ReadLaunch reads[] = {&read_launch<1>, &read_launch<2>, &read_launch<4>};
+      const int64_t words = static_cast<int64_t>(code_bytes / 16);
+      const int64_t more = static_cast<int64_t>(scale_count * 4 / 16);
+      for (const ReadLaunch rl : reads) {
+        for (const int per_sm : {4, 8, 16}) {
+          const int grid = props.multiProcessorCount * per_sm;
+          auto go = [&](int i) {
+            rl(reinterpret_cast<const uint4*>(d_codes[i % copies]), words,
+               reinterpret_cast<const uint4*>(d_scales[i % copies]), more, d_sink, grid);
+          };
+          for (int i = 0; i < 2 * copies; ++i) go(i);
+          CHECK(cudaGetLastError());
+          CHECK(cudaEventRecord(start));
+          for (int i = 0; i < runs; ++i) go(i);
+          CHECK(cudaEventRecord(stop));
+          CHECK(cudaEventSynchronize(stop));
+          float ms = 0;
+          CHECK(cudaEventElapsedTime(&ms, start, stop));
+          floor_us = std::fmin(floor_us, ms * 1e3 / runs);
+        }
+      }
+    }
+    int config_index = -1;
     for (const Config& cfg : configs) {
+      if (++config_index != only_config && only_config >= 0) continue;
       const Launch fn = c.bits == 4 ? cfg.four : cfg.eight;
       const int grid = static_cast<int>((c.n + cfg.rows - 1) / cfg.rows);
       CHECK(cudaMemset(d_y, 0, c.n * 4));
@@ -163,10 +233,11 @@ int main(int argc, char** argv) {
       float ms = 0;
       CHECK(cudaEventElapsedTime(&ms, start, stop));
       const double us = ms * 1e3 / runs;
-      std::printf("| %lld | %lld | %d | %d | %d | %d | %.2f | %.0f | %.0f%% | %.1e |\n",
-                  static_cast<long long>(c.n), static_cast<long long>(c.k), c.bits, c.block,
-                  cfg.rows, cfg.warps, us, needed / (us / 1e6) / 1e9,
-                  100 * needed / (us / 1e6) / rate, err / max_want);
+      std::printf(
+          "| %lld | %lld | %d | %d | %d | %d | %.2f | %.0f | %.0f%% | %.2f | %.0f%% | %.1e |\n",
+          static_cast<long long>(c.n), static_cast<long long>(c.k), c.bits, c.block, cfg.rows,
+          cfg.warps, us, needed / (us / 1e6) / 1e9, 100 * needed / (us / 1e6) / rate, floor_us,
+          100 * floor_us / us, err / max_want);
     }
     std::fflush(stdout);
     for (int i = 0; i < copies; ++i) {
