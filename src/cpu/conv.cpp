@@ -17,7 +17,8 @@
 // in channels-last buffers of its own and reorders around the convolution. Constant weights
 // are reordered once, at build time, into the layout the primitive chose. Depthwise filters
 // oneDNN would run through gemm go to depthwise_conv.cpp; 3x3 stride-1 f32 convolutions
-// where Winograd saves enough multiplications to winograd_conv.cpp.
+// where Winograd saves enough multiplications to winograd_conv.cpp; a plain image of at most 8
+// channels into channels-last maps (a CNN's first layer) to stem_conv.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -31,6 +32,7 @@
 #include "cpu/depthwise_conv.hpp"
 #include "cpu/onednn_common.hpp"
 #include "cpu/onednn_post_ops.hpp"
+#include "cpu/stem_conv.hpp"
 #include "cpu/winograd_conv.hpp"
 
 namespace graphkiln {
@@ -296,6 +298,9 @@ std::unique_ptr<Kernel> make_conv(const KernelSpec& spec) {
     spec_error(spec,
                "f32 X, W and Y; or u8 / s8 X, s8 W and u8 / s8 Y with q_* scales, or "
                "s32 Y without");
+  // a plain image of few channels into channels-last maps: our direct loop
+  if (!quantized)
+    if (auto stem = make_stem_conv(spec)) return stem;
   // 3x3 stride-1 f32 convolutions: Winograd F(4x4, 3x3) where it saves enough work
   if (!quantized)
     if (auto winograd = make_winograd_conv(spec)) return winograd;

@@ -27,6 +27,7 @@ CPU_EXTRA = {
     "onednn_post_ops.cpp": ["Conv", "ConvTranspose", "MatMul"],
     "depthwise_conv.cpp": ["Conv"],  # the Conv steps conv.cpp hands to it
     "winograd_conv.cpp": ["Conv"],  # likewise
+    "stem_conv.cpp": ["Conv"],  # likewise
 }
 GPU_EXTRA = {
     "conv.hip": ["Conv"],
