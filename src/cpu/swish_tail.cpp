@@ -17,7 +17,7 @@ constexpr int64_t kParallelElems = 1 << 15;
 constexpr int64_t kChunk = 1 << 12;  // elements of a contiguous run one task takes
 
 __attribute__((target_clones("avx2", "default"))) void swish_run_portable(float* x, int64_t n,
-                                                                         float alpha) {
+                                                                          float alpha) {
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] * fastmath::sigmoid(alpha * x[i]);
 }
 
@@ -41,8 +41,8 @@ __attribute__((target("avx512f"))) inline __m512 swish16(__m512 x, __m512 alpha)
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 e = _mm512_scalef_ps(
-      _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), one), k);  // e^v
+  const __m512 e =
+      _mm512_scalef_ps(_mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), one), k);  // e^v
   const __m512 d = _mm512_add_ps(one, e);
   const __m512 r0 = _mm512_rcp14_ps(d);
   __m512 inv = _mm512_mul_ps(r0, _mm512_fnmadd_ps(d, r0, _mm512_set1_ps(2.0f)));
@@ -61,10 +61,8 @@ __attribute__((target("avx512f"))) void swish_run_avx512(float* x, int64_t n, fl
 }
 
 void swish_run(float* x, int64_t n, float alpha) {
-  if (cpu_features::avx512())
-    swish_run_avx512(x, n, alpha);
-  else
-    swish_run_portable(x, n, alpha);
+  if (cpu_features::avx512()) swish_run_avx512(x, n, alpha);
+  else swish_run_portable(x, n, alpha);
 }
 
 // The tensor as `outer` runs of `inner` contiguous elements, run k at offset_of(k): dims
