@@ -41,6 +41,99 @@ using graphkiln::gpu::nbits::Zero;
     } \
   } while (0)
 
+// The "v2" variant, timed beside the gpu target's kernel (not used by it): fewer ALU
+// instructions per code. A code becomes m = 1 + code / 2^BITS exactly (the code shifted to the
+// top of a float's mantissa, OR 1.0f's bits: two instructions, no subtraction), and a chunk's
+// sum_i (code_i - z) a_i = 2^BITS (sum_i m_i a_i) - (2^BITS + z) sum_i a_i, with sum_i a_i
+// computed once per chunk and shared by the block's rows: per code a shift, a LOP3 and an FMA.
+namespace v2 {
+
+using graphkiln::gpu::nbits::kChunk;
+using graphkiln::gpu::nbits::load_a;
+using graphkiln::gpu::nbits::load_words;
+
+template <int BITS>
+__device__ inline void chunk_m(const uint32_t* words, int c, float m[kChunk]) {
+  if constexpr (BITS == 4) {
+    const uint32_t word = words[c];
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      const int shift = 19 - 4 * i;  // nibble i to bits 19..22
+      const uint32_t v = shift >= 0 ? word << shift : word >> -shift;
+      m[i] = __uint_as_float((v & 0x00780000u) | 0x3F800000u);
+    }
+  } else {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t word = words[2 * c + h];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int shift = 15 - 8 * i;  // byte i to bits 15..22
+        const uint32_t v = shift >= 0 ? word << shift : word >> -shift;
+        m[4 * h + i] = __uint_as_float((v & 0x007F8000u) | 0x3F800000u);
+      }
+    }
+  }
+}
+
+// batch 1, symmetric codes (zero point 2^(BITS-1)), as the probe's cases
+template <int BITS, int LOAD, int ROWS, int WARPS>
+__global__ void matmul_nbits_v2(const float* a, const uint8_t* b, const float* scales, float* y,
+                                Shape s) {
+  constexpr int kCodes = LOAD * 8 / BITS;
+  constexpr float kLevels = 1 << BITS, kZero = 1 << (BITS - 1);
+  __shared__ float partial[ROWS][WARPS];
+  const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * ROWS;
+  const int64_t row_bytes = s.k_blocks * s.block * BITS / 8;
+  const int64_t steps = (s.k + kCodes - 1) / kCodes;
+  float acc[ROWS] = {};
+  for (int64_t step = threadIdx.x; step < steps; step += blockDim.x) {
+    const int64_t k0 = step * kCodes, j = k0 / s.block;
+    uint32_t words[ROWS][LOAD / 4];
+    float mult[ROWS], shift[ROWS];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      const int64_t n = n0 + r < s.n ? n0 + r : s.n - 1;
+      load_words<LOAD>(b + n * row_bytes + k0 * BITS / 8, words[r]);
+      const float scale = scales[n * s.k_blocks + j];
+      mult[r] = scale * kLevels;
+      shift[r] = -scale * (kLevels + kZero);
+    }
+#pragma unroll
+    for (int c = 0; c < kCodes / kChunk; ++c) {
+      float av[kChunk];
+      load_a<true>(a, k0 + c * kChunk, s.k, av);
+      float sum_a = 0.f;
+#pragma unroll
+      for (int i = 0; i < kChunk; ++i) sum_a += av[i];
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        float m[kChunk];
+        chunk_m<BITS>(words[r], c, m);
+        float dot = 0.f;
+#pragma unroll
+        for (int i = 0; i < kChunk; ++i) dot = fmaf(m[i], av[i], dot);
+        acc[r] = fmaf(mult[r], dot, fmaf(shift[r], sum_a, acc[r]));
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    const float sum = graphkiln::gpu::warp_reduce(acc[r], graphkiln::gpu::SumOp());
+    if (lane == 0) partial[r][warp] = sum;
+  }
+  __syncthreads();
+  for (int r = threadIdx.x; r < ROWS; r += blockDim.x) {
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) sum += partial[r][w];
+    if (n0 + r < s.n) y[n0 + r] = sum;
+  }
+}
+
+}  // namespace v2
+
 namespace {
 
 struct Case {
@@ -57,14 +150,26 @@ void launch(const float* a, const uint8_t* b, const float* scales, float* y, con
       <<<grid, WARPS * 32>>>(a, b, scales, nullptr, nullptr, y, s);
 }
 
-struct Config {  // rows of W per block, warps per block
+template <int BITS, int ROWS, int WARPS>
+void launch_v2(const float* a, const uint8_t* b, const float* scales, float* y, const Shape& s,
+               int grid) {
+  v2::matmul_nbits_v2<BITS, 16, ROWS, WARPS><<<grid, WARPS * 32>>>(a, b, scales, y, s);
+}
+
+struct Config {  // rows of W per block, warps per block, kernel
   int rows, warps;
   Launch four, eight;
+  const char* kernel;
 };
 
 template <int ROWS, int WARPS>
 Config config() {
-  return {ROWS, WARPS, &launch<4, ROWS, WARPS>, &launch<8, ROWS, WARPS>};
+  return {ROWS, WARPS, &launch<4, ROWS, WARPS>, &launch<8, ROWS, WARPS>, "gk"};
+}
+
+template <int ROWS, int WARPS>
+Config config_v2() {
+  return {ROWS, WARPS, &launch_v2<4, ROWS, WARPS>, &launch_v2<8, ROWS, WARPS>, "v2"};
 }
 
 double copy_rate() {
@@ -133,11 +238,13 @@ int main(int argc, char** argv) {
                         {32000, 4096, 4, 32}};
   const Config configs[] = {config<4, 4>(),  config<8, 4>(),  config<16, 4>(), config<8, 2>(),
                             config<16, 2>(), config<4, 8>(),  config<8, 8>(),  config<16, 1>(),
-                            config<32, 2>(), config<32, 4>(), config<2, 4>()};
+                            config<32, 2>(), config<32, 4>(), config<2, 4>(),
+                            config_v2<4, 4>(), config_v2<8, 4>(), config_v2<16, 4>(),
+                            config_v2<8, 8>()};
   std::printf(
-      "| N | K | bits | block | rows/block | warps | us | GB/s | %% of copy | read floor us | "
+      "| N | K | bits | block | kernel | rows/block | warps | us | GB/s | %% of copy | read floor us | "
       "%% of floor | max err |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::mt19937 gen(0);
   uint32_t* d_sink;
   CHECK(cudaMalloc(&d_sink, 1 << 20));
@@ -234,8 +341,9 @@ int main(int argc, char** argv) {
       CHECK(cudaEventElapsedTime(&ms, start, stop));
       const double us = ms * 1e3 / runs;
       std::printf(
-          "| %lld | %lld | %d | %d | %d | %d | %.2f | %.0f | %.0f%% | %.2f | %.0f%% | %.1e |\n",
-          static_cast<long long>(c.n), static_cast<long long>(c.k), c.bits, c.block, cfg.rows,
+          "| %lld | %lld | %d | %d | %s | %d | %d | %.2f | %.0f | %.0f%% | %.2f | %.0f%% | %.1e |\n",
+          static_cast<long long>(c.n), static_cast<long long>(c.k), c.bits, c.block, cfg.kernel,
+          cfg.rows,
           cfg.warps, us, needed / (us / 1e6) / 1e9, 100 * needed / (us / 1e6) / rate, floor_us,
           100 * floor_us / us, err / max_want);
     }

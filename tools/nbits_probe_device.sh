@@ -12,11 +12,12 @@
 #   bash tools/nbits_probe_device.sh --ncu ""        # no profiles
 #
 # CASE and CONFIG index the probe's tables (cases: 0 = 4096 x 4096 int4 block 32 ... ; configs:
-# 0 = 4 rows 4 warps, 1 = 8 rows 4 warps, ...: benchmarks/matmul_nbits_probe.cu). Output goes to
+# 0 = 4 rows 4 warps, 1 = 8 rows 4 warps, ..., 12 = the v2 kernel at 8 rows 4 warps:
+# benchmarks/matmul_nbits_probe.cu). Output goes to
 # $OUT (the device tool's folder) or /tmp/gk-out: nbits_probe.md, ncu_nbits_CASE_CONFIG.txt.
 set -uo pipefail
 
-RUNS=200 NCU="0:1 4:1"
+RUNS=200 NCU="0:1 0:12 4:1"
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
