@@ -17,6 +17,7 @@
 namespace graphkiln {
 
 // A kernel for a "Conv" step this loop serves (f32, 2-D, one group, at most 8 input channels,
+// at least 24 output channels,
 // no dilation, plain X, channels-last Y, constant W of at most 128 KiB packed, a post-op chain of relu / clip / linear /
 // hardswish / hardsigmoid, optionally closed by swish); nullptr for any other step, and on a
 // CPU without AVX-512. GRAPHKILN_CPU_STEM=0 turns it off (such steps stay on oneDNN).

@@ -2,8 +2,8 @@
 # Copyright graphkiln authors
 """A CNN's first convolution (few input channels, plain image in, channels-last maps out) on
 graphkiln's direct stem kernel (src/cpu/stem_conv.cpp): against ref over window sizes 1-7,
-strides 1-4, asymmetric and wide pads, odd image sizes, batches, output channel counts that
-are not multiples of 16 or take several passes, no bias, a bias computed by the graph, and
+strides 1-4, asymmetric and wide pads, odd image sizes, batches, output channel counts (24 and
+more) that are not multiples of 16 or take several passes, no bias, a bias computed by the graph, and
 the epilogues it fuses (relu, leaky relu, clip, hardswish, hardsigmoid, a closing swish);
 steps it does not serve stay on oneDNN; the same values with it turned off
 (GRAPHKILN_CPU_STEM=0), from concurrent runs and after a save / load round trip."""
@@ -83,7 +83,7 @@ CASES = [
     # batch, c, k, kernel, stride, pads (top, left, bottom, right), h, w, bias, epilogue
     (1, 3, 64, (3, 3), 2, (0, 0, 0, 0), 45, 45, "constant", "relu"),  # SqueezeNet
     (1, 3, 32, (3, 3), 2, (1, 1, 1, 1), 38, 41, "constant", "relu6"),  # MobileNetV2
-    (1, 3, 16, (3, 3), 2, (1, 1, 1, 1), 33, 30, "constant", "hardswish"),  # MobileNetV3
+    (1, 3, 24, (3, 3), 2, (1, 1, 1, 1), 33, 30, "constant", "hardswish"),  # MobileNetV3-like
     (1, 3, 32, (3, 3), 2, (1, 1, 1, 1), 32, 32, "constant", "swish"),  # EfficientNet
     (2, 3, 64, (7, 7), 2, (3, 3, 3, 3), 29, 31, "constant", "relu"),  # ResNet
     (1, 3, 96, (4, 4), 4, (0, 0, 0, 0), 36, 44, "constant", "none"),  # ConvNeXt: two passes
@@ -91,7 +91,7 @@ CASES = [
     (3, 1, 40, (5, 5), 1, (2, 0, 1, 3), 17, 19, "computed", "hardsigmoid"),
     (1, 4, 100, (3, 3), 3, (4, 4, 4, 4), 20, 23, "constant", "relu_swish"),  # wide pads
     (1, 8, 136, (1, 1), 1, (0, 0, 0, 0), 9, 13, "constant", "relu"),
-    (1, 2, 17, (6, 2), 2, (0, 1, 0, 0), 16, 7, "constant", "none"),  # image narrower than rows
+    (1, 2, 72, (6, 2), 2, (0, 1, 0, 0), 16, 7, "constant", "none"),  # passes of 4 and 1 vectors
 ]
 
 
@@ -113,7 +113,8 @@ def test_stem_matches_ref(
 @pytest.mark.parametrize(
     "c,k,kernel,group",
     [
-        (9, 16, (3, 3), 1),  # more input channels than a stem's
+        (9, 32, (3, 3), 1),  # more input channels than a stem's
+        (3, 16, (3, 3), 1),  # fewer maps than it pays for
         (3, 768, (16, 16), 1),  # a ViT's patches: 2.4 MB of packed weights
         (4, 16, (3, 3), 2),  # grouped
     ],
