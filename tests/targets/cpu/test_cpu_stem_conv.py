@@ -2,10 +2,10 @@
 # Copyright graphkiln authors
 """A CNN's first convolution (few input channels, plain image in, channels-last maps out) on
 graphkiln's direct stem kernel (src/cpu/stem_conv.cpp): against ref over window sizes 1-7,
-strides 1-4, asymmetric and wide pads, odd image sizes, batches, output channel counts (24 and
-more) that are not multiples of 16 or take several passes, no bias, a bias computed by the graph, and
-the epilogues it fuses (relu, leaky relu, clip, hardswish, hardsigmoid, a closing swish);
-steps it does not serve stay on oneDNN; the same values with it turned off
+strides 1-4, asymmetric and wide pads, odd image sizes, batches, output channel counts (24
+and more) that are not multiples of 16 or take several passes, no bias, a bias computed by
+the graph, and the epilogues it fuses (relu, leaky relu, clip, hardswish, hardsigmoid, a
+closing swish); steps it does not serve stay on oneDNN; the same values with it turned off
 (GRAPHKILN_CPU_STEM=0), from concurrent runs and after a save / load round trip."""
 
 import threading
@@ -91,7 +91,7 @@ CASES = [
     (3, 1, 40, (5, 5), 1, (2, 0, 1, 3), 17, 19, "computed", "hardsigmoid"),
     (1, 4, 100, (3, 3), 3, (4, 4, 4, 4), 20, 23, "constant", "relu_swish"),  # wide pads
     (1, 8, 136, (1, 1), 1, (0, 0, 0, 0), 9, 13, "constant", "relu"),
-    (1, 2, 72, (6, 2), 2, (0, 1, 0, 0), 16, 7, "constant", "none"),  # passes of 4 and 1 vectors
+    (1, 2, 72, (6, 2), 2, (0, 1, 0, 0), 16, 7, "constant", "none"),  # passes of 4 + 1 vectors
 ]
 
 
