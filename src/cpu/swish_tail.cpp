@@ -21,12 +21,13 @@ __attribute__((target_clones("avx2", "default"))) void swish_run_portable(float*
   for (int64_t i = 0; i < n; ++i) x[i] = x[i] * fastmath::sigmoid(alpha * x[i]);
 }
 
-// AVX-512: exp(-alpha x) as 2^k * e^r (the same polynomial as fastmath::exp, the power of two
-// by vscalefps), and 1 / (1 + e) by vrcp14ps and one Newton step (relative error ~2^-28)
-// instead of a division, whose 16-lane throughput bounded the loop (~30 cycles a vector).
-// -alpha x is clamped to 88 so that 1 + e stays finite (the step needs it), and there the
-// reciprocal is taken as 0: the exact x * sigmoid is below 1e-36 in magnitude, and x = -inf
-// gives NaN, as x * sigmoid(x) does.
+// AVX-512: exp(-alpha x) as 2^k * e^r (the same polynomial as fastmath::exp; the power of two
+// by vscalefps: fastmath::exp_v's clamps, selects and shifts made this loop 1.4x slower), and
+// 1 / (1 + e) by vrcp14ps and one Newton step (relative error ~2^-28) instead of a division,
+// whose 16-lane throughput bounded the loop (~30 cycles a vector). -alpha x is clamped to 88
+// so that 1 + e stays finite (the step needs it), and there the reciprocal is taken as 0: the
+// exact x * sigmoid is below 1e-36 in magnitude, and x = -inf gives NaN, as x * sigmoid(x)
+// does.
 __attribute__((target("avx512f"))) inline __m512 swish16(__m512 x, __m512 alpha) {
   const __m512 v = _mm512_min_ps(_mm512_mul_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), alpha)),
                                  _mm512_set1_ps(88.0f));

@@ -166,3 +166,18 @@ def test_large_output_two_threads_and_concurrent_runs(monkeypatch):
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+@pytest.mark.parametrize("scale", [1.0, 60.0])
+def test_swish_epilogue_wide_range(scale):
+    """The closing swish the cpu kernels apply after the convolution (cpu/swish_tail.cpp, its
+    AVX-512 loop with a masked tail): 13 channels x 5 x 7 pixels (not a multiple of 16), values
+    to +-hundreds (exp's clamp, results of ~1e-40 and of x itself)."""
+    inits = {"w": rand((13, 3, 3, 3), 1) * scale, "b": rand((13,), 2) * scale}
+    nodes = [
+        node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        node("Sigmoid", ["c"], ["s"]),
+        node("Mul", ["c", "s"], ["y"]),
+    ]
+    model = onnx_model(nodes, {"x": (1, 3, 5, 7)}, {"y": (1, 13, 5, 7)}, inits)
+    check_cpu(model, {"x": rand((1, 3, 5, 7))}, rtol=RTOL, atol=ATOL)
