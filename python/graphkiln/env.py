@@ -31,8 +31,9 @@ VARIABLES = {
     "GRAPHKILN_ONEDNN_IMPL": "1 prints the oneDNN implementation each cpu kernel chose when "
     "it is built (read by the C++ core)",
     "GRAPHKILN_CPU_WINOGRAD": "0: 3x3 stride-1 Conv steps stay on oneDNN's direct kernels "
-    "(default: Winograd F(4x4, 3x3) where its cost model says it pays); avx2: its AVX2 build "
-    "even on AVX-512 CPUs (read by the C++ core when a kernel is built)",
+    "(default: Winograd F(4x4, 3x3) where its cost model says it pays); always: Winograd for "
+    "every step it can serve; avx2: the same with its AVX2 build even on AVX-512 CPUs (both "
+    "for tests; read by the C++ core when a kernel is built)",
     "GRAPHKILN_CPU_ATTENTION_TILES": "0: the cpu Attention kernel's Q K^T and P V products "
     "run on oneDNN's sgemm (default on AVX-512 CPUs: graphkiln's register tiles; read by the "
     "C++ core when a kernel is built)",

@@ -41,13 +41,21 @@ using winograd::Problem;
 // The widest build of the inner loops this CPU runs (null without AVX2 + FMA); `avx2_only`
 // takes the AVX2 one even where AVX-512 is there (GRAPHKILN_CPU_WINOGRAD=avx2: tests).
 const Isa* cpu_isa(bool avx2_only) {
-  static const Isa avx512{16, 32, winograd::block_avx512, "avx512"};
-  static const Isa avx2{8, 16, winograd::block_avx2, "avx2"};
+  static const Isa avx512{16, 32, winograd::inputs_avx512, winograd::products_avx512, "avx512"};
+  static const Isa avx2{8, 16, winograd::inputs_avx2, winograd::products_avx2, "avx2"};
   if (cpu_features::avx512() && !avx2_only) return &avx512;
   return cpu_features::avx2_fma() ? &avx2 : nullptr;
 }
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// Tiles in one block of a run: V and M of the block in about 2 MiB (L2 or the near L3), at
+// least one micro-kernel's rows and at most 16 of them.
+int64_t block_tiles(int64_t channels, int64_t maps, int lanes, int chunk) {
+  const int64_t per_tile = kPoints * (round_up(channels, lanes) + round_up(maps, chunk)) *
+                           static_cast<int64_t>(sizeof(float));
+  return std::clamp<int64_t>((2 << 20) / per_tile / kRows * kRows, kRows, 16 * kRows);
+}
 
 // U[q][xi][c][j] = (G g G^T)[xi] for output channel k = q * chunk + j (zero past K).
 void transform_weights(const float* w, int64_t K, int64_t C, int chunk, float* u) {
@@ -74,6 +82,14 @@ void transform_weights(const float* w, int64_t K, int64_t C, int chunk, float* u
         }
     }
   }
+}
+
+// The V of every tile of a run whose threads share it (see Split), from the thread that
+// calls run(): one buffer per calling thread, apart from thread_scratch's, grown as needed.
+float* run_scratch(size_t floats) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < floats) buffer.resize(floats);
+  return buffer.data();
 }
 
 // V and M of the calling thread's block: one buffer per thread, shared by every Winograd
@@ -206,57 +222,106 @@ class WinogradConvKernel : public Kernel {
 
     const int threads = omp_get_max_threads();
     const Split split = split_for(threads);
-    const int64_t items = split.blocks * split.groups;
-    const size_t rows = static_cast<size_t>(round_up(split.tile_block, kRows));
-    const size_t v_floats = kPoints * rows * static_cast<size_t>(p.c_pad);
-    const size_t m_floats = kPoints * rows * static_cast<size_t>(split.per_group * isa_.chunk);
-    const int64_t tiles = p.batch * p.tiles_h * p.tiles_w;
-    const int64_t chunks = p.k_pad / isa_.chunk;
-#pragma omp parallel for schedule(dynamic, 1) if (items > 1)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t b = item / split.groups, g = item % split.groups;
-      const int64_t t0 = b * split.tile_block, count = std::min(split.tile_block, tiles - t0);
-      const int64_t q0 = g * split.per_group, q1 = std::min(chunks, q0 + split.per_group);
-      float* v = thread_scratch(v_floats + m_floats);
-      isa_.block(p, t0, count, q0, q1, v, v + v_floats);
-    }
+    if (split.shared_inputs) run_shared_inputs(p, split);
+    else run_blocks(p, split);
   }
 
   std::string description() const {  // what GRAPHKILN_ONEDNN_IMPL prints
     const Problem& p = problem_;
+    const int threads = omp_get_max_threads();
+    const Split split = split_for(threads);
     return "graphkiln winograd F(4x4,3x3) " + std::string(isa_.name) + ": " +
            std::to_string(p.batch * p.tiles_h * p.tiles_w) + " tiles, " +
            std::to_string(p.channels) + " -> " + std::to_string(p.maps) + " channels, " +
-           std::to_string(post_.count) + " post-ops";
+           std::to_string(post_.count) + " post-ops; " + std::to_string(threads) +
+           " thread(s): " + std::to_string(split.blocks) + " block(s) x " +
+           std::to_string(split.groups) + " chunk group(s)" +
+           (split.shared_inputs ? ", inputs transformed once for all groups" : "");
   }
 
  private:
-  // How a run's work is cut for `threads`: blocks of tiles (V and M of a block in about
-  // 2 MiB, L2 or the near L3; at least one micro-kernel's rows and at most 16; each block
-  // reads all of U, so few, large blocks where the weights are large), and where that gives
-  // fewer than two pieces a thread, groups of output-channel chunks (each reads its part of
-  // U, at the price of its own input transform), then smaller blocks.
+  // How a run's work is cut for `threads` (at least two pieces a thread where there are
+  // several, so that a worker the OS preempts is covered by the others):
+  //   - blocks of tiles (block_tiles); each block reads all of U, so few, large blocks where
+  //     the weights are large;
+  //   - where that gives too few pieces and U outweighs the V of all tiles (deep layers, few
+  //     tiles), groups of output-channel chunks instead: each reads its part of U and the
+  //     one V the threads transformed together first (shared_inputs; at most
+  //     kSharedInputsBytes of it);
+  //   - otherwise, or still too few, smaller blocks (each rereads U, which is small there).
+  static constexpr int64_t kSharedInputsBytes = 16 << 20;
   struct Split {
     int64_t tile_block, blocks, groups, per_group;
+    bool shared_inputs;
   };
-  Split split_for(int threads) {
-    if (threads == split_threads_) return split_;
+
+  // Each work item transforms its own block's inputs, then multiplies and transforms back.
+  void run_blocks(const Problem& p, const Split& split) {
+    const int64_t items = split.blocks * split.groups;
+    const size_t rows = static_cast<size_t>(round_up(split.tile_block, kRows));
+    const size_t v_floats = kPoints * rows * static_cast<size_t>(p.c_pad);
+    const size_t m_floats = kPoints * rows * static_cast<size_t>(split.per_group * isa_.chunk);
+#pragma omp parallel for schedule(dynamic, 1) if (items > 1)
+    for (int64_t item = 0; item < items; ++item) {
+      float* v = thread_scratch(v_floats + m_floats);
+      const Piece piece = piece_of(p, split, item);
+      isa_.inputs(p, piece.t0, piece.count, v);
+      isa_.products(p, piece.t0, piece.count, piece.q0, piece.q1, v, v + v_floats);
+    }
+  }
+
+  // The threads first transform every tile's inputs once, into one V, kRows tiles at a time;
+  // then each work item multiplies its block of that V by its group of chunks.
+  void run_shared_inputs(const Problem& p, const Split& split) {
+    const int64_t items = split.blocks * split.groups;
+    const int64_t tiles = p.batch * p.tiles_h * p.tiles_w;
+    const int64_t v_tile = kPoints * p.c_pad, steps = (tiles + kRows - 1) / kRows;
+    float* v = run_scratch(static_cast<size_t>(steps * kRows * v_tile));
+    const size_t m_floats = kPoints * static_cast<size_t>(round_up(split.tile_block, kRows)) *
+                            static_cast<size_t>(split.per_group * isa_.chunk);
+#pragma omp parallel
+    {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t step = 0; step < steps; ++step) {
+        const int64_t t0 = step * kRows;
+        isa_.inputs(p, t0, std::min<int64_t>(kRows, tiles - t0), v + t0 * v_tile);
+      }
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t item = 0; item < items; ++item) {
+        const Piece piece = piece_of(p, split, item);
+        isa_.products(p, piece.t0, piece.count, piece.q0, piece.q1, v + piece.t0 * v_tile,
+                      thread_scratch(m_floats));
+      }
+    }
+  }
+
+  struct Piece {
+    int64_t t0, count, q0, q1;  // tiles [t0, t0 + count), chunks [q0, q1)
+  };
+  Piece piece_of(const Problem& p, const Split& split, int64_t item) const {
+    const int64_t tiles = p.batch * p.tiles_h * p.tiles_w, chunks = p.k_pad / isa_.chunk;
+    const int64_t b = item / split.groups, g = item % split.groups;
+    const int64_t t0 = b * split.tile_block, q0 = g * split.per_group;
+    return {t0, std::min(split.tile_block, tiles - t0), q0, std::min(chunks, q0 + split.per_group)};
+  }
+
+  Split split_for(int threads) const {
     const Problem& p = problem_;
     const int64_t tiles = p.batch * p.tiles_h * p.tiles_w, chunks = p.k_pad / isa_.chunk;
-    const int64_t per_tile = kPoints * (p.c_pad + p.k_pad) * static_cast<int64_t>(sizeof(float));
-    const int64_t cap =
-        std::clamp<int64_t>((2 << 20) / per_tile / kRows * kRows, kRows, 16 * kRows);
+    const int64_t cap = block_tiles(p.channels, p.maps, isa_.lanes, isa_.chunk);
+    const int64_t most_blocks = (tiles + kRows - 1) / kRows;
+    const int64_t wanted = threads > 1 ? 2 * static_cast<int64_t>(threads) : 1;
+    const int64_t u_bytes = kPoints * p.channels * p.k_pad * static_cast<int64_t>(sizeof(float));
+    const int64_t v_bytes =
+        most_blocks * kRows * kPoints * p.c_pad * static_cast<int64_t>(sizeof(float));
     int64_t blocks = (tiles + cap - 1) / cap, groups = 1;
-    const int64_t wanted = threads > 1 ? 2 * threads : 1;
-    if (blocks < wanted) groups = std::min(chunks, (wanted + blocks - 1) / blocks);
+    if (blocks < wanted && u_bytes > v_bytes && v_bytes <= kSharedInputsBytes)
+      groups = std::min(chunks, (wanted + blocks - 1) / blocks);
     const int64_t per_group = (chunks + groups - 1) / groups;
     groups = (chunks + per_group - 1) / per_group;
-    if (blocks * groups < wanted)
-      blocks = std::min((tiles + kRows - 1) / kRows, (wanted + groups - 1) / groups);
+    if (blocks * groups < wanted) blocks = std::min(most_blocks, (wanted + groups - 1) / groups);
     const int64_t tile_block = round_up((tiles + blocks - 1) / blocks, kRows);
-    split_ = {tile_block, (tiles + tile_block - 1) / tile_block, groups, per_group};
-    split_threads_ = threads;
-    return split_;
+    return {tile_block, (tiles + tile_block - 1) / tile_block, groups, per_group, groups > 1};
   }
 
   const Isa& isa_;
@@ -265,18 +330,22 @@ class WinogradConvKernel : public Kernel {
   std::shared_ptr<void> u_owner_;
   std::vector<float> bias_;
   bool has_bias_ = false, bias_is_constant_ = false;
-  Split split_{};
-  int split_threads_ = 0;
 };
 
 // Whether F(4x4, 3x3) is expected to beat oneDNN's direct convolution. A cost model in
-// nanoseconds per pair of input and output channels, its constants measured on one core of
-// the 2-core AVX-512 VM (benchmarks/results/winograd_cpu.md): direct 2 x 9 multiply-adds per
-// output pixel at ~110 GFLOP/s; Winograd 2 x 36 per micro-kernel row at ~100 GFLOP/s, plus
-// reading the transformed weights (36 floats per channel pair, from memory at ~20 GB/s) once
-// per block of tiles, plus the transforms (~7 ns per tile and channel, in or out). Winograd
-// is taken where it costs at most 0.8 of the direct convolution: large images and batches,
-// not the few tiles of a deep layer at batch 1, where its weights are 4x the direct ones.
+// nanoseconds per pair of input and output channels and per thread, its constants fitted to
+// 3x3 layers measured where other weights share the caches (ResNet-50's, and chains of 8-10
+// such convolutions) at 1 and 2 threads on a 2-core AVX-512 VM (benchmarks/results/
+// winograd_cpu.md):
+//   direct: 2 x 9 multiply-adds per output pixel at ~165 GFLOP/s, plus its weights (9
+//     floats) read once at ~12 GB/s;
+//   Winograd: 2 x 36 multiply-adds per micro-kernel row at ~116 GFLOP/s, the transforms
+//     (~7 ns per tile and channel, in or out), and the transformed weights (36 floats) read
+//     once from memory at ~12 GB/s and again per further block of tiles at ~24 GB/s (from
+//     the last-level cache).
+// Winograd is taken where it costs at most 0.8 of the direct convolution: large images and
+// batches, not the few tiles of a deep layer at batch 1, where its weights are 4x the direct
+// ones and reading them is about half its time.
 bool saves_enough(const KernelSpec& spec) {
   const TensorInfo& y = spec.outputs[0];
   const double C = static_cast<double>(spec.inputs[0].dims[1]), K = static_cast<double>(y.dims[1]);
@@ -284,11 +353,12 @@ bool saves_enough(const KernelSpec& spec) {
   const int64_t tiles = y.dims[0] * ((y.dims[2] + winograd::kOut - 1) / winograd::kOut) *
                         ((y.dims[3] + winograd::kOut - 1) / winograd::kOut);
   const double pixels = static_cast<double>(y.dims[0] * y.dims[2] * y.dims[3]);
-  const double direct = 18.0 * pixels / 110.0;
-  const int64_t blocks = (tiles + 16 * kRows - 1) / (16 * kRows);
-  const double wino = 72.0 * static_cast<double>(round_up(tiles, kRows)) / 100.0 +
-                      144.0 * static_cast<double>(blocks) / 20.0 +
-                      7.0 * (C + K) * static_cast<double>(tiles) / (C * K);
+  const double direct = 18.0 * pixels / 165.0 + 36.0 / 12.0;
+  const int64_t cap = block_tiles(spec.inputs[0].dims[1], y.dims[1], 16, 32);
+  const double blocks = static_cast<double>((tiles + cap - 1) / cap);
+  const double wino = 72.0 * static_cast<double>(round_up(tiles, kRows)) / 116.0 +
+                      7.0 * (C + K) * static_cast<double>(tiles) / (C * K) + 144.0 / 12.0 +
+                      144.0 * (blocks - 1) / 24.0;
   return wino <= 0.8 * direct;
 }
 
@@ -319,7 +389,8 @@ std::unique_ptr<Kernel> make_winograd_conv(const KernelSpec& spec) {
   if (spec.has_input(2) && (spec.inputs[2].dtype != DType::f32 ||
                             spec.inputs[2].numel() != y.dims[1] || !spec.inputs[2].is_contiguous()))
     return nullptr;
-  if (!saves_enough(spec)) return nullptr;
+  const bool always = choice == "always" || choice == "avx2";  // tests: every step it serves
+  if (!always && !saves_enough(spec)) return nullptr;
   PostPlan post;
   if (!plan_post_ops(spec, post)) return nullptr;
   auto kernel = std::make_unique<WinogradConvKernel>(spec, *isa, post);

@@ -17,8 +17,9 @@ namespace graphkiln {
 // group, channels-last X and Y, constant W, at least 16 channels in and out, a post-op chain
 // of relu / clip / linear and binary add / sub / mul / max / min over Y-shaped (channels-last
 // or plain) or per-channel operands) when it saves enough multiplications; nullptr for any other step.
-// GRAPHKILN_CPU_WINOGRAD=0 turns it off (every Conv stays on oneDNN); =avx2 runs the AVX2
-// build of its loops even on an AVX-512 CPU (so that tests cover both).
+// GRAPHKILN_CPU_WINOGRAD=0 turns it off (every Conv stays on oneDNN); =always takes it for
+// every step it serves, whatever the cost model says, and =avx2 does so with the AVX2 build
+// of its loops even on an AVX-512 CPU (both for tests: the kernel on any shape, on both ISAs).
 std::unique_ptr<Kernel> make_winograd_conv(const KernelSpec& spec);
 
 namespace winograd {
@@ -55,24 +56,29 @@ struct Problem {
   PostOp post[kMaxPostOps];
 };
 
-// Tiles [t0, t0 + count) (count <= the scratch's tile capacity), output channel chunks
-// [chunk0, chunk1): transform the inputs, multiply, transform back with bias and post-ops.
-// `v` holds 36 x round_up(count, kRows) x c_pad floats, `m` 36 x round_up(count, kRows) x
-// (chunk1 - chunk0) * chunk.
-using BlockFn = void (*)(const Problem& p, int64_t t0, int64_t count, int64_t chunk0,
-                         int64_t chunk1, float* v, float* m);
+// The two halves of the work on a block of tiles [t0, t0 + count):
+//   InputsFn: transform the inputs into `v` (36 x c_pad floats a tile, tile-major);
+//   ProductsFn: for output channel chunks [chunk0, chunk1), multiply `v` (read up to
+//   round_up(count, kRows) tiles) into `m` (36 x round_up(count, kRows) x
+//   (chunk1 - chunk0) * chunk floats) and transform back into Y with bias and post-ops.
+using InputsFn = void (*)(const Problem& p, int64_t t0, int64_t count, float* v);
+using ProductsFn = void (*)(const Problem& p, int64_t t0, int64_t count, int64_t chunk0,
+                            int64_t chunk1, const float* v, float* m);
 
 struct Isa {
   int lanes;   // floats per vector: 16 (AVX-512) or 8 (AVX2)
   int chunk;   // output channels per GEMM column block: 2 vectors
-  BlockFn block;
+  InputsFn inputs;
+  ProductsFn products;
   const char* name;
 };
 
-void block_avx2(const Problem& p, int64_t t0, int64_t count, int64_t chunk0, int64_t chunk1,
-                float* v, float* m);
-void block_avx512(const Problem& p, int64_t t0, int64_t count, int64_t chunk0, int64_t chunk1,
-                  float* v, float* m);
+void inputs_avx2(const Problem& p, int64_t t0, int64_t count, float* v);
+void products_avx2(const Problem& p, int64_t t0, int64_t count, int64_t chunk0, int64_t chunk1,
+                   const float* v, float* m);
+void inputs_avx512(const Problem& p, int64_t t0, int64_t count, float* v);
+void products_avx512(const Problem& p, int64_t t0, int64_t count, int64_t chunk0, int64_t chunk1,
+                     const float* v, float* m);
 
 }  // namespace winograd
 }  // namespace graphkiln

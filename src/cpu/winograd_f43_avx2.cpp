@@ -23,9 +23,13 @@
 namespace graphkiln {
 namespace winograd {
 
-void block_avx2(const Problem& p, int64_t t0, int64_t count, int64_t chunk0, int64_t chunk1,
-                float* v, float* m) {
-  f43_avx2::block(p, t0, count, chunk0, chunk1, v, m);
+void inputs_avx2(const Problem& p, int64_t t0, int64_t count, float* v) {
+  f43_avx2::inputs(p, t0, count, v);
+}
+
+void products_avx2(const Problem& p, int64_t t0, int64_t count, int64_t chunk0, int64_t chunk1,
+                   const float* v, float* m) {
+  f43_avx2::products(p, t0, count, chunk0, chunk1, v, m);
 }
 
 }  // namespace winograd

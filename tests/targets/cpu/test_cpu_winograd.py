@@ -3,10 +3,14 @@
 """3x3 stride-1 convolutions on graphkiln's Winograd F(4x4, 3x3) kernel (src/cpu/
 winograd_conv.cpp): against ref over odd image sizes, asymmetric pads, channel counts that
 are not multiples of the vector width, batches, no bias, and the fused epilogues (residual
-add, relu, clip, per-channel mul); chosen only where its cost model says it pays; the same
-results with it turned off (GRAPHKILN_CPU_WINOGRAD=0), from concurrent runs and after a
-save / load round trip (its packed weights saved with the program)."""
+add, relu, clip, per-channel mul), with the kernel forced (GRAPHKILN_CPU_WINOGRAD=always /
+avx2) so that small shapes exercise it; both ways of cutting a run over threads (blocks of
+tiles; chunk groups over inputs transformed once); chosen by its cost model where it pays
+and only there; the same results with it turned off (GRAPHKILN_CPU_WINOGRAD=0), from
+concurrent runs and after a save / load round trip (its packed weights saved with the
+program)."""
 
+import os
 import threading
 
 import numpy as np
@@ -91,8 +95,7 @@ def test_winograd_matches_ref(batch, c, k, h, w, pads, bias, epilogue, isa, capf
     """`isa`: the widest build of the inner loops the CPU has, or the AVX2 one (8-float
     vectors, 16-channel GEMM columns) wherever AVX2 is."""
     monkeypatch.setenv("GRAPHKILN_ONEDNN_IMPL", "1")
-    if isa == "avx2":
-        monkeypatch.setenv("GRAPHKILN_CPU_WINOGRAD", "avx2")
+    monkeypatch.setenv("GRAPHKILN_CPU_WINOGRAD", "avx2" if isa == "avx2" else "always")
     model, feeds = _block(batch, c, k, h, w, pads, bias, epilogue)
     check_cpu(model, feeds, rtol=RTOL, atol=ATOL)
     steps = _winograd_steps(capfd.readouterr().err)
@@ -103,10 +106,56 @@ def test_winograd_matches_ref(batch, c, k, h, w, pads, bias, epilogue, isa, capf
         assert "winograd F(4x4,3x3) avx2" in steps[0]
 
 
+@pytest.mark.parametrize(
+    "c,h,split",
+    [
+        # 25 tiles, transformed weights (1.3 MB) outweigh the inputs' V (0.4 MB): the threads
+        # transform the inputs once, then each takes chunk groups
+        (96, 20, "inputs transformed once for all groups"),
+        # 100 tiles, small weights: blocks of tiles, each transforming its own inputs
+        (32, 40, "4 block(s) x 1 chunk group(s)"),
+    ],
+)
+def test_split_over_two_threads(c, h, split, capfd, monkeypatch):
+    """At 2 threads (GRAPHKILN_ADAPT_THREADS=0: no 1-thread twin when the machine is busy),
+    both ways of cutting the work give ref's values; the build reports which one it took."""
+    if not _has_avx2_fma():
+        pytest.skip("this CPU has no AVX2 / FMA: every Conv stays on oneDNN")
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: GRAPHKILN_NUM_THREADS cannot be 2")
+    monkeypatch.setenv("GRAPHKILN_NUM_THREADS", "2")
+    monkeypatch.setenv("GRAPHKILN_ADAPT_THREADS", "0")
+    monkeypatch.setenv("GRAPHKILN_ONEDNN_IMPL", "1")
+    monkeypatch.setenv("GRAPHKILN_CPU_WINOGRAD", "always")
+    model, feeds = _block(1, c, c, h, h, (1, 1, 1, 1), True, "add_relu")
+    check_cpu(model, feeds, rtol=RTOL, atol=ATOL)
+    steps = _winograd_steps(capfd.readouterr().err)
+    assert len(steps) == 1 and "2 thread(s)" in steps[0] and split in steps[0], steps
+
+
+@pytest.mark.parametrize(
+    "batch,c,h",
+    [
+        (1, 64, 56),  # ResNet's first stage: 196 tiles of 64 channels
+        (1, 128, 28),  # its second: 49 tiles of 128
+        (4, 256, 14),  # its third at batch 4: 64 tiles of 256
+    ],
+)
+def test_chosen_where_it_pays(batch, c, h, capfd, monkeypatch):
+    monkeypatch.setenv("GRAPHKILN_ONEDNN_IMPL", "1")
+    model, feeds = _block(batch, c, c, h, h, (1, 1, 1, 1), True, "relu")
+    check_cpu(model, feeds, rtol=RTOL, atol=ATOL)
+    if not _has_avx2_fma():
+        pytest.skip("this CPU has no AVX2 / FMA: every Conv stays on oneDNN")
+    assert len(_winograd_steps(capfd.readouterr().err)) == 1
+
+
 def test_turned_off_gives_the_same_values(capfd, monkeypatch):
     model, feeds = _block(2, 32, 32, 16, 16, (1, 1, 1, 1), True, "add_relu")
     monkeypatch.setenv("GRAPHKILN_ONEDNN_IMPL", "1")
+    monkeypatch.setenv("GRAPHKILN_CPU_WINOGRAD", "always")
     on = gk.parse_onnx_buffer(model).compile("cpu").run(feeds)[0]
+    assert _has_avx2_fma() is bool(_winograd_steps(capfd.readouterr().err))
     monkeypatch.setenv("GRAPHKILN_CPU_WINOGRAD", "0")
     capfd.readouterr()
     off = check_cpu(model, feeds, rtol=RTOL, atol=ATOL)[0]
@@ -120,6 +169,7 @@ def test_turned_off_gives_the_same_values(capfd, monkeypatch):
         (1, 256, 4),  # one tile: 36 points against 16 outputs, padded to a micro-kernel
         (1, 512, 7),  # four tiles of a deep layer: its weights would cost more than it saves
         (1, 8, 32),  # too few channels for the transforms to pay
+        (1, 256, 14),  # 16 tiles of 256 channels: reading its weights costs more than it saves
     ],
 )
 def test_not_chosen_where_it_does_not_pay(batch, c, h, capfd, monkeypatch):
@@ -129,7 +179,8 @@ def test_not_chosen_where_it_does_not_pay(batch, c, h, capfd, monkeypatch):
     assert not _winograd_steps(capfd.readouterr().err)
 
 
-def test_concurrent_runs():
+def test_concurrent_runs(monkeypatch):
+    monkeypatch.setenv("GRAPHKILN_CPU_WINOGRAD", "always")
     model, _ = _block(2, 32, 32, 20, 20, (1, 1, 1, 1), True, "add_relu")
     program = gk.parse_onnx_buffer(model).compile("cpu")
     ref = gk.parse_onnx_buffer(model).compile("ref")
@@ -153,7 +204,8 @@ def test_concurrent_runs():
     assert not errors, errors[0]
 
 
-def test_saved_program_keeps_the_packed_weights(tmp_path):
+def test_saved_program_keeps_the_packed_weights(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRAPHKILN_CPU_WINOGRAD", "always")
     model, feeds = _block(2, 32, 48, 12, 12, (1, 1, 1, 1), True, "relu")
     program = gk.parse_onnx_buffer(model).compile("cpu")
     expected = program.run(feeds)[0]
@@ -175,7 +227,7 @@ def test_saved_on_one_isa_loaded_on_another(tmp_path, monkeypatch):
     expected = program.run(feeds)[0]
     path = tmp_path / "block.gkp"
     gk.save(program, path)
-    monkeypatch.delenv("GRAPHKILN_CPU_WINOGRAD")
+    monkeypatch.setenv("GRAPHKILN_CPU_WINOGRAD", "always")
     loaded = gk.load(path)
     np.testing.assert_allclose(
         loaded.run(feeds)[0], expected, rtol=RTOL, atol=ATOL * float(np.abs(expected).max())
