@@ -49,7 +49,7 @@ inline __m512 apply_post(const Problem& p, __m512 v) {
 template <int V>
 inline void finish(const Problem& p, const __m512* acc, int64_t kv0, __mmask16 last_mask,
                    int64_t vectors, float* out) {
-#pragma unroll
+#pragma GCC unroll 16
   for (int v = 0; v < V; ++v) {
     const int64_t k = (kv0 + v) * kLanes;
     __m512 r = _mm512_add_ps(acc[v], _mm512_loadu_ps(p.bias + k));
@@ -59,34 +59,35 @@ inline void finish(const Problem& p, const __m512* acc, int64_t kv0, __mmask16 l
   }
 }
 
-// P pixels from ow, all inside the image's columns; window rows [kh_lo, kh_hi)
-template <int V, int P>
+// P pixels from ow, all inside the image's columns; window rows [kh_lo, kh_hi); KWc the
+// window's width where it is known when compiled (3: the common stems), else 0
+template <int V, int P, int KWc>
 inline void block(const Problem& p, const float* x, int64_t ih0, int64_t kh_lo, int64_t kh_hi,
                   int64_t ow, int64_t kv0, __mmask16 last_mask, int64_t vectors, float* y) {
   __m512 acc[P][V];
-#pragma unroll
+#pragma GCC unroll 16
   for (int q = 0; q < P; ++q)
-#pragma unroll
+#pragma GCC unroll 16
     for (int v = 0; v < V; ++v) acc[q][v] = _mm512_setzero_ps();
-  const int64_t KW = p.kernel_w, sw = p.stride_w, kp = p.k_pad;
+  const int64_t KW = KWc > 0 ? KWc : p.kernel_w, sw = p.stride_w, kp = p.k_pad;
   for (int64_t c = 0; c < p.channels; ++c) {
     for (int64_t kh = kh_lo; kh < kh_hi; ++kh) {
       const float* xr = x + (c * p.in_h + ih0 + kh) * p.in_w + ow * sw - p.pad_left;
       const float* wr = p.w + (c * p.kernel_h + kh) * KW * kp + kv0 * kLanes;
       for (int64_t kw = 0; kw < KW; ++kw) {
         __m512 wv[V];
-#pragma unroll
+#pragma GCC unroll 16
         for (int v = 0; v < V; ++v) wv[v] = _mm512_loadu_ps(wr + kw * kp + v * kLanes);
-#pragma unroll
+#pragma GCC unroll 16
         for (int q = 0; q < P; ++q) {
           const __m512 b = _mm512_set1_ps(xr[q * sw + kw]);
-#pragma unroll
+#pragma GCC unroll 16
           for (int v = 0; v < V; ++v) acc[q][v] = _mm512_fmadd_ps(b, wv[v], acc[q][v]);
         }
       }
     }
   }
-#pragma unroll
+#pragma GCC unroll 16
   for (int q = 0; q < P; ++q) finish<V>(p, acc[q], kv0, last_mask, vectors, y + (ow + q) * p.maps);
 }
 
@@ -95,7 +96,7 @@ template <int V>
 inline void single(const Problem& p, const float* x, int64_t ih0, int64_t kh_lo, int64_t kh_hi,
                    int64_t ow, int64_t kv0, __mmask16 last_mask, int64_t vectors, float* y) {
   __m512 acc[V];
-#pragma unroll
+#pragma GCC unroll 16
   for (int v = 0; v < V; ++v) acc[v] = _mm512_setzero_ps();
   const int64_t KW = p.kernel_w, kp = p.k_pad, iw0 = ow * p.stride_w - p.pad_left;
   const int64_t kw_lo = std::max<int64_t>(0, -iw0), kw_hi = std::min<int64_t>(KW, p.in_w - iw0);
@@ -105,7 +106,7 @@ inline void single(const Problem& p, const float* x, int64_t ih0, int64_t kh_lo,
       const float* wr = p.w + (c * p.kernel_h + kh) * KW * kp + kv0 * kLanes;
       for (int64_t kw = kw_lo; kw < kw_hi; ++kw) {
         const __m512 b = _mm512_set1_ps(xr[kw]);
-#pragma unroll
+#pragma GCC unroll 16
         for (int v = 0; v < V; ++v)
           acc[v] = _mm512_fmadd_ps(b, _mm512_loadu_ps(wr + kw * kp + v * kLanes), acc[v]);
       }
@@ -116,7 +117,9 @@ inline void single(const Problem& p, const float* x, int64_t ih0, int64_t kh_lo,
 
 template <int V>
 void pass(const Problem& p, const float* x, int64_t oh, int64_t kv0, float* y) {
-  constexpr int P = V <= 2 ? 8 : 4;  // P x V accumulators, with V weights and a broadcast
+  constexpr int P = V == 1   ? 8
+                    : V == 2 ? 12
+                             : 6;  // P x V accumulators, with V weights and a broadcast
   const int64_t vectors = p.k_pad / kLanes;
   const int64_t rest = p.maps - (vectors - 1) * kLanes;
   const __mmask16 last_mask = static_cast<__mmask16>((1u << rest) - 1u);
@@ -126,8 +129,12 @@ void pass(const Problem& p, const float* x, int64_t oh, int64_t kv0, float* y) {
   int64_t ow = 0;
   for (; ow < p.interior_lo; ++ow)
     single<V>(p, x, ih0, kh_lo, kh_hi, ow, kv0, last_mask, vectors, y);
-  for (; ow + P <= p.interior_hi; ow += P)
-    block<V, P>(p, x, ih0, kh_lo, kh_hi, ow, kv0, last_mask, vectors, y);
+  for (; ow + P <= p.interior_hi; ow += P) {
+    switch (p.kernel_w) {
+      case 3: block<V, P, 3>(p, x, ih0, kh_lo, kh_hi, ow, kv0, last_mask, vectors, y); break;
+      default: block<V, P, 0>(p, x, ih0, kh_lo, kh_hi, ow, kv0, last_mask, vectors, y); break;
+    }
+  }
   for (; ow < p.out_w; ++ow) single<V>(p, x, ih0, kh_lo, kh_hi, ow, kv0, last_mask, vectors, y);
 }
 
