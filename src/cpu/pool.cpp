@@ -6,6 +6,8 @@
 // max). "GlobalPool":
 // mean or max over all spatial positions (attr mode = avg | max) of plain or channels-last
 // data, a loop of our own.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -169,36 +171,68 @@ class GlobalPoolKernel : public Kernel {
     }
   }
 
+  // Each task sums (or takes the maximum of) a range of pixels of one image for a group of
+  // up to kGroup channels, 32 channels at a time (then 8, then 1), into its part of a row of
+  // partial results; the rows of an image's ranges are then combined. Two tasks a thread
+  // where the tensor is large enough: channel groups first, then ranges of at least
+  // kMinPixels pixels, so that a squeeze-and-excitation block's pool of a few channels over
+  // many pixels spreads over the threads as well as a wide one.
   void run_channels_last(const float* x, float* y) {
+    constexpr int64_t kGroup = 128, kMinPixels = 64;
     const int64_t C = channels_, hw = spatial_;
-    const bool is_max = max_;
-    const float scale = 1.0f / static_cast<float>(hw);
-    // channel blocks of 64 per thread task: each sums hw rows of a contiguous block
-    const int64_t block = 64, blocks = (C + block - 1) / block;
-    const int64_t tasks = batch_ * blocks;
-#pragma omp parallel for if (batch_ * C * hw > 32768)
+    const bool is_max = max_, parallel = batch_ * C * hw > 32768;
+    const int64_t wanted = parallel ? 2 * static_cast<int64_t>(omp_get_max_threads()) : 1;
+    const int64_t groups = (C + kGroup - 1) / kGroup;
+    int64_t ranges = std::max<int64_t>(1, (wanted + batch_ * groups - 1) / (batch_ * groups));
+    ranges = std::min(ranges, std::max<int64_t>(1, hw / kMinPixels));
+    const int64_t per_range = (hw + ranges - 1) / ranges;
+    ranges = (hw + per_range - 1) / per_range;
+    thread_local std::vector<float> partial;  // of the calling thread: concurrent runs apart
+    partial.resize(static_cast<size_t>(batch_ * ranges * C));
+    float* rows = partial.data();
+    const int64_t tasks = batch_ * ranges * groups;
+#pragma omp parallel for if (parallel && tasks > 1)
     for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t n = t / blocks, c0 = (t % blocks) * block;
-      const int64_t width = std::min(block, C - c0);
-      const float* base = x + n * x_batch_stride_ + c0;
-      float acc[64];
-      for (int64_t c = 0; c < width; ++c)
-        acc[c] = is_max ? -std::numeric_limits<float>::infinity() : 0.0f;
-      if (is_max) {
-        for (int64_t i = 0; i < hw; ++i) {
-          const float* row = base + i * C;
-          for (int64_t c = 0; c < width; ++c) acc[c] = std::max(acc[c], row[c]);
-        }
-      } else {
-        for (int64_t i = 0; i < hw; ++i) {
-          const float* row = base + i * C;
-          for (int64_t c = 0; c < width; ++c) acc[c] += row[c];
-        }
-      }
-      float* out = y + n * y_batch_stride_ + c0 * y_channel_stride_;
-      for (int64_t c = 0; c < width; ++c)
-        out[c * y_channel_stride_] = is_max ? acc[c] : acc[c] * scale;
+      const int64_t g = t % groups, image_range = t / groups;  // image_range: n * ranges + r
+      const int64_t n = image_range / ranges, i0 = (image_range % ranges) * per_range;
+      const int64_t i1 = std::min(hw, i0 + per_range);
+      const int64_t c1 = std::min(C, (g + 1) * kGroup);
+      const float* image = x + n * x_batch_stride_;
+      float* out = rows + image_range * C;
+      int64_t c0 = g * kGroup;
+      for (; c0 + 32 <= c1; c0 += 32) accumulate<32>(image + c0, C, i0, i1, is_max, out + c0);
+      for (; c0 + 8 <= c1; c0 += 8) accumulate<8>(image + c0, C, i0, i1, is_max, out + c0);
+      for (; c0 < c1; ++c0) accumulate<1>(image + c0, C, i0, i1, is_max, out + c0);
     }
+    const float scale = 1.0f / static_cast<float>(hw);
+    for (int64_t n = 0; n < batch_; ++n) {
+      float* out = y + n * y_batch_stride_;
+      for (int64_t c = 0; c < C; ++c) {
+        float v = rows[n * ranges * C + c];
+        for (int64_t r = 1; r < ranges; ++r) {
+          const float w = rows[(n * ranges + r) * C + c];
+          v = is_max ? std::max(v, w) : v + w;
+        }
+        out[c * y_channel_stride_] = is_max ? v : v * scale;
+      }
+    }
+  }
+
+  // W channels (a compile-time width, so that the accumulators stay in registers) of pixels
+  // [i0, i1): pixel i's values at base[i * C]
+  template <int64_t W>
+  static void accumulate(const float* base, int64_t C, int64_t i0, int64_t i1, bool is_max,
+                         float* out) {
+    float acc[W];
+    for (int64_t c = 0; c < W; ++c) acc[c] = is_max ? -std::numeric_limits<float>::infinity() : 0;
+    if (is_max) {
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t c = 0; c < W; ++c) acc[c] = std::max(acc[c], base[i * C + c]);
+    } else {
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t c = 0; c < W; ++c) acc[c] += base[i * C + c];
+    }
+    for (int64_t c = 0; c < W; ++c) out[c] = acc[c];
   }
 
   bool max_ = false, channels_last_ = false;

@@ -4,6 +4,8 @@
 window attribute (strides, pads, auto_pad, ceil_mode, dilations, count_include_pad), 1-D to
 3-D, plain and channels-last inputs; the Indices output is refused."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -109,13 +111,55 @@ def test_global_pool_plain(op, x_shape):
 
 
 @pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
-@pytest.mark.parametrize("channels,size", [(16, 7), (200, 14), (3, 56)])
-def test_global_pool_channels_last(op, channels, size):
-    """After a conv the input is channels-last."""
+@pytest.mark.parametrize(
+    "channels,size,batch",
+    [
+        (16, 7, 2),
+        (200, 14, 2),  # two channel groups: 128 | 72 = 2 x 32 + 8
+        (3, 56, 2),
+        (45, 40, 1),  # 32 + 8 + 5 single channels, pixels cut into ranges
+        (32, 64, 1),  # a squeeze-and-excitation pool: few channels, many pixels, 1 image
+        (130, 33, 3),  # three images, two groups, an odd pixel count
+    ],
+)
+def test_global_pool_channels_last(op, channels, size, batch):
+    """After a conv the input is channels-last; the kernel cuts it into channel groups and
+    ranges of pixels and combines the ranges' partial results."""
     inits = {"w": rand((channels, 4, 3, 3), 1)}
     nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), node(op, ["c"], ["y"])]
-    model = onnx_model(nodes, {"x": (2, 4, size, size)}, {"y": (2, channels, 1, 1)}, inits)
-    check_cpu(model, {"x": rand((2, 4, size, size))}, rtol=1e-4, atol=1e-5)
+    model = onnx_model(
+        nodes, {"x": (batch, 4, size, size)}, {"y": (batch, channels, 1, 1)}, inits
+    )
+    check_cpu(model, {"x": rand((batch, 4, size, size))}, rtol=1e-4, atol=1e-5)
+
+
+def test_global_pool_concurrent_runs():
+    """Each calling thread keeps its own partial results."""
+    inits = {"w": rand((40, 4, 3, 3), 1)}
+    nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1])]
+    nodes.append(node("GlobalAveragePool", ["c"], ["y"]))
+    model = onnx_model(nodes, {"x": (1, 4, 48, 48)}, {"y": (1, 40, 1, 1)}, inits)
+    program = gk.parse_onnx_buffer(model).compile("cpu")
+    ref = gk.parse_onnx_buffer(model).compile("ref")
+    inputs = [{"x": rand((1, 4, 48, 48), 50 + i)} for i in range(6)]
+    expected = [ref.run(f)[0] for f in inputs]
+    errors = []
+
+    def worker(i):
+        try:
+            for _ in range(10):
+                np.testing.assert_allclose(
+                    program.run(inputs[i])[0], expected[i], rtol=1e-4, atol=1e-5
+                )
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
 
 
 def test_pool_after_conv_channels_last():
