@@ -127,9 +127,7 @@ def test_global_pool_channels_last(op, channels, size, batch):
     ranges of pixels and combines the ranges' partial results."""
     inits = {"w": rand((channels, 4, 3, 3), 1)}
     nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), node(op, ["c"], ["y"])]
-    model = onnx_model(
-        nodes, {"x": (batch, 4, size, size)}, {"y": (batch, channels, 1, 1)}, inits
-    )
+    model = onnx_model(nodes, {"x": (batch, 4, size, size)}, {"y": (batch, channels, 1, 1)}, inits)
     check_cpu(model, {"x": rand((batch, 4, size, size))}, rtol=1e-4, atol=1e-5)
 
 
