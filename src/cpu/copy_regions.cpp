@@ -8,6 +8,8 @@
 // attrs: ranks[r], io[2r] (input index, output index), offsets[2r] (source, destination
 // element offsets), dims / src_strides / dst_strides (the regions' lists, concatenated).
 #include <algorithm>
+#include <cstring>
+#include <memory>
 
 #include "core/kernel.hpp"
 #include "cpu/strided_copy.hpp"
@@ -21,12 +23,73 @@ struct Region {
   StridedCopy copy;
 };
 
+// Regions that each copy rows of contiguous elements into the same rows of one output (a
+// Concat along the innermost dim, as a channels-last Concat of feature maps is): one pass
+// over the output's rows, each row filled from every region in turn, instead of one strided
+// pass over the output per region. Rows are split statically over the threads, as the steps
+// that wrote the inputs split their pixels.
+struct InterleavedRows {
+  struct Piece {
+    int input;
+    int64_t src_offset, src_row, dst_offset, bytes;  // bytes
+  };
+  int output = 0;
+  int64_t rows = 0, dst_row = 0;  // bytes between the output's rows
+  std::vector<Piece> pieces;
+
+  // null unless every region is such a copy into the same output with the same row count
+  // and row stride (and the regions are not one)
+  static std::unique_ptr<InterleavedRows> plan(const std::vector<Region>& regions) {
+    if (regions.size() < 2) return nullptr;
+    auto plan = std::make_unique<InterleavedRows>();
+    for (const Region& r : regions) {
+      const StridedCopy& c = r.copy;
+      const auto& d = c.dims();
+      if (c.empty() || c.tiled() || d.size() != 2 || c.src_strides()[1] != 1 ||
+          c.dst_strides()[1] != 1 || c.src_strides()[0] < 0)
+        return nullptr;
+      const int64_t es = static_cast<int64_t>(c.elem_size());
+      if (plan->pieces.empty()) {
+        plan->output = r.output;
+        plan->rows = d[0];
+        plan->dst_row = c.dst_strides()[0] * es;
+      } else if (r.output != plan->output || d[0] != plan->rows ||
+                 c.dst_strides()[0] * es != plan->dst_row) {
+        return nullptr;
+      }
+      plan->pieces.push_back(
+          {r.input, r.src_offset, c.src_strides()[0] * es, r.dst_offset, d[1] * es});
+    }
+    return plan;
+  }
+
+  void run(const void* const* inputs, void* const* outputs) const {
+    auto* out = static_cast<unsigned char*>(outputs[output]);
+    int64_t row_bytes = 0;
+    for (const Piece& p : pieces) row_bytes += p.bytes;
+    const bool parallel = rows * row_bytes > StridedCopy::kParallelElems * 4;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t i = 0; i < rows; ++i) {
+      unsigned char* dst = out + i * dst_row;
+      for (const Piece& p : pieces)
+        std::memcpy(
+            dst + p.dst_offset,
+            static_cast<const unsigned char*>(inputs[p.input]) + p.src_offset + i * p.src_row,
+            static_cast<size_t>(p.bytes));
+    }
+  }
+};
+
 class CopyRegionsKernel : public Kernel {
  public:
   CopyRegionsKernel(std::vector<Region> regions, bool spread)
-      : regions_(std::move(regions)), spread_(spread) {}
+      : regions_(std::move(regions)), spread_(spread), rows_(InterleavedRows::plan(regions_)) {}
   void run(const void* const* inputs, void* const* outputs) override {
     const int64_t n = static_cast<int64_t>(regions_.size());
+    if (rows_) {
+      rows_->run(inputs, outputs);
+      return;
+    }
     if (spread_) {
       // many small regions (a Concat of many inputs): one region per task; each copy is
       // below its own parallel threshold, so it runs on the calling thread
@@ -44,6 +107,7 @@ class CopyRegionsKernel : public Kernel {
   }
   std::vector<Region> regions_;
   bool spread_;
+  std::unique_ptr<InterleavedRows> rows_;
 };
 
 std::unique_ptr<Kernel> make_copy_regions(const KernelSpec& spec) {

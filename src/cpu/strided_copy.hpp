@@ -20,6 +20,15 @@ class StridedCopy {
   // copies of more elements than this run in parallel (OpenMP)
   static constexpr int64_t kParallelElems = 32768;
 
+  // the simplified copy (size-1 dims dropped, dims contiguous in both views merged;
+  // outermost first) and whether it runs as a tiled transpose
+  bool empty() const { return empty_; }
+  size_t elem_size() const { return elem_; }
+  const std::vector<int64_t>& dims() const { return size_; }
+  const std::vector<int64_t>& src_strides() const { return src_; }
+  const std::vector<int64_t>& dst_strides() const { return dst_; }
+  bool tiled() const { return tile_ >= 0; }
+
   // the lowest and highest element offsets touched, relative to the base pointers
   static void extent(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
                      int64_t* lo, int64_t* hi);

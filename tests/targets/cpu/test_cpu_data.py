@@ -221,6 +221,39 @@ def test_concat_of_channels_last_conv_outputs():
     check_cpu(model, {"x": rand((1, 8, 9, 9), seed=4)}, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("batch", [1, 2])
+def test_dense_block_concat_of_many_channels_last_maps(batch):
+    """A DenseNet block's Concat: a block input and five convolutions' maps (channels-last,
+    of different widths, 28x28: enough rows for the threads) into one output, row by row."""
+    widths = [8, 32, 16, 4, 32, 12]
+    inits = {"wb": rand((8, 8, 1, 1), seed=9)}
+    nodes = [node("Conv", ["x", "wb"], ["c"]), node("Relu", ["c"], ["base"])]
+    names = ["base"]
+    for i, k in enumerate(widths[1:]):
+        inits[f"w{i}"] = rand((k, 8, 3, 3), seed=10 + i)
+        nodes.append(node("Conv", ["base", f"w{i}"], [f"c{i}"], pads=[1, 1, 1, 1]))
+        names.append(f"c{i}")
+    nodes.append(node("Concat", names, ["cat"], axis=1))
+    inits["wy"] = rand((6, sum(widths), 1, 1), seed=20)
+    nodes.append(node("Conv", ["cat", "wy"], ["y"]))
+    model = onnx_model(nodes, {"x": (batch, 8, 28, 28)}, {"y": None}, inits)
+    check_cpu(model, {"x": rand((batch, 8, 28, 28), seed=4)}, rtol=1e-4, atol=1e-5)
+
+
+def test_concat_of_a_transposed_input_and_rows():
+    """A Transpose's output beside two plain inputs, concatenated along the last axis (300
+    rows of 5 + 7 + 3 values, filled row by row)."""
+    model = onnx_model(
+        [
+            node("Transpose", ["a"], ["ta"], perm=[1, 0]),
+            node("Concat", ["ta", "b", "c"], ["y"], axis=1),
+        ],
+        {"a": (5, 300), "b": (300, 7), "c": (300, 3)},
+        {"y": None},
+    )
+    exact(model, {"a": data((5, 300), 1), "b": data((300, 7), 2), "c": data((300, 3), 3)})
+
+
 @pytest.mark.parametrize("axis,sizes", [(0, [1, 3, 2]), (1, [4, 3]), (-1, [2, 2, 1]), (2, [0, 5])])
 def test_split_sizes(axis, sizes):
     x = data((6, 7, 5), seed=9)
