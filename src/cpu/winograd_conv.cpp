@@ -341,11 +341,14 @@ class WinogradConvKernel : public Kernel {
 //     floats) read once at ~12 GB/s;
 //   Winograd: 2 x 36 multiply-adds per micro-kernel row at ~116 GFLOP/s, the transforms
 //     (~7 ns per tile and channel, in or out), and the transformed weights (36 floats) read
-//     once from memory at ~12 GB/s and again per further block of tiles at ~24 GB/s (from
-//     the last-level cache).
+//     once from memory at ~12 GB/s (at ~24 GB/s where they are at most kCachedBytes: those
+//     of a small layer stay in the last-level cache between runs) and again per further
+//     block of tiles at ~24 GB/s (from the last-level cache).
 // Winograd is taken where it costs at most 0.8 of the direct convolution: large images and
 // batches, not the few tiles of a deep layer at batch 1, where its weights are 4x the direct
 // ones and reading them is about half its time.
+constexpr int64_t kCachedBytes = 1 << 20;
+
 bool saves_enough(const KernelSpec& spec) {
   const TensorInfo& y = spec.outputs[0];
   const double C = static_cast<double>(spec.inputs[0].dims[1]), K = static_cast<double>(y.dims[1]);
@@ -356,9 +359,10 @@ bool saves_enough(const KernelSpec& spec) {
   const double direct = 18.0 * pixels / 165.0 + 36.0 / 12.0;
   const int64_t cap = block_tiles(spec.inputs[0].dims[1], y.dims[1], 16, 32);
   const double blocks = static_cast<double>((tiles + cap - 1) / cap);
+  const bool small_u = 144.0 * C * K <= static_cast<double>(kCachedBytes);
   const double wino = 72.0 * static_cast<double>(round_up(tiles, kRows)) / 116.0 +
-                      7.0 * (C + K) * static_cast<double>(tiles) / (C * K) + 144.0 / 12.0 +
-                      144.0 * (blocks - 1) / 24.0;
+                      7.0 * (C + K) * static_cast<double>(tiles) / (C * K) +
+                      144.0 / (small_u ? 24.0 : 12.0) + 144.0 * (blocks - 1) / 24.0;
   return wino <= 0.8 * direct;
 }
 
