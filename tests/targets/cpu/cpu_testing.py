@@ -7,6 +7,8 @@ oracle, plain) and on `cpu`, and compare.
     check_cpu(model, {"x": rand((2, 3))})
 """
 
+import threading
+
 import ml_dtypes
 import numpy as np
 import onnx
@@ -94,6 +96,32 @@ def check_cpu(model: bytes, feeds: dict, rtol=1e-5, atol=1e-6, **options):
         else:
             np.testing.assert_array_equal(c, r)
     return cpu
+
+
+def check_concurrent_runs(model: bytes, inputs: list, rtol=1e-4, atol=1e-5, repeats=5):
+    """One cpu program run from a thread per feed dict in `inputs`, `repeats` times each, at
+    once: every run's first output equals ref's for its feeds (atol scaled by the largest
+    |ref| value). The first failure is raised after all threads end."""
+    program = gk.parse_onnx_buffer(model).compile("cpu")
+    ref = gk.parse_onnx_buffer(model).compile("ref")
+    expected = [ref.run(feeds)[0] for feeds in inputs]
+    errors = []
+
+    def worker(i):
+        try:
+            scale = max(float(np.abs(expected[i]).max()), 1.0)
+            for _ in range(repeats):
+                got = program.run(inputs[i])[0]
+                np.testing.assert_allclose(got, expected[i], rtol=rtol, atol=atol * scale)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
 
 
 def onednn_int8() -> bool:

@@ -4,15 +4,13 @@
 window attribute (strides, pads, auto_pad, ceil_mode, dilations, count_include_pad), 1-D to
 3-D, plain and channels-last inputs; the Indices output is refused."""
 
-import threading
-
 import numpy as np
 import pytest
 
 import graphkiln as gk
 from graphkiln.ir.ops.conv import window_geometry
 
-from cpu_testing import check_cpu, node, onnx_model, rand
+from cpu_testing import check_concurrent_runs, check_cpu, node, onnx_model, rand
 
 
 def pool_model(op, x_shape, **attrs):
@@ -137,27 +135,7 @@ def test_global_pool_concurrent_runs():
     nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1])]
     nodes.append(node("GlobalAveragePool", ["c"], ["y"]))
     model = onnx_model(nodes, {"x": (1, 4, 48, 48)}, {"y": (1, 40, 1, 1)}, inits)
-    program = gk.parse_onnx_buffer(model).compile("cpu")
-    ref = gk.parse_onnx_buffer(model).compile("ref")
-    inputs = [{"x": rand((1, 4, 48, 48), 50 + i)} for i in range(6)]
-    expected = [ref.run(f)[0] for f in inputs]
-    errors = []
-
-    def worker(i):
-        try:
-            for _ in range(10):
-                np.testing.assert_allclose(
-                    program.run(inputs[i])[0], expected[i], rtol=1e-4, atol=1e-5
-                )
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(inputs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    check_concurrent_runs(model, [{"x": rand((1, 4, 48, 48), 50 + i)} for i in range(6)])
 
 
 def test_pool_after_conv_channels_last():
